@@ -1,0 +1,143 @@
+"""miopy-driver: MIOpenDriver's `conv` command on miopy (find, run, time, verify)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+from .. import api, reference
+from ..convolution import ConvDesc, Direction
+from ..errors import MiopyError
+from ..execute import OUTPUT_ROLE, map_problem
+from ..handle import Handle
+from ..tensor import TensorDesc
+
+NAMES = {Direction.FORWARD: "Forward Convolution", Direction.BACKWARD_DATA: "Backward Data Convolution",
+         Direction.BACKWARD_WEIGHTS: "Backward Weights Convolution"}
+TOLERANCE = {"winograd": 2e-3}  # hybrid |a-e|/(1+|e|); Winograd's transforms add rounding
+DEFAULT_TOLERANCE = 1e-3
+
+
+def conv_arguments(parser: argparse.ArgumentParser) -> None:
+    """MIOpenDriver's conv flags describing the problem (shared with miopy-tune)."""
+    add = parser.add_argument
+    add("-n", "--batchsize", type=int, default=100)
+    add("-c", "--in_channels", type=int, default=3)
+    add("-H", "--in_h", type=int, default=32)
+    add("-W", "--in_w", type=int, default=32)
+    add("-k", "--out_channels", type=int, default=32)
+    add("-y", "--fil_h", type=int, default=3)
+    add("-x", "--fil_w", type=int, default=3)
+    add("-p", "--pad_h", type=int, default=0)
+    add("-q", "--pad_w", type=int, default=0)
+    add("-u", "--conv_stride_h", type=int, default=1)
+    add("-v", "--conv_stride_w", type=int, default=1)
+    add("-l", "--dilation_h", type=int, default=1)
+    add("-j", "--dilation_w", type=int, default=1)
+    add("-g", "--group_count", type=int, default=1)
+    add("-m", "--mode", choices=("conv", "trans"), default="conv")
+    add("-F", "--forw", type=int, default=0, choices=(0, 1, 2, 4), help="1 fwd, 2 bwd-data, 4 bwd-weights, 0 all")
+    add("-S", "--solver", default=None, help="force a solver by id")
+
+
+def descriptors(a: argparse.Namespace) -> tuple[TensorDesc, TensorDesc, ConvDesc]:
+    """Input, weight and convolution descriptors from the flags (MiopyError on bad values)."""
+    mode = "transpose" if a.mode == "trans" else "conv"
+    x = TensorDesc("FP32", (a.batchsize, a.in_channels, a.in_h, a.in_w))
+    wdims = ((a.in_channels, a.out_channels // max(a.group_count, 1), a.fil_h, a.fil_w) if mode == "transpose"
+             else (a.out_channels, a.in_channels // max(a.group_count, 1), a.fil_h, a.fil_w))
+    conv = ConvDesc((a.pad_h, a.pad_w), (a.conv_stride_h, a.conv_stride_w), (a.dilation_h, a.dilation_w),
+                    a.group_count, mode)
+    return x, TensorDesc("FP32", wdims), conv
+
+
+def directions(forw: int) -> list[Direction]:
+    return list(Direction) if forw == 0 else [Direction(forw)]
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="miopy-driver", description=__doc__)
+    sub = ap.add_subparsers(dest="command", required=True)
+    conv = sub.add_parser("conv", help="find, run, time and verify a convolution")
+    conv_arguments(conv)
+    conv.add_argument("-t", "--time", type=int, default=1, help="1: time -i iterations; 0: report find's time")
+    conv.add_argument("-V", "--verify", type=int, default=1, help="verify against the float64 reference")
+    conv.add_argument("-i", "--iter", type=int, default=10, help="timed iterations")
+    conv.add_argument("-s", "--seed", type=int, default=0, help="random seed of the inputs")
+    return ap
+
+
+def run_direction(handle: Handle, direction: Direction, x_desc, w_desc, conv, args) -> bool:
+    """Find, run, time and verify one direction; prints MIOpenDriver-style lines; True when it verifies."""
+    y_desc = conv.output_desc(x_desc, w_desc)
+    mapping = map_problem(direction, x_desc, w_desc, conv, y_desc)
+    problem = mapping.problem
+    rng = np.random.default_rng(args.seed)
+    host = {r: rng.standard_normal(d.dims).astype(np.float32) for r, d in (("x", x_desc), ("w", w_desc), ("y", y_desc))}
+    out_user = mapping.roles[OUTPUT_ROLE[problem.direction]]
+    host[out_user][...] = np.nan  # poison: unwritten elements show
+    dev = {r: handle.to_device(a) for r, a in host.items()}
+    found = api.find_convolution(handle, x_desc, w_desc, conv, direction, y_desc=y_desc)
+    rec = found[0]
+    print(f"{NAMES[direction]}: solver {rec.solver_id} ({rec.algorithm}), params from {rec.params_source} "
+          f"{rec.params}; find ranked {len(found)} solver(s){' from the find DB' if found.from_db else ''}")
+    call = _call(handle, direction, x_desc, w_desc, y_desc, conv, dev, rec)
+    call()
+    ms = handle.time_ms(call, warmup=1, iters=max(args.iter, 1)) if args.time else rec.time_ms
+    print(f"{NAMES[direction]}: kernel time {ms:.4f} ms, {problem.flops() / ms / 1e6:.1f} GFLOP/s, "
+          f"{problem.bytes() / ms / 1e6:.1f} GB/s")
+    if not args.verify:
+        return True
+    got = handle.to_host(dev[out_user])
+    expected = _reference(problem, mapping.roles, host)
+    err = reference.max_error(got, expected)
+    tol = TOLERANCE.get(rec.algorithm, DEFAULT_TOLERANCE)
+    ok = err <= tol
+    print(f"{NAMES[direction]} {'Verifies OK' if ok else 'FAILED'} (max error {err:.2e}, tolerance {tol:.0e})")
+    return ok
+
+
+def _call(handle, direction, x_desc, w_desc, y_desc, conv, dev, rec):
+    if direction is Direction.FORWARD:
+        return lambda: api.convolution_forward(handle, x_desc, dev["x"], w_desc, dev["w"], conv, y_desc, dev["y"],
+                                               algo=rec)
+    if direction is Direction.BACKWARD_DATA:
+        return lambda: api.convolution_backward_data(handle, y_desc, dev["y"], w_desc, dev["w"], conv, x_desc,
+                                                     dev["x"], algo=rec)
+    return lambda: api.convolution_backward_weights(handle, y_desc, dev["y"], x_desc, dev["x"], conv, w_desc,
+                                                    dev["w"], algo=rec)
+
+
+def _reference(problem, roles, host) -> np.ndarray:
+    """Float64 result of problem, with inputs taken from the user's tensors through roles."""
+    t = {prole: host[urole] for prole, urole in roles.items()}
+    c = problem.conv
+    geo = dict(pad=c.pad, stride=c.stride, dilation=c.dilation, groups=c.groups)
+    if problem.direction is Direction.FORWARD:
+        return reference.conv_forward(t["x"], t["w"], **geo)
+    if problem.direction is Direction.BACKWARD_DATA:
+        return reference.conv_backward_data(t["y"], t["w"], problem.x.dims, **geo)
+    return reference.conv_backward_weights(t["x"], t["y"], problem.w.dims, **geo)
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    if args.solver:
+        os.environ["MIOPY_FIND_ONLY_SOLVER"] = args.solver
+    try:
+        x_desc, w_desc, conv = descriptors(args)
+        handle = Handle()
+        print(f"miopy-driver: device {handle.info.name} ({handle.info.platform})")
+        ok = all([run_direction(handle, d, x_desc, w_desc, conv, args) for d in directions(args.forw)])
+    except MiopyError as exc:
+        print(f"miopy-driver: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    s = handle.cache_stats()
+    print(f"kernel cache: compiled={s['compiled']} disk_hits={s['disk_hits']} memory_hits={s['memory_hits']}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

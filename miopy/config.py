@@ -1,0 +1,59 @@
+"""Every MIOPY_* environment knob, read in one place (at call time, so tests can set them)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP = "miopy"
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name)
+    return value if value not in (None, "") else None
+
+
+def _flag(name: str) -> bool:
+    return (_env(name) or "0").lower() in ("1", "true", "yes", "on")
+
+
+def cache_dir() -> Path:
+    """Kernel binary cache directory (MIOPY_CACHE_DIR or the user cache dir)."""
+    return Path(_env("MIOPY_CACHE_DIR") or platformdirs.user_cache_dir(APP))
+
+
+def cache_disabled() -> bool:
+    """MIOPY_DISABLE_CACHE=1 keeps compiled kernels in memory only."""
+    return _flag("MIOPY_DISABLE_CACHE")
+
+
+def user_db_path() -> Path:
+    """User perf DB and find DB file (MIOPY_USER_DB_PATH or the user data dir)."""
+    return Path(_env("MIOPY_USER_DB_PATH") or Path(platformdirs.user_data_dir(APP)) / "miopy_user.db")
+
+
+def find_only_solver() -> str | None:
+    """MIOPY_FIND_ONLY_SOLVER=<id>: the registry holds only this solver."""
+    return _env("MIOPY_FIND_ONLY_SOLVER")
+
+
+def disabled_solvers() -> frozenset[str]:
+    """MIOPY_DISABLE_SOLVERS=<id,...>: solvers left out of the registry."""
+    raw = _env("MIOPY_DISABLE_SOLVERS") or ""
+    return frozenset(s.strip() for s in raw.split(",") if s.strip())
+
+
+def find_mode() -> str | None:
+    """MIOPY_FIND_MODE: normal, fast or hybrid."""
+    return _env("MIOPY_FIND_MODE")
+
+
+def find_enforce() -> str | None:
+    """MIOPY_FIND_ENFORCE: search, db_update or db_clean."""
+    return _env("MIOPY_FIND_ENFORCE")
+
+
+def log_cmd() -> bool:
+    """MIOPY_LOG_CMD=1 logs each convolution call as a miopy-driver command."""
+    return _flag("MIOPY_LOG_CMD")

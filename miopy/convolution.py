@@ -1,0 +1,191 @@
+"""Convolution descriptor, direction and problem (the unit find, the DBs and the solvers work on)."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from .errors import BadParam, check
+from .tensor import DataType, TensorDesc
+
+
+class Direction(enum.IntEnum):
+    """Convolution direction; values are MIOpenDriver's -F flags."""
+
+    FORWARD = 1
+    BACKWARD_DATA = 2
+    BACKWARD_WEIGHTS = 4
+
+    @property
+    def letter(self) -> str:
+        return {1: "F", 2: "B", 4: "W"}[int(self)]
+
+
+def _pair(value, field: str) -> tuple[int, int]:
+    if isinstance(value, int):
+        return (value, value)
+    try:
+        a, b = (int(v) for v in value)
+    except (TypeError, ValueError) as exc:
+        raise BadParam(field, f"expected an int or a pair of ints, got {value!r}") from exc
+    return (a, b)
+
+
+@dataclass(frozen=True)
+class ConvDesc:
+    """Padding, stride, dilation (each an int or an (h, w) pair), groups, and mode.
+
+    mode="conv" is cross-correlation as in PyTorch's conv2d; mode="transpose" is PyTorch's
+    conv_transpose2d, whose weights are laid out (C_in, C_out / groups, R, S).
+    """
+
+    pad: tuple[int, int] = (0, 0)
+    stride: tuple[int, int] = (1, 1)
+    dilation: tuple[int, int] = (1, 1)
+    groups: int = 1
+    mode: str = "conv"
+    output_padding: tuple[int, int] = (0, 0)
+
+    def __post_init__(self):
+        for field in ("pad", "stride", "dilation", "output_padding"):
+            object.__setattr__(self, field, _pair(getattr(self, field), field))
+        check(all(p >= 0 for p in self.pad), "pad", f"must be >= 0, got {self.pad}")
+        check(all(s > 0 for s in self.stride), "stride", f"must be > 0, got {self.stride}")
+        check(all(d > 0 for d in self.dilation), "dilation", f"must be > 0, got {self.dilation}")
+        check(isinstance(self.groups, int) and self.groups > 0, "groups", f"must be a positive int, got {self.groups!r}")
+        check(self.mode in ("conv", "transpose"), "mode", f"must be 'conv' or 'transpose', got {self.mode!r}")
+        op = self.output_padding
+        check(all(o >= 0 for o in op), "output_padding", f"must be >= 0, got {op}")
+        check(self.mode == "transpose" or op == (0, 0), "output_padding", "only applies to mode='transpose'")
+        check(all(o < max(s, d) for o, s, d in zip(op, self.stride, self.dilation)), "output_padding",
+              f"must be smaller than stride or dilation, got {op}")
+
+    def output_desc(self, x_desc: TensorDesc, w_desc: TensorDesc) -> TensorDesc:
+        """Descriptor of the output for input x and weights w (PyTorch's shape formulas)."""
+        _check_operands(self, x_desc, w_desc)
+        n, _, h, w = x_desc.dims
+        _, _, r, s = w_desc.dims
+        if self.mode == "conv":
+            k = w_desc.n
+            out = [(size + 2 * p - d * (f - 1) - 1) // st + 1
+                   for size, p, d, f, st in zip((h, w), self.pad, self.dilation, (r, s), self.stride)]
+        else:
+            k = w_desc.c * self.groups
+            out = [(size - 1) * st - 2 * p + d * (f - 1) + o + 1
+                   for size, p, d, f, st, o in zip((h, w), self.pad, self.dilation, (r, s), self.stride,
+                                                   self.output_padding)]
+        check(out[0] > 0 and out[1] > 0, "pad",
+              f"output would be {out[0]}x{out[1]}: filter {r}x{s} (dilation {self.dilation}) does not fit "
+              f"input {h}x{w} with pad {self.pad}")
+        return TensorDesc(x_desc.dtype, (n, k, out[0], out[1]))
+
+
+def _check_operands(conv: ConvDesc, x_desc: TensorDesc, w_desc: TensorDesc) -> None:
+    check(isinstance(x_desc, TensorDesc), "x_desc", "must be a TensorDesc")
+    check(isinstance(w_desc, TensorDesc), "w_desc", "must be a TensorDesc")
+    check(x_desc.dtype == w_desc.dtype, "w_desc.dtype",
+          f"{w_desc.dtype.value} does not match input {x_desc.dtype.value}")
+    g = conv.groups
+    if conv.mode == "conv":
+        check(w_desc.n % g == 0, "w_desc.dims", f"output channels K={w_desc.n} not divisible by groups={g}")
+        check(x_desc.c == w_desc.c * g, "w_desc.dims",
+              f"input channels C={x_desc.c} != weights C/groups={w_desc.c} x groups={g}")
+    else:
+        check(x_desc.c == w_desc.n, "w_desc.dims",
+              f"input channels {x_desc.c} != transpose weights' first dim {w_desc.n}")
+        check(w_desc.n % g == 0, "w_desc.dims", f"input channels {w_desc.n} not divisible by groups={g}")
+
+
+@dataclass(frozen=True)
+class ConvProblem:
+    """One convolution in convolution terms: x (N,C,H,W) * w (K,C/g,R,S) -> y (N,K,P,Q), plus direction.
+
+    For every direction the descriptors keep their forward roles: backward-data computes x from y and w,
+    backward-weights computes w from x and y. Transpose convolutions are mapped onto this form by the
+    API layer (their forward is this problem's backward-data).
+    """
+
+    direction: Direction
+    x: TensorDesc
+    w: TensorDesc
+    y: TensorDesc
+    conv: ConvDesc
+
+    @classmethod
+    def create(cls, direction: Direction | int, x: TensorDesc, w: TensorDesc, conv: ConvDesc,
+               y: TensorDesc | None = None) -> "ConvProblem":
+        """Validate and build; y is derived from x, w and conv unless given (then it must match)."""
+        check(conv.mode == "conv", "conv.mode", "ConvProblem is in convolution terms; map transpose first")
+        try:
+            direction = Direction(direction)
+        except ValueError as exc:
+            raise BadParam("direction", f"must be 1, 2 or 4, got {direction!r}") from exc
+        expected = conv.output_desc(x, w)
+        if y is None:
+            y = expected
+        check(y.dtype == x.dtype, "y_desc.dtype", f"{y.dtype.value} does not match input {x.dtype.value}")
+        check(y.dims == expected.dims, "y_desc.dims", f"expected {expected.dims}, got {y.dims}")
+        return cls(direction, x, w, y, conv)
+
+    def with_direction(self, direction: Direction) -> "ConvProblem":
+        return ConvProblem(Direction(direction), self.x, self.w, self.y, self.conv)
+
+    # Sizes, named as in the papers: N, C, H, W input; K, R, S filters; P, Q output.
+    n = property(lambda self: self.x.n)
+    c = property(lambda self: self.x.c)
+    in_h = property(lambda self: self.x.h)
+    in_w = property(lambda self: self.x.w)
+    k = property(lambda self: self.w.n)
+    r = property(lambda self: self.w.h)
+    s = property(lambda self: self.w.w)
+    out_h = property(lambda self: self.y.h)
+    out_w = property(lambda self: self.y.w)
+    groups = property(lambda self: self.conv.groups)
+    pad_h = property(lambda self: self.conv.pad[0])
+    pad_w = property(lambda self: self.conv.pad[1])
+    stride_h = property(lambda self: self.conv.stride[0])
+    stride_w = property(lambda self: self.conv.stride[1])
+    dil_h = property(lambda self: self.conv.dilation[0])
+    dil_w = property(lambda self: self.conv.dilation[1])
+    dtype = property(lambda self: self.x.dtype)
+
+    @property
+    def c_per_group(self) -> int:
+        return self.c // self.groups
+
+    @property
+    def k_per_group(self) -> int:
+        return self.k // self.groups
+
+    @property
+    def is_packed(self) -> bool:
+        return self.x.is_packed and self.w.is_packed and self.y.is_packed
+
+    def key(self) -> str:
+        """MIOpen-like readable key: C-H-W-RxS-K-P-Q-N-pads-strides-dilations-bias-layout-dtype-dir[-gG]."""
+        parts = [self.c, self.in_h, self.in_w, f"{self.r}x{self.s}", self.k, self.out_h, self.out_w, self.n,
+                 f"{self.pad_h}x{self.pad_w}", f"{self.stride_h}x{self.stride_w}",
+                 f"{self.dil_h}x{self.dil_w}", 0, "NCHW", self.dtype.value, self.direction.letter]
+        key = "-".join(str(p) for p in parts)
+        if self.groups > 1:
+            key += f"-g{self.groups}"
+        if not self.is_packed:
+            key += "-s" + "_".join(",".join(map(str, d.strides)) for d in (self.x, self.w, self.y))
+        return key
+
+    def flops(self) -> int:
+        """Useful FLOPs: 2*N*K*P*Q*(C/groups)*R*S, the same for every direction."""
+        return 2 * self.n * self.k * self.out_h * self.out_w * self.c_per_group * self.r * self.s
+
+    def bytes(self) -> int:
+        """Bytes of x, w and y, each moved once."""
+        return sum(d.element_count * d.dtype.itemsize for d in (self.x, self.w, self.y))
+
+    def driver_args(self) -> str:
+        """The miopy-driver flags that describe this problem."""
+        return (f"-n {self.n} -c {self.c} -H {self.in_h} -W {self.in_w} -k {self.k} -y {self.r} -x {self.s} "
+                f"-p {self.pad_h} -q {self.pad_w} -u {self.stride_h} -v {self.stride_w} "
+                f"-l {self.dil_h} -j {self.dil_w} -g {self.groups} -F {int(self.direction)}")
+
+    def __str__(self) -> str:
+        return self.key()
+

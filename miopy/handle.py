@@ -1,0 +1,156 @@
+"""Handle: the OpenCL context, an in-order profiling queue, DeviceInfo, the kernel cache and timing.
+
+The handle is the only owner of OpenCL objects. It picks a GPU when there is one, else the CPU (PoCL),
+and honours PYOPENCL_CTX.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from .errors import DeviceNotFound, LaunchError
+from .kernel_cache import KernelCache
+from .log import warn_once
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What solvers and DBs need to know of a device."""
+
+    platform: str
+    vendor: str
+    name: str
+    driver_version: str
+    device_type: str
+    compute_units: int
+    local_mem_bytes: int
+    max_work_group_size: int
+    max_work_item_sizes: tuple[int, ...]
+    global_mem_bytes: int
+    fp16: bool
+
+    @classmethod
+    def of(cls, device: cl.Device) -> "DeviceInfo":
+        return cls(
+            platform=device.platform.name.strip(), vendor=device.vendor.strip(), name=device.name.strip(),
+            driver_version=device.driver_version.strip(),
+            device_type=cl.device_type.to_string(device.type).split(" ")[-1],
+            compute_units=device.max_compute_units, local_mem_bytes=device.local_mem_size,
+            max_work_group_size=device.max_work_group_size,
+            max_work_item_sizes=tuple(device.max_work_item_sizes), global_mem_bytes=device.global_mem_size,
+            fp16="cl_khr_fp16" in device.extensions)
+
+    @property
+    def device_id(self) -> str:
+        """Stable id: platform, device name, driver version and compute units; keys every DB record."""
+        raw = f"{self.platform}|{self.name}|{self.driver_version}|{self.compute_units}CU"
+        return re.sub(r"\s+", " ", raw)
+
+    @property
+    def is_gpu(self) -> bool:
+        return "GPU" in self.device_type
+
+
+def _pick_device() -> cl.Device:
+    if os.environ.get("PYOPENCL_CTX"):
+        return cl.create_some_context(interactive=False).devices[0]
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as exc:
+        raise DeviceNotFound(f"no OpenCL platform found ({exc}); install one, e.g. "
+                             "`pip install pocl-binary-distribution` for the CPU") from exc
+    devices = [d for p in platforms for d in p.get_devices()]
+    if not devices:
+        raise DeviceNotFound("OpenCL platforms exist but expose no device")
+    gpus = [d for d in devices if d.type & cl.device_type.GPU]
+    if not gpus:
+        _hint_missing_gpu_platform()
+    return (gpus or devices)[0]
+
+
+def _hint_missing_gpu_platform() -> None:
+    if Path("/dev/nvidia0").exists():
+        warn_once(logger, "an NVIDIA GPU is present but no OpenCL platform lists it: make a directory "
+                          "holding a file nvidia.icd with the line libnvidia-opencl.so.1 and point "
+                          "OCL_ICD_VENDORS at it (see docs/index.md); falling back to the CPU")
+
+
+class Handle:
+    """Device, context, profiling queue and kernel cache; pass one to every miopy call."""
+
+    def __init__(self, device: cl.Device | None = None, context: cl.Context | None = None):
+        if context is not None:
+            device = device or context.devices[0]
+        device = device or _pick_device()
+        self.device = device
+        self.context = context or cl.Context([device])
+        self.queue = cl.CommandQueue(self.context, device,
+                                     properties=cl.command_queue_properties.PROFILING_ENABLE)
+        self.info = DeviceInfo.of(device)
+        self.kernels = KernelCache(self.context, device, self.info.device_id)
+        self.prepared: dict = {}   # hot-path memo of ready-to-run solutions, filled by miopy.execute
+        self.chosen: dict = {}     # problem key -> ConvAlgoPerf chosen by calls without an algo
+        self._scratch: dict[str, cl.Buffer] = {}
+
+    def __repr__(self) -> str:
+        return f"Handle({self.info.name!r} on {self.info.platform!r})"
+
+    def cache_stats(self) -> dict[str, int]:
+        """Kernel cache counts: compiled, disk_hits, memory_hits."""
+        return dict(self.kernels.stats)
+
+    # -- arrays -------------------------------------------------------------------------------------
+    def to_device(self, array: np.ndarray) -> cl_array.Array:
+        return cl_array.to_device(self.queue, np.ascontiguousarray(array))
+
+    def empty(self, shape: Sequence[int], dtype=np.float32) -> cl_array.Array:
+        return cl_array.empty(self.queue, tuple(shape), dtype)
+
+    def to_host(self, array: cl_array.Array) -> np.ndarray:
+        return array.get(queue=self.queue)
+
+    def alloc(self, nbytes: int) -> cl.Buffer:
+        return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, max(int(nbytes), 4))
+
+    def scratch(self, slot: str, nbytes: int) -> cl.Buffer:
+        """A buffer of at least nbytes kept for reuse under slot (workspace, blend temporaries)."""
+        buf = self._scratch.get(slot)
+        if buf is None or buf.size < nbytes:
+            buf = self._scratch[slot] = self.alloc(nbytes)
+        return buf
+
+    def finish(self) -> None:
+        self.queue.finish()
+
+    # -- launching and timing -------------------------------------------------------------------------
+    def launch(self, kernel: cl.Kernel, global_size, local_size, args) -> cl.Event:
+        """Set args and enqueue one NDRange; OpenCL errors become LaunchError."""
+        try:
+            kernel.set_args(*args)
+            return cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size)
+        except cl.Error as exc:
+            raise LaunchError(f"launch of {kernel.function_name} global={global_size} "
+                              f"local={local_size} failed: {exc}") from exc
+
+    def time_ms(self, enqueue: Callable[[], Sequence[cl.Event]], warmup: int = 2, iters: int = 5) -> float:
+        """Median over iters of the profiled time from the first event's start to the last's end."""
+        for _ in range(warmup):
+            events = enqueue()
+        self.queue.finish()
+        samples = []
+        for _ in range(iters):
+            events = enqueue()
+            events[-1].wait()
+            samples.append((events[-1].profile.end - events[0].profile.start) * 1e-6)
+        return statistics.median(samples)

@@ -1,0 +1,84 @@
+/* Naive direct convolution: one work-item per output element, any pad / stride / dilation / groups,
+ * any element strides. The always-applicable fallback and the simplest correct kernel.
+ *
+ * Defines (all ints):
+ *   N C H W        input dims          K R S   filter dims (weights K x C/G x R x S)
+ *   P Q            output dims         G       groups
+ *   PAD_H PAD_W  STRIDE_H STRIDE_W  DIL_H DIL_W
+ *   XS_N XS_C XS_H XS_W, WS_K WS_C WS_R WS_S, YS_N YS_K YS_P YS_Q   element strides of x, w, y
+ */
+#include "epilogue.h"
+
+#define CG (C / G)
+#define KG (K / G)
+#define X_AT(n, c, h, w) ((n) * XS_N + (c) * XS_C + (h) * XS_H + (w) * XS_W)
+#define W_AT(k, c, r, s) ((k) * WS_K + (c) * WS_C + (r) * WS_R + (s) * WS_S)
+#define Y_AT(n, k, p, q) ((n) * YS_N + (k) * YS_K + (p) * YS_P + (q) * YS_Q)
+
+/* y[n,k,p,q] = sum_{c,r,s} x[n, g*CG + c, p*U - PAD + r*DIL, ...] * w[k, c, r, s] */
+__kernel void naive_fwd(__global const float* restrict x, __global const float* restrict w,
+                        __global float* restrict y MIOPY_EPILOGUE_PARAMS)
+{
+    const int gid = get_global_id(0);
+    if (gid >= N * K * P * Q) return;
+    const int q = gid % Q, p = (gid / Q) % P, k = (gid / (P * Q)) % K, n = gid / (K * P * Q);
+    const int c0 = (k / KG) * CG;
+    float acc = 0.0f;
+    for (int c = 0; c < CG; ++c)
+        for (int r = 0; r < R; ++r) {
+            const int h = p * STRIDE_H - PAD_H + r * DIL_H;
+            if (h < 0 || h >= H) continue;
+            for (int s = 0; s < S; ++s) {
+                const int wi = q * STRIDE_W - PAD_W + s * DIL_W;
+                if (wi < 0 || wi >= W) continue;
+                acc += x[X_AT(n, c0 + c, h, wi)] * w[W_AT(k, c, r, s)];
+            }
+        }
+    y[Y_AT(n, k, p, q)] = MIOPY_EPILOGUE(acc, k, p * Q + q);
+}
+
+/* dx[n,c,h,w] = sum over k in c's group and taps (r,s) that land on (h,w) of dy[n,k,p,q] * w[k,c',r,s] */
+__kernel void naive_bwd_data(__global float* restrict dx, __global const float* restrict w,
+                             __global const float* restrict dy)
+{
+    const int gid = get_global_id(0);
+    if (gid >= N * C * H * W) return;
+    const int wi = gid % W, h = (gid / W) % H, c = (gid / (H * W)) % C, n = gid / (C * H * W);
+    const int g = c / CG, cg = c % CG;
+    float acc = 0.0f;
+    for (int r = 0; r < R; ++r) {
+        const int ph = h + PAD_H - r * DIL_H;
+        if (ph < 0 || ph % STRIDE_H != 0 || ph / STRIDE_H >= P) continue;
+        for (int s = 0; s < S; ++s) {
+            const int qw = wi + PAD_W - s * DIL_W;
+            if (qw < 0 || qw % STRIDE_W != 0 || qw / STRIDE_W >= Q) continue;
+            for (int kk = 0; kk < KG; ++kk) {
+                const int k = g * KG + kk;
+                acc += dy[Y_AT(n, k, ph / STRIDE_H, qw / STRIDE_W)] * w[W_AT(k, cg, r, s)];
+            }
+        }
+    }
+    dx[X_AT(n, c, h, wi)] = acc;
+}
+
+/* dw[k,c,r,s] = sum_{n,p,q} dy[n,k,p,q] * x[n, g*CG + c, p*U - PAD + r*DIL, ...] (fixed order: deterministic) */
+__kernel void naive_bwd_weights(__global const float* restrict x, __global float* restrict dw,
+                                __global const float* restrict dy)
+{
+    const int gid = get_global_id(0);
+    if (gid >= K * CG * R * S) return;
+    const int s = gid % S, r = (gid / S) % R, c = (gid / (R * S)) % CG, k = gid / (CG * R * S);
+    const int cx = (k / KG) * CG + c;
+    float acc = 0.0f;
+    for (int n = 0; n < N; ++n)
+        for (int p = 0; p < P; ++p) {
+            const int h = p * STRIDE_H - PAD_H + r * DIL_H;
+            if (h < 0 || h >= H) continue;
+            for (int q = 0; q < Q; ++q) {
+                const int wi = q * STRIDE_W - PAD_W + s * DIL_W;
+                if (wi < 0 || wi >= W) continue;
+                acc += dy[Y_AT(n, k, p, q)] * x[X_AT(n, cx, h, wi)];
+            }
+        }
+    dw[W_AT(k, c, r, s)] = acc;
+}

@@ -1,0 +1,84 @@
+"""Float64 NumPy ground truth for every direction (grouped, dilated, strided, padded).
+
+Each function loops over the R*S filter taps and does one tensor contraction per tap and group.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _tap_slices(size_out: int, stride: int, start: int) -> slice:
+    return slice(start, start + stride * (size_out - 1) + 1, stride)
+
+
+def conv_forward(x, w, pad=(0, 0), stride=(1, 1), dilation=(1, 1), groups=1) -> np.ndarray:
+    """y = x (N,C,H,W) cross-correlated with w (K,C/g,R,S)."""
+    x, w = np.asarray(x, np.float64), np.asarray(w, np.float64)
+    n, c, h, wd = x.shape
+    k, cg, r, s = w.shape
+    p_out = (h + 2 * pad[0] - dilation[0] * (r - 1) - 1) // stride[0] + 1
+    q_out = (wd + 2 * pad[1] - dilation[1] * (s - 1) - 1) // stride[1] + 1
+    xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+    y = np.zeros((n, k, p_out, q_out))
+    kg = k // groups
+    for g in range(groups):
+        xs, ws = xp[:, g * cg:(g + 1) * cg], w[g * kg:(g + 1) * kg]
+        for i in range(r):
+            for j in range(s):
+                tap = xs[:, :, _tap_slices(p_out, stride[0], i * dilation[0]),
+                         _tap_slices(q_out, stride[1], j * dilation[1])]
+                y[:, g * kg:(g + 1) * kg] += np.einsum("nchw,kc->nkhw", tap, ws[:, :, i, j])
+    return y
+
+
+def conv_backward_data(dy, w, x_shape, pad=(0, 0), stride=(1, 1), dilation=(1, 1), groups=1) -> np.ndarray:
+    """dx (shape x_shape) from dy (N,K,P,Q) and w (K,C/g,R,S)."""
+    dy, w = np.asarray(dy, np.float64), np.asarray(w, np.float64)
+    n, c, h, wd = x_shape
+    k, cg, r, s = w.shape
+    _, _, p_out, q_out = dy.shape
+    dxp = np.zeros((n, c, h + 2 * pad[0], wd + 2 * pad[1]))
+    kg = k // groups
+    for g in range(groups):
+        dys, ws = dy[:, g * kg:(g + 1) * kg], w[g * kg:(g + 1) * kg]
+        for i in range(r):
+            for j in range(s):
+                dxp[:, g * cg:(g + 1) * cg, _tap_slices(p_out, stride[0], i * dilation[0]),
+                    _tap_slices(q_out, stride[1], j * dilation[1])] += np.einsum("nkhw,kc->nchw", dys, ws[:, :, i, j])
+    return dxp[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + wd]
+
+
+def conv_backward_weights(x, dy, w_shape, pad=(0, 0), stride=(1, 1), dilation=(1, 1), groups=1) -> np.ndarray:
+    """dw (shape w_shape) from x (N,C,H,W) and dy (N,K,P,Q)."""
+    x, dy = np.asarray(x, np.float64), np.asarray(dy, np.float64)
+    k, cg, r, s = w_shape
+    _, _, p_out, q_out = dy.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+    dw = np.zeros(w_shape)
+    kg = k // groups
+    for g in range(groups):
+        xs, dys = xp[:, g * cg:(g + 1) * cg], dy[:, g * kg:(g + 1) * kg]
+        for i in range(r):
+            for j in range(s):
+                tap = xs[:, :, _tap_slices(p_out, stride[0], i * dilation[0]),
+                         _tap_slices(q_out, stride[1], j * dilation[1])]
+                dw[g * kg:(g + 1) * kg, :, i, j] = np.einsum("nkhw,nchw->kc", dys, tap)
+    return dw
+
+
+def transpose_forward(x, w, pad=(0, 0), stride=(1, 1), dilation=(1, 1), groups=1, output_padding=(0, 0)):
+    """PyTorch's conv_transpose2d: x (N,Cin,H,W), w (Cin,Cout/g,R,S); the backward-data of a convolution."""
+    n, cin, h, wd = np.shape(x)
+    _, coutg, r, s = np.shape(w)
+    out = [(size - 1) * st - 2 * p + d * (f - 1) + o + 1
+           for size, st, p, d, f, o in zip((h, wd), stride, pad, dilation, (r, s), output_padding)]
+    return conv_backward_data(x, w, (n, coutg * groups, out[0], out[1]), pad, stride, dilation, groups)
+
+
+def max_error(actual, expected) -> float:
+    """Largest |actual - expected| / (1 + |expected|): the hybrid relative/absolute error of Boda."""
+    actual, expected = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
+    if actual.size == 0:
+        return 0.0
+    err = np.abs(actual - expected) / (1.0 + np.abs(expected))
+    return float(np.nan_to_num(err, nan=np.inf).max())

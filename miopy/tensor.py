@@ -1,0 +1,129 @@
+"""Data types and tensor descriptors (4-D NCHW, with optional explicit strides)."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import BadParam, check
+
+
+class DataType(enum.Enum):
+    """Element types a descriptor may carry. Kernels support FLOAT32; FLOAT16 needs cl_khr_fp16."""
+
+    FLOAT32 = "FP32"
+    FLOAT16 = "FP16"
+
+    @property
+    def numpy(self) -> np.dtype:
+        return np.dtype(np.float32 if self is DataType.FLOAT32 else np.float16)
+
+    @property
+    def itemsize(self) -> int:
+        return self.numpy.itemsize
+
+    @property
+    def cl_type(self) -> str:
+        return "float" if self is DataType.FLOAT32 else "half"
+
+    @classmethod
+    def of(cls, value: "DataType | str | np.dtype | type") -> "DataType":
+        """Accept a DataType, 'FP32'/'float32', or a NumPy dtype."""
+        if isinstance(value, DataType):
+            return value
+        if isinstance(value, str) and value.upper() in ("FP32", "FP16"):
+            return cls(value.upper())
+        try:
+            dt = np.dtype(value)
+        except TypeError as exc:
+            raise BadParam("dtype", f"unknown data type {value!r}") from exc
+        for member in cls:
+            if member.numpy == dt:
+                return member
+        raise BadParam("dtype", f"unsupported data type {dt}")
+
+
+def packed_strides(dims: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major (NCHW-packed) element strides of dims."""
+    strides, acc = [], 1
+    for d in reversed(dims):
+        strides.append(acc)
+        acc *= d
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class TensorDesc:
+    """A 4-D tensor: data type, dims (N, C, H, W) and element strides (packed NCHW by default)."""
+
+    dtype: DataType
+    dims: tuple[int, int, int, int]
+    strides: tuple[int, int, int, int]
+
+    def __init__(self, dtype, dims, strides=None):
+        dt = DataType.of(dtype)
+        dims_t = tuple(int(d) for d in dims)
+        check(len(dims_t) == 4, "dims", f"expected 4 dims (N, C, H, W), got {len(dims_t)}")
+        for name, d in zip("NCHW", dims_t):
+            check(d > 0, "dims", f"{name} must be positive, got {d}")
+        if strides is None:
+            strides_t = packed_strides(dims_t)
+        else:
+            strides_t = tuple(int(s) for s in strides)
+            _validate_strides(dims_t, strides_t)
+        object.__setattr__(self, "dtype", dt)
+        object.__setattr__(self, "dims", dims_t)
+        object.__setattr__(self, "strides", strides_t)
+
+    @property
+    def n(self) -> int:
+        return self.dims[0]
+
+    @property
+    def c(self) -> int:
+        return self.dims[1]
+
+    @property
+    def h(self) -> int:
+        return self.dims[2]
+
+    @property
+    def w(self) -> int:
+        return self.dims[3]
+
+    @property
+    def is_packed(self) -> bool:
+        return self.strides == packed_strides(self.dims)
+
+    @property
+    def element_count(self) -> int:
+        """Number of logical elements."""
+        return self.dims[0] * self.dims[1] * self.dims[2] * self.dims[3]
+
+    @property
+    def element_span(self) -> int:
+        """Elements a buffer must hold: one past the largest offset addressed."""
+        return 1 + sum((d - 1) * s for d, s in zip(self.dims, self.strides))
+
+    @property
+    def nbytes(self) -> int:
+        return self.element_span * self.dtype.itemsize
+
+    def __repr__(self) -> str:
+        extra = "" if self.is_packed else f", strides={self.strides}"
+        return f"TensorDesc({self.dtype.value}, {self.dims}{extra})"
+
+
+def _validate_strides(dims: tuple[int, ...], strides: tuple[int, ...]) -> None:
+    check(len(strides) == 4, "strides", f"expected 4 strides, got {len(strides)}")
+    for name, s in zip("NCHW", strides):
+        check(s > 0, "strides", f"stride of {name} must be positive, got {s}")
+    # No two elements may share an offset: sorted by stride, each stride must cover the span below it.
+    order = sorted(range(4), key=lambda i: strides[i])
+    span = 1
+    for i in order:
+        if dims[i] == 1:
+            continue
+        check(strides[i] >= span, "strides", f"strides {strides} make elements of dims {dims} overlap")
+        span = strides[i] * dims[i]

@@ -1,0 +1,21 @@
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_stores(tmp_path_factory):
+    """Every test session gets its own kernel cache and user DB, so nothing leaks in from the machine."""
+    root = tmp_path_factory.mktemp("miopy-stores")
+    os.environ["MIOPY_CACHE_DIR"] = str(root / "cache")
+    os.environ["MIOPY_USER_DB_PATH"] = str(root / "user.db")
+    for var in ("MIOPY_FIND_ONLY_SOLVER", "MIOPY_DISABLE_SOLVERS", "MIOPY_FIND_MODE", "MIOPY_FIND_ENFORCE",
+                "MIOPY_DISABLE_CACHE"):
+        os.environ.pop(var, None)
+    yield
+
+
+@pytest.fixture(scope="session")
+def handle():
+    import miopy
+    return miopy.Handle()

@@ -1,0 +1,77 @@
+"""Shared test helpers: random problems, poisoned buffers, and a run-and-compare against the reference."""
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+
+from miopy import reference
+from miopy.convolution import ConvDesc, ConvProblem, Direction
+from miopy.execute import OUTPUT_ROLE, prepare
+from miopy.tensor import TensorDesc
+
+TOLERANCE = {"winograd": 2e-3}  # hybrid |a-e|/(1+|e|)
+DEFAULT_TOLERANCE = 1e-4
+
+
+def make_problem(direction, n, c, h, w, k, r, s, pad=0, stride=1, dilation=1, groups=1) -> ConvProblem:
+    x = TensorDesc("FP32", (n, c, h, w))
+    wd = TensorDesc("FP32", (k, c // groups, r, s))
+    return ConvProblem.create(direction, x, wd, ConvDesc(pad, stride, dilation, groups))
+
+
+def random_problem(rng: np.random.Generator, direction=Direction.FORWARD) -> ConvProblem:
+    """A small random convolution (any pad / stride / dilation / groups) with a non-empty output."""
+    while True:
+        groups = int(rng.choice([1, 1, 2, 3]))
+        c, k = groups * int(rng.integers(1, 5)), groups * int(rng.integers(1, 5))
+        r, s = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        pad = (int(rng.integers(0, 3)), int(rng.integers(0, 3)))
+        stride, dil = (int(rng.integers(1, 3)), int(rng.integers(1, 3))), (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        h, w = int(rng.integers(3, 11)), int(rng.integers(3, 11))
+        if all((size + 2 * p - d * (f - 1) - 1) >= 0 for size, p, d, f in zip((h, w), pad, dil, (r, s))):
+            return make_problem(direction, int(rng.integers(1, 3)), c, h, w, k, r, s, pad, stride, dil, groups)
+
+
+def random_tensors(problem: ConvProblem, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {role: rng.standard_normal(desc.dims).astype(np.float32)
+            for role, desc in (("x", problem.x), ("w", problem.w), ("y", problem.y))}
+
+
+def expected(problem: ConvProblem, t: dict[str, np.ndarray]) -> np.ndarray:
+    c = problem.conv
+    geo = dict(pad=c.pad, stride=c.stride, dilation=c.dilation, groups=c.groups)
+    if problem.direction is Direction.FORWARD:
+        return reference.conv_forward(t["x"], t["w"], **geo)
+    if problem.direction is Direction.BACKWARD_DATA:
+        return reference.conv_backward_data(t["y"], t["w"], problem.x.dims, **geo)
+    return reference.conv_backward_weights(t["x"], t["y"], problem.w.dims, **geo)
+
+
+def run_solution(handle, solution, problem: ConvProblem, t: dict[str, np.ndarray], extra=None) -> np.ndarray:
+    """Run solution with the output poisoned (NaN) first; returns the output role's host array."""
+    out_role = OUTPUT_ROLE[problem.direction]
+    host = dict(t)
+    host[out_role] = np.full_like(t[out_role], np.nan)
+    mf = cl.mem_flags
+    bufs = {r: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for r, a in host.items()}
+    bufs["workspace"] = handle.alloc(max(solution.workspace_bytes, 4))
+    if solution.workspace_bytes:
+        poison = np.full(solution.workspace_bytes // 4, np.nan, np.float32)
+        cl.enqueue_copy(handle.queue, bufs["workspace"], poison)
+    bufs.update(extra or {})
+    prepare(handle, solution).enqueue(handle, bufs)
+    out = np.empty_like(host[out_role])
+    cl.enqueue_copy(handle.queue, out, bufs[out_role])
+    handle.finish()
+    return out
+
+
+def check_solution(handle, solver, problem: ConvProblem, params, seed: int = 0) -> float:
+    """Run solver with params on problem against the float64 reference; returns the error (asserts tol)."""
+    t = random_tensors(problem, seed)
+    got = run_solution(handle, solver.solution(problem, params), problem, t)
+    err = reference.max_error(got, expected(problem, t))
+    tol = TOLERANCE.get(solver.algorithm, DEFAULT_TOLERANCE)
+    assert err <= tol, f"{solver.id} {params} on {problem.key()}: error {err:.3g} > {tol}"
+    return err

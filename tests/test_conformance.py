@@ -1,0 +1,78 @@
+"""One conformance test over the registry: every solver, every direction it claims, against float64.
+
+For each solver the pool of problems below is filtered by its applicability; each solver-direction pair
+must find at least one problem (so a registered solver is tested the moment it is registered). Default
+params must be valid and match the reference; tunable solvers also check a random sample of valid grid
+points, and invalid points must be rejected by is_valid without compiling.
+"""
+import numpy as np
+import pytest
+
+from miopy.convolution import Direction
+from miopy.solvers import registry
+from tests.helpers import check_solution, make_problem, random_problem
+
+SHAPES = [  # (n, c, h, w, k, r, s, pad, stride, dilation, groups): structured cases every family can claim
+    (2, 8, 10, 10, 8, 3, 3, 1, 1, 1, 1),
+    (2, 16, 9, 11, 12, 3, 3, 0, 1, 1, 1),
+    (1, 6, 12, 12, 10, 3, 3, 2, 1, 1, 1),
+    (2, 8, 9, 9, 16, 1, 1, 0, 1, 1, 1),
+    (2, 12, 9, 9, 8, 1, 1, 0, 2, 1, 1),
+    (2, 8, 11, 11, 8, 5, 5, 2, 1, 1, 1),
+    (1, 8, 12, 12, 8, 3, 3, 1, 2, 1, 2),
+    (2, 6, 13, 13, 4, 3, 3, 2, 1, 2, 1),
+    (2, 8, 8, 8, 8, 3, 3, 1, 1, 1, 4),
+    (1, 3, 23, 23, 8, 7, 7, 0, 4, 1, 1),
+]
+
+
+def pool(direction: Direction) -> list:
+    rng = np.random.default_rng(1234 + int(direction))
+    return [make_problem(direction, *shape) for shape in SHAPES] + [random_problem(rng, direction) for _ in range(6)]
+
+
+CASES = [(s, d) for s in registry.ALL for d in sorted(s.directions)]
+
+
+@pytest.mark.parametrize("solver,direction", CASES, ids=[f"{s.id}-{d.name}" for s, d in CASES])
+def test_default_params_match_reference(handle, solver, direction):
+    problems = [p for p in pool(direction) if solver.is_applicable(p, handle.info)]
+    assert problems, f"{solver.id} applies to none of the pool's {direction.name} problems"
+    for i, problem in enumerate(problems[:5]):
+        params = solver.default_params(problem, handle.info)
+        assert solver.is_valid(problem, params, handle.info), solver.invalid_reason(problem, params, handle.info)
+        check_solution(handle, solver, problem, params, seed=i)
+
+
+TUNABLE = [(s, d) for s, d in CASES if s.grid]
+
+
+@pytest.mark.parametrize("solver,direction", TUNABLE, ids=[f"{s.id}-{d.name}" for s, d in TUNABLE])
+def test_sampled_grid_points_match_reference(handle, solver, direction):
+    problem = next(p for p in pool(direction) if solver.is_applicable(p, handle.info))
+    space = solver.sample_space(problem, handle.info, count=3, seed=7)
+    assert space
+    for params in space:
+        check_solution(handle, solver, problem, params)
+
+
+@pytest.mark.parametrize("solver", [s for s in registry.ALL if s.grid], ids=lambda s: s.id)
+def test_invalid_points_rejected_without_compiling(handle, solver):
+    problem = next(p for p in pool(Direction.FORWARD) + pool(Direction.BACKWARD_DATA)
+                   if solver.is_applicable(p, handle.info))
+    before = handle.cache_stats()["compiled"]
+    bad = {name: values[0] for name, values in solver.grid.items()}
+    bad[next(iter(bad))] = "not-a-grid-value"
+    assert not solver.is_valid(problem, bad, handle.info)
+    assert not solver.is_valid(problem, {}, handle.info)
+    assert handle.cache_stats()["compiled"] == before
+
+
+def test_solution_is_pure(handle):
+    """solution() touches no device: same inputs, equal outputs, no compile."""
+    before = handle.cache_stats()["compiled"]
+    for solver in registry.ALL:
+        problem = next(p for p in pool(Direction.FORWARD) if solver.is_applicable(p, handle.info))
+        params = solver.default_params(problem, handle.info)
+        assert solver.solution(problem, params) == solver.solution(problem, params)
+    assert handle.cache_stats()["compiled"] == before

@@ -1,0 +1,97 @@
+import numpy as np
+import pytest
+
+from miopy import BadParam, ConvDesc, ConvProblem, DataType, Direction, MiopyError, TensorDesc
+from miopy.execute import map_problem
+
+
+def test_tensor_desc_packed_and_strided():
+    d = TensorDesc("FP32", (2, 3, 4, 5))
+    assert d.strides == (60, 20, 5, 1) and d.is_packed and d.nbytes == 2 * 3 * 4 * 5 * 4
+    s = TensorDesc(np.float32, (2, 3, 4, 5), strides=(64, 20, 5, 1))
+    assert not s.is_packed and s.element_span == 64 + 60
+    assert DataType.of("float16") is DataType.FLOAT16
+
+
+@pytest.mark.parametrize("dims,strides,field", [
+    ((2, 3, 4), None, "dims"), ((2, 0, 4, 4), None, "dims"), ((2, -1, 4, 4), None, "dims"),
+    ((2, 3, 4, 5), (60, 20, 4, 1), "strides"), ((2, 3, 4, 5), (60, 20, 5, 0), "strides"),
+])
+def test_tensor_desc_rejects(dims, strides, field):
+    with pytest.raises(BadParam) as info:
+        TensorDesc("FP32", dims, strides)
+    assert info.value.field == field
+
+
+def test_tensor_desc_rejects_dtype():
+    with pytest.raises(BadParam, match="dtype"):
+        TensorDesc(np.int32, (1, 1, 1, 1))
+
+
+@pytest.mark.parametrize("h,r,pad,stride,dil", [(27, 5, 2, 1, 1), (227, 11, 0, 4, 1), (14, 3, 1, 2, 1),
+                                                 (13, 3, 2, 1, 2), (7, 1, 0, 2, 1)])
+def test_output_shape_matches_pytorch_formula(h, r, pad, stride, dil):
+    x, w = TensorDesc("FP32", (2, 4, h, h + 1)), TensorDesc("FP32", (6, 4, r, r))
+    y = ConvDesc(pad, stride, dil).output_desc(x, w)
+    expect = lambda size: (size + 2 * pad - dil * (r - 1) - 1) // stride + 1
+    assert y.dims == (2, 6, expect(h), expect(h + 1))
+
+
+def test_transpose_output_shape():
+    x, w = TensorDesc("FP32", (1, 4, 5, 6)), TensorDesc("FP32", (4, 3, 3, 3))
+    y = ConvDesc(1, 2, 1, groups=2, mode="transpose", output_padding=1).output_desc(x, w)
+    # (H-1)*s - 2p + d(R-1) + op + 1
+    assert y.dims == (1, 6, 4 * 2 - 2 + 2 + 1 + 1, 5 * 2 - 2 + 2 + 1 + 1)
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    (dict(pad=-1), "pad"), (dict(stride=0), "stride"), (dict(dilation=(1, 0)), "dilation"),
+    (dict(groups=0), "groups"), (dict(mode="fft"), "mode"), (dict(output_padding=1), "output_padding"),
+    (dict(mode="transpose", stride=2, output_padding=2), "output_padding"), (dict(pad="x"), "pad"),
+])
+def test_conv_desc_rejects(kwargs, field):
+    with pytest.raises(BadParam) as info:
+        ConvDesc(**kwargs)
+    assert info.value.field == field
+
+
+@pytest.mark.parametrize("x,w,conv,field", [
+    ((1, 4, 8, 8), (6, 2, 3, 3), ConvDesc(groups=1), "w_desc.dims"),      # C != Cg * groups
+    ((1, 6, 8, 8), (5, 2, 3, 3), ConvDesc(groups=3), "w_desc.dims"),      # K not divisible by groups
+    ((1, 4, 2, 2), (6, 4, 5, 5), ConvDesc(pad=1), "pad"),                  # empty output
+])
+def test_problem_rejects(x, w, conv, field):
+    with pytest.raises(BadParam) as info:
+        ConvProblem.create(1, TensorDesc("FP32", x), TensorDesc("FP32", w), conv)
+    assert info.value.field == field
+
+
+def test_problem_rejects_dtype_mismatch_and_wrong_y():
+    x, w = TensorDesc("FP32", (1, 4, 8, 8)), TensorDesc("FP16", (4, 4, 3, 3))
+    with pytest.raises(BadParam, match="dtype"):
+        ConvProblem.create(1, x, w, ConvDesc())
+    w = TensorDesc("FP32", (4, 4, 3, 3))
+    with pytest.raises(BadParam, match="y_desc"):
+        ConvProblem.create(1, x, w, ConvDesc(), TensorDesc("FP32", (1, 4, 8, 8)))
+    with pytest.raises(MiopyError):
+        ConvProblem.create(3, x, w, ConvDesc())
+
+
+def test_key_flops_bytes():
+    p = ConvProblem.create(Direction.FORWARD, TensorDesc("FP32", (32, 64, 56, 56)),
+                           TensorDesc("FP32", (64, 64, 3, 3)), ConvDesc(1))
+    assert p.key() == "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F"
+    assert p.flops() == 2 * 32 * 64 * 56 * 56 * 64 * 9
+    assert p.bytes() == 4 * (32 * 64 * 56 * 56 * 2 + 64 * 64 * 9)
+    g = ConvProblem.create(Direction.BACKWARD_WEIGHTS, TensorDesc("FP32", (2, 8, 9, 9)),
+                           TensorDesc("FP32", (4, 4, 3, 3)), ConvDesc(0, 2, 1, groups=2))
+    assert g.key().endswith("-W-g2") and g.flops() == 2 * 2 * 4 * 4 * 4 * 4 * 9
+
+
+def test_transpose_maps_to_backward_data():
+    x, w = TensorDesc("FP32", (1, 4, 5, 5)), TensorDesc("FP32", (4, 3, 3, 3))
+    conv = ConvDesc(1, 2, mode="transpose", output_padding=1)
+    m = map_problem(Direction.FORWARD, x, w, conv)
+    assert m.problem.direction is Direction.BACKWARD_DATA
+    assert m.problem.y.dims == (1, 4, 5, 5) and m.problem.x.dims == (1, 3, 10, 10)
+    assert m.roles == {"x": "y", "w": "w", "y": "x"}

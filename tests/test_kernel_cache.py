@@ -1,0 +1,99 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import miopy
+from miopy.kernel_cache import KernelSpec
+
+DRIVER = [sys.executable, "-m", "miopy.cli.driver", "conv", "-n", "1", "-c", "4", "-H", "6", "-W", "6", "-k", "4",
+          "-y", "3", "-x", "3", "-p", "1", "-q", "1", "-F", "0", "-i", "1"]
+
+
+def _spec(tag: int) -> KernelSpec:
+    return KernelSpec.make("scale.cl", "fill", {"MIOPY_TEST_TAG": tag})
+
+
+def test_fresh_process_compiles_nothing(tmp_path):
+    env = dict(os.environ, MIOPY_CACHE_DIR=str(tmp_path / "c"), MIOPY_USER_DB_PATH=str(tmp_path / "u.db"))
+    first = subprocess.run(DRIVER, env=env, capture_output=True, text=True, check=True).stdout
+    second = subprocess.run(DRIVER, env=env, capture_output=True, text=True, check=True).stdout
+    assert "compiled=0" not in first.splitlines()[-1]
+    assert second.splitlines()[-1].startswith("kernel cache: compiled=0 disk_hits=")
+    assert "disk_hits=0" not in second.splitlines()[-1]
+
+
+def test_memory_then_disk_then_corrupt_entry_rebuilt(monkeypatch, tmp_path):
+    monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path))
+    h = miopy.Handle()
+    h.kernels.kernel(_spec(1))
+    h.kernels.kernel(_spec(1))
+    assert h.cache_stats() == {"compiled": 1, "disk_hits": 0, "memory_hits": 1}
+    entries = list(tmp_path.rglob("*.bin"))
+    assert len(entries) == 1
+    h2 = miopy.Handle()
+    h2.kernels.kernel(_spec(1))
+    assert h2.cache_stats()["disk_hits"] == 1 and h2.cache_stats()["compiled"] == 0
+    for corrupt in (b"garbage", entries[0].read_bytes()[:-7] + b"1234567"):
+        entries[0].write_bytes(corrupt)
+        h3 = miopy.Handle()
+        h3.kernels.kernel(_spec(1))
+        assert h3.cache_stats()["compiled"] == 1
+    h4 = miopy.Handle()
+    h4.kernels.kernel(_spec(1))
+    assert h4.cache_stats() == {"compiled": 0, "disk_hits": 1, "memory_hits": 0}
+
+
+def test_cache_path_that_cannot_be_created_works_from_memory(monkeypatch, tmp_path, caplog):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("MIOPY_CACHE_DIR", str(blocker / "cache"))
+    h = miopy.Handle()
+    h.kernels.kernel(_spec(2))
+    h.kernels.kernel(_spec(2))
+    assert h.cache_stats() == {"compiled": 1, "disk_hits": 0, "memory_hits": 1}
+
+
+def test_read_only_cache_directory_still_works(monkeypatch, tmp_path):
+    """A read-only directory (simulated: root ignores permission bits) keeps working from memory."""
+    monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path))
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(30, "Read-only file system")
+
+    monkeypatch.setattr("tempfile.mkstemp", refuse)
+    monkeypatch.setattr("filelock.FileLock.acquire", refuse)
+    h = miopy.Handle()
+    h.kernels.kernel(_spec(3))
+    assert h.cache_stats()["compiled"] == 1 and not list(tmp_path.rglob("*.bin"))
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores permission bits")
+def test_read_only_permissions(monkeypatch, tmp_path):
+    monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path))
+    tmp_path.chmod(0o500)
+    try:
+        h = miopy.Handle()
+        h.kernels.kernel(_spec(4))
+        assert h.cache_stats()["compiled"] == 1
+    finally:
+        tmp_path.chmod(0o700)
+
+
+def test_disable_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("MIOPY_DISABLE_CACHE", "1")
+    miopy.Handle().kernels.kernel(_spec(5))
+    assert not list(Path(tmp_path).rglob("*.bin"))
+
+
+def test_key_covers_defines_options_and_device():
+    h = miopy.Handle()
+    a, b = _spec(6), _spec(7)
+    assert h.kernels.program_key(a) != h.kernels.program_key(b)
+    c = KernelSpec.make("scale.cl", "fill", {"MIOPY_TEST_TAG": 6}, ("-cl-mad-enable",))
+    assert h.kernels.program_key(a) != h.kernels.program_key(c)
+    other = miopy.kernel_cache.KernelCache(h.context, h.device, "another device")
+    assert other.program_key(a) != h.kernels.program_key(a)
