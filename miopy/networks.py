@@ -1,0 +1,107 @@
+"""Named layer sets: the convolution layers of well-known networks and of the papers miopy is measured
+against. Each layer is (C, H, W, K, R, S, pad, stride); the batch size is chosen by the caller.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .convolution import ConvDesc, ConvProblem, Direction
+from .errors import BadParam
+from .tensor import TensorDesc
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One convolution layer without its batch size (square pad and stride, groups 1)."""
+
+    name: str
+    c: int
+    h: int
+    w: int
+    k: int
+    r: int
+    s: int
+    pad: int = 0
+    stride: int = 1
+
+    def problem(self, n: int, direction: Direction | int = Direction.FORWARD) -> ConvProblem:
+        x = TensorDesc("FP32", (n, self.c, self.h, self.w))
+        w = TensorDesc("FP32", (self.k, self.c, self.r, self.s))
+        return ConvProblem.create(direction, x, w, ConvDesc(self.pad, self.stride))
+
+    def driver_args(self, n: int) -> str:
+        return (f"-n {n} -c {self.c} -H {self.h} -W {self.w} -k {self.k} -y {self.r} -x {self.s} "
+                f"-p {self.pad} -q {self.pad} -u {self.stride} -v {self.stride}")
+
+
+def _l(name, c, h, k, r, pad=0, stride=1, w=None) -> Layer:
+    return Layer(name, c, h, w or h, k, r, r, pad, stride)
+
+
+# Caffe's AlexNet without the two-group split (Tsai et al., Table 2), at N = 128.
+ALEXNET = (
+    _l("conv1", 3, 227, 96, 11, 0, 4), _l("conv2", 96, 27, 256, 5, 2), _l("conv3", 256, 13, 384, 3, 1),
+    _l("conv4", 384, 13, 384, 3, 1), _l("conv5", 384, 13, 256, 3, 1),
+)
+
+# VGG-16 (224x224 input): its unique conv layers, all 3x3 pad 1 stride 1.
+VGG16 = tuple(_l(f"conv{i}", c, h, k, 3, 1) for i, (c, h, k) in enumerate(
+    [(3, 224, 64), (64, 224, 64), (64, 112, 128), (128, 112, 128), (128, 56, 256), (256, 56, 256),
+     (256, 28, 512), (512, 28, 512), (512, 14, 512)], 1))
+
+# ResNet-50 v1.5 (torchvision; stride on the 3x3): its unique conv layers, 224x224 input.
+RESNET50 = (
+    _l("conv1", 3, 224, 64, 7, 3, 2),
+    _l("l1.a", 64, 56, 64, 1), _l("l1.b", 64, 56, 64, 3, 1), _l("l1.c", 64, 56, 256, 1), _l("l1.red", 256, 56, 64, 1),
+    _l("l2.0a", 256, 56, 128, 1), _l("l2.0b", 128, 56, 128, 3, 1, 2), _l("l2.c", 128, 28, 512, 1),
+    _l("l2.down", 256, 56, 512, 1, 0, 2), _l("l2.a", 512, 28, 128, 1), _l("l2.b", 128, 28, 128, 3, 1),
+    _l("l3.0a", 512, 28, 256, 1), _l("l3.0b", 256, 28, 256, 3, 1, 2), _l("l3.c", 256, 14, 1024, 1),
+    _l("l3.down", 512, 28, 1024, 1, 0, 2), _l("l3.a", 1024, 14, 256, 1), _l("l3.b", 256, 14, 256, 3, 1),
+    _l("l4.0a", 1024, 14, 512, 1), _l("l4.0b", 512, 14, 512, 3, 1, 2), _l("l4.c", 512, 7, 2048, 1),
+    _l("l4.down", 1024, 14, 2048, 1, 0, 2), _l("l4.a", 2048, 7, 512, 1), _l("l4.b", 512, 7, 512, 3, 1),
+)
+
+
+def _inception(name: str, c: int, h: int, n1, n3r, n3, n5r, n5, pool) -> tuple[Layer, ...]:
+    return (_l(f"{name}.1x1", c, h, n1, 1), _l(f"{name}.3x3r", c, h, n3r, 1), _l(f"{name}.3x3", n3r, h, n3, 3, 1),
+            _l(f"{name}.5x5r", c, h, n5r, 1), _l(f"{name}.5x5", n5r, h, n5, 5, 2), _l(f"{name}.pool", c, h, pool, 1))
+
+
+# GoogLeNet / Inception-v1 (Szegedy et al., Table 1), 224x224 input.
+GOOGLENET = (
+    _l("conv1", 3, 224, 64, 7, 3, 2), _l("conv2r", 64, 56, 64, 1), _l("conv2", 64, 56, 192, 3, 1),
+    *_inception("3a", 192, 28, 64, 96, 128, 16, 32, 32), *_inception("3b", 256, 28, 128, 128, 192, 32, 96, 64),
+    *_inception("4a", 480, 14, 192, 96, 208, 16, 48, 64), *_inception("4b", 512, 14, 160, 112, 224, 24, 64, 64),
+    *_inception("4c", 512, 14, 128, 128, 256, 24, 64, 64), *_inception("4d", 512, 14, 112, 144, 288, 32, 64, 64),
+    *_inception("4e", 528, 14, 256, 160, 320, 32, 128, 128), *_inception("5a", 832, 7, 256, 160, 320, 32, 128, 128),
+    *_inception("5b", 832, 7, 384, 192, 384, 48, 128, 128),
+)
+
+# Boda's 43 convolutions (Moskewicz et al., Table 1): (KSZ, S, pad, OC, input X, input channels), batch 5.
+_BODA = [
+    (5, 1, 2, 32, 28, 16), (5, 1, 2, 64, 14, 32), (1, 1, 0, 256, 7, 832), (1, 1, 0, 112, 14, 512),
+    (1, 1, 0, 128, 14, 512), (1, 1, 0, 64, 28, 256), (1, 1, 0, 64, 56, 64), (1, 1, 0, 128, 14, 528),
+    (1, 1, 0, 144, 14, 512), (1, 1, 0, 96, 28, 192), (1, 1, 0, 384, 7, 832), (1, 1, 0, 160, 14, 512),
+    (1, 1, 0, 160, 14, 528), (1, 1, 0, 4096, 1, 4096), (1, 1, 0, 192, 14, 480), (5, 1, 2, 128, 14, 32),
+    (3, 1, 1, 320, 7, 160), (1, 1, 0, 384, 13, 384), (1, 1, 0, 128, 28, 256), (1, 1, 0, 256, 14, 528),
+    (1, 1, 0, 96, 54, 96), (3, 1, 1, 384, 7, 192), (3, 1, 1, 208, 14, 96), (1, 1, 0, 1000, 6, 1024),
+    (1, 1, 0, 1024, 6, 1024), (6, 1, 0, 4096, 6, 256), (3, 1, 1, 224, 14, 112), (1, 1, 0, 256, 27, 256),
+    (3, 1, 1, 256, 14, 128), (5, 1, 2, 96, 28, 32), (3, 1, 1, 288, 14, 144), (3, 1, 1, 128, 28, 96),
+    (3, 1, 1, 320, 14, 160), (11, 4, 0, 96, 224, 3), (11, 4, 0, 96, 227, 3), (7, 2, 3, 64, 224, 3),
+    (3, 1, 1, 1024, 6, 384), (3, 1, 1, 256, 13, 384), (3, 1, 1, 384, 13, 256), (3, 1, 1, 192, 28, 128),
+    (3, 1, 1, 384, 13, 384), (3, 1, 1, 192, 56, 64), (5, 1, 2, 256, 27, 96),
+]
+BODA = tuple(_l(f"b{i:02d}", c, x, oc, ksz, pad, st) for i, (ksz, st, pad, oc, x, c) in enumerate(_BODA, 1))
+
+LAYER_SETS: dict[str, tuple[Layer, ...]] = {
+    "alexnet": ALEXNET, "vgg16": VGG16, "resnet50": RESNET50, "googlenet": GOOGLENET, "boda": BODA,
+}
+# The batch sizes the benchmarks use for each set (the papers' and the issue's).
+DEFAULT_BATCH = {"alexnet": 128, "vgg16": 32, "resnet50": 32, "googlenet": 32, "boda": 5}
+
+
+def layer_set(name: str) -> tuple[Layer, ...]:
+    try:
+        return LAYER_SETS[name.lower()]
+    except KeyError:
+        raise BadParam("network", f"unknown layer set {name!r}; known: {sorted(LAYER_SETS)}") from None

@@ -1,0 +1,22 @@
+import pytest
+
+from miopy import BadParam, networks
+
+
+def test_layer_sets_build_valid_problems():
+    assert len(networks.BODA) == 43 and len(networks.ALEXNET) == 5
+    for name, layers in networks.LAYER_SETS.items():
+        assert len({l.name for l in layers}) == len(layers), name
+        for layer in layers:
+            p = layer.problem(2)
+            assert p.out_h > 0 and p.flops() > 0
+
+
+def test_alexnet_layer2_matches_paper_shape():
+    p = networks.ALEXNET[1].problem(128)
+    assert (p.c, p.in_h, p.k, p.r, p.out_h) == (96, 27, 256, 5, 27)
+
+
+def test_unknown_set():
+    with pytest.raises(BadParam, match="network"):
+        networks.layer_set("lenet")
