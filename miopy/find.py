@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pyopencl as cl
@@ -74,15 +74,16 @@ def params_for(solver: Solver, problem: ConvProblem, handle: Handle) -> tuple[Pa
 
 
 def find_problem(handle: Handle, problem: ConvProblem, *, buffers: Mapping[str, cl.Buffer] | None = None,
-                     workspace_limit: int | None = None, timer: Timer | None = None) -> FindResult:
+                     workspace_limit: int | None = None, timer: Timer | None = None,
+                     solvers: Sequence[Solver] | None = None) -> FindResult:
     """Benchmark every applicable solver on problem; records fastest first.
 
     buffers maps roles x, w, y, workspace to device buffers; random ones are made when omitted.
-    Raises NotSupported when no solver succeeds.
+    solvers defaults to the (environment-filtered) registry. Raises NotSupported when no solver succeeds.
     """
     timer = timer or default_timer
     candidates, skipped = [], {}
-    for solver in registry.solvers():
+    for solver in (registry.solvers() if solvers is None else solvers):
         reason = _skip_reason(solver, problem, handle, workspace_limit)
         if reason:
             skipped[solver.id] = reason

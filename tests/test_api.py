@@ -123,3 +123,19 @@ def test_registry_filters(monkeypatch):
     monkeypatch.setenv("MIOPY_DISABLE_SOLVERS", "Bogus")
     with pytest.raises(BadParam, match="Bogus"):
         registry.solvers()
+
+
+def test_call_after_find_compiles_nothing_and_touches_no_disk(handle, monkeypatch):
+    xd, wd, yd, conv, x, wt = _setup(handle, c=6, k=4)
+    xa, wa, ya = handle.to_device(x), handle.to_device(wt), handle.empty(yd.dims)
+    records = miopy.find_convolution(handle, xd, wd, conv)
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("hot path touched the disk cache or compiled")
+
+    monkeypatch.setattr(miopy.kernel_cache.KernelCache, "_load_or_build", forbidden)
+    monkeypatch.setattr("builtins.open", forbidden)
+    for rec in records:
+        miopy.convolution_forward(handle, xd, xa, wd, wa, conv, yd, ya, algo=rec)
+        handle.finish()
+        assert reference.max_error(ya.get(), reference.conv_forward(x, wt, conv.pad)) < 1e-4

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 import numpy as np
@@ -12,6 +11,7 @@ from ..convolution import ConvDesc, Direction
 from ..errors import MiopyError
 from ..execute import OUTPUT_ROLE, map_problem
 from ..handle import Handle
+from ..solvers import registry
 from ..tensor import TensorDesc
 
 NAMES = {Direction.FORWARD: "Forward Convolution", Direction.BACKWARD_DATA: "Backward Data Convolution",
@@ -79,7 +79,8 @@ def run_direction(handle: Handle, direction: Direction, x_desc, w_desc, conv, ar
     out_user = mapping.roles[OUTPUT_ROLE[problem.direction]]
     host[out_user][...] = np.nan  # poison: unwritten elements show
     dev = {r: handle.to_device(a) for r, a in host.items()}
-    found = api.find_convolution(handle, x_desc, w_desc, conv, direction, y_desc=y_desc)
+    solvers = [registry.get(args.solver)] if args.solver else None
+    found = api.find_convolution(handle, x_desc, w_desc, conv, direction, y_desc=y_desc, solvers=solvers)
     rec = found[0]
     print(f"{NAMES[direction]}: solver {rec.solver_id} ({rec.algorithm}), params from {rec.params_source} "
           f"{rec.params}; find ranked {len(found)} solver(s){' from the find DB' if found.from_db else ''}")
@@ -124,8 +125,6 @@ def _reference(problem, roles, host) -> np.ndarray:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
-    if args.solver:
-        os.environ["MIOPY_FIND_ONLY_SOLVER"] = args.solver
     try:
         x_desc, w_desc, conv = descriptors(args)
         handle = Handle()
