@@ -4,10 +4,11 @@ from __future__ import annotations
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from . import config
 from .convolution import ConvDesc, ConvProblem, Direction
 from .errors import BadParam, check
 from .execute import OUTPUT_ROLE, blend, buffer_of, log_command, map_problem, prepared_solution
-from .find import ConvAlgoPerf, FindResult, Timer, find_problem
+from .find import ConvAlgoPerf, FindResult, Timer, find_problem, get_solutions
 from .handle import Handle
 from .tensor import TensorDesc
 
@@ -98,10 +99,13 @@ def _enqueue_blended(handle, prepared, buffers, out_role, problem: ConvProblem, 
 
 
 def choose(handle: Handle, problem: ConvProblem) -> ConvAlgoPerf:
-    """The record used when a call names no algo: found once per problem and handle, then reused."""
+    """The record used when a call names no algo, chosen once per problem and handle, then reused: the
+    find DB's best through immediate mode when there is a record (and no MIOPY_FIND_ENFORCE), else find's."""
     record = handle.chosen.get(problem.key())
     if record is None:
-        record = handle.chosen[problem.key()] = find_problem(handle, problem)[0]
+        solutions = get_solutions(handle, problem) if config.find_enforce() is None else None
+        record = solutions[0] if solutions and solutions.from_db else find_problem(handle, problem)[0]
+        handle.chosen[problem.key()] = record
     return record
 
 
