@@ -19,6 +19,7 @@ from .. import config
 from ..execute import prepare
 from ..handle import Handle
 from ..kernel_cache import KernelSpec
+from ..log import warn_once
 from ..solvers.base import Solution
 
 logger = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class Compiler:
         self.handle = handle
         self.jobs = default_jobs() if jobs is None else max(0, jobs)
         self._pool: cf.ProcessPoolExecutor | None = None
+        self._worked = False  # some worker has answered: a later crash is a config's, not the pool's
 
     @property
     def parallel(self) -> bool:
@@ -87,17 +89,29 @@ class Compiler:
     def compile(self, solutions: Sequence[Solution]) -> list[str | None]:
         """Build every solution's kernels; per solution, the error text or None. In parallel mode the
         binaries are left in the disk cache and the main process loads them when it times them."""
-        if not self.parallel:
-            return [self._build_here(s) for s in solutions]
+        if self.parallel:
+            errors = self._build_in_workers(solutions)
+            if errors is not None:
+                return errors
+        return [self._build_here(s) for s in solutions]
+
+    def _build_in_workers(self, solutions: Sequence[Solution]) -> list[str | None] | None:
+        """Errors per solution; None when the workers could not start at all (compiling moves in-process)."""
         pool = self._workers()
         futures = [pool.submit(_build, tuple(l.spec for l in s.launches)) for s in solutions]
         errors = []
         for future in futures:
             try:
                 errors.append(future.result())
-            except cf.process.BrokenProcessPool as exc:
-                errors.append(f"compile worker died: {exc}")
+                self._worked = True
+            except (cf.process.BrokenProcessPool, cf.CancelledError) as exc:
                 self.close()
+                if not self._worked:
+                    warn_once(logger, f"compile workers could not start ({exc!r}); compiling in the main process "
+                                      "(a script that tunes must guard its main code with if __name__ == '__main__')")
+                    self.jobs = 0
+                    return None
+                errors.append(f"compile worker died: {exc!r}")
         return errors
 
     def _build_here(self, solution: Solution) -> str | None:

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+import pyopencl as cl
+
 from .. import db
 from ..convolution import ConvProblem
 from ..errors import BadParam, MiopyError, NotApplicable
@@ -115,7 +117,7 @@ def _verified_winner(handle: Handle, problem: ConvProblem, solver: Solver, workl
     for m in sorted((m for m in runner.results.values() if m.ok), key=lambda m: m.time_ms):
         try:
             error = workload.error_of(prepare(handle, solver.solution(problem, m.params)), solver.algorithm)
-        except MiopyError as exc:
+        except (MiopyError, cl.Error) as exc:
             error = f"{type(exc).__name__}: {exc}"
         if error is None:
             return m
