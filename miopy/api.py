@@ -21,11 +21,12 @@ _FIELDS = {Direction.FORWARD: {"x": "x", "w": "w", "y": "y"},
 def find_convolution(handle: Handle, x_desc: TensorDesc, w_desc: TensorDesc, conv_desc: ConvDesc,
                      direction: Direction | int = Direction.FORWARD, *, y_desc: TensorDesc | None = None,
                      tensors: dict | None = None, workspace_limit: int | None = None,
-                     timer: Timer | None = None) -> FindResult:
+                     timer: Timer | None = None, mode: str | None = None) -> FindResult:
     """Benchmark every applicable solver for this convolution; ConvAlgoPerf records, fastest first.
 
     x_desc / y_desc describe the forward input / output whatever the direction. tensors optionally maps
     "x", "w", "y" (and "workspace") to device arrays to benchmark on; random buffers are used otherwise.
+    mode is the find mode (normal, fast, hybrid; default MIOPY_FIND_MODE, else hybrid): see find.py.
     """
     mapping = map_problem(direction, x_desc, w_desc, conv_desc, y_desc)
     buffers = None
@@ -34,7 +35,8 @@ def find_convolution(handle: Handle, x_desc: TensorDesc, w_desc: TensorDesc, con
         buffers = {prole: buffer_of(tensors[urole], urole, user[urole]) for prole, urole in mapping.roles.items()}
         if "workspace" in tensors:
             buffers["workspace"] = buffer_of(tensors["workspace"], "workspace")
-    result = find_problem(handle, mapping.problem, buffers=buffers, workspace_limit=workspace_limit, timer=timer)
+    result = find_problem(handle, mapping.problem, buffers=buffers, workspace_limit=workspace_limit, timer=timer,
+                          mode=mode)
     handle.chosen[mapping.problem.key()] = result[0]
     return result
 

@@ -243,7 +243,8 @@ def _heuristic(handle: Handle, problem: ConvProblem, workspace_limit: int | None
     """Applicable solvers in the heuristic's order with their perf-DB params; nothing compiled or run."""
     candidates, skipped = _candidates(handle, problem, workspace_limit)
     if not candidates:
-        raise NotSupported(f"no solver applies to {problem.key()}: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
+        reasons = "; ".join(f"{k}: {v}" for k, v in skipped.items())
+        raise NotSupported(f"no solver applies to {problem.key()}: {reasons}")
     logger.info("find %s: heuristic ranking (%s)", problem.key(), heuristic.preference(problem)[1])
     return FindResult([_unmeasured(s, problem, handle) for s in heuristic.rank(problem, candidates)], skipped)
 

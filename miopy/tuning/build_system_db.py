@@ -32,7 +32,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", type=Path, required=True, help="DB file to write")
     ap.add_argument("--networks", default="alexnet,resnet50", help="comma-separated layer sets")
     ap.add_argument("-n", "--batchsize", type=int, default=1)
-    ap.add_argument("-F", "--forw", type=int, default=1, choices=(0, 1, 2, 4), help="1 fwd, 2 bwd-data, 4 bwd-weights, 0 all")
+    ap.add_argument("-F", "--forw", type=int, default=1, choices=(0, 1, 2, 4),
+                    help="1 fwd, 2 bwd-data, 4 bwd-weights, 0 all")
     ap.add_argument("-S", "--solver", default=None, help="tune only this solver")
     ap.add_argument("--limit", type=int, default=None, help="tune only the first LIMIT layers of each network")
     ap.add_argument("--strategy", default="local")
