@@ -4,7 +4,7 @@ from .api import (conv2d, conv_transpose2d, convolution_backward_data, convoluti
 from .convolution import ConvDesc, ConvProblem, Direction
 from .errors import (BadParam, CompileError, DeviceNotFound, LaunchError, MiopyError, NotApplicable,
                      NotSupported)
-from .find import ConvAlgoPerf, FindResult, find_problem
+from .find import ConvAlgoPerf, FindResult, compile_solution, find_problem, get_solutions
 from .handle import DeviceInfo, Handle
 from .tensor import DataType, TensorDesc
 from .version import __version__
@@ -12,6 +12,7 @@ from .version import __version__
 __all__ = [
     "BadParam", "CompileError", "ConvAlgoPerf", "ConvDesc", "ConvProblem", "DataType", "DeviceInfo",
     "DeviceNotFound", "Direction", "FindResult", "Handle", "LaunchError", "MiopyError", "NotApplicable",
-    "NotSupported", "TensorDesc", "__version__", "conv2d", "conv_transpose2d", "convolution_backward_data",
-    "convolution_backward_weights", "convolution_forward", "find_convolution", "find_problem",
+    "NotSupported", "TensorDesc", "__version__", "compile_solution", "conv2d", "conv_transpose2d",
+    "convolution_backward_data", "convolution_backward_weights", "convolution_forward", "find_convolution",
+    "find_problem", "get_solutions",
 ]

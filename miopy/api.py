@@ -4,10 +4,11 @@ from __future__ import annotations
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from . import config
 from .convolution import ConvDesc, ConvProblem, Direction
 from .errors import BadParam, check
 from .execute import OUTPUT_ROLE, blend, buffer_of, log_command, map_problem, prepared_solution
-from .find import ConvAlgoPerf, FindResult, Timer, find_problem
+from .find import ConvAlgoPerf, FindResult, Timer, find_problem, get_solutions
 from .handle import Handle
 from .tensor import TensorDesc
 
@@ -20,11 +21,12 @@ _FIELDS = {Direction.FORWARD: {"x": "x", "w": "w", "y": "y"},
 def find_convolution(handle: Handle, x_desc: TensorDesc, w_desc: TensorDesc, conv_desc: ConvDesc,
                      direction: Direction | int = Direction.FORWARD, *, y_desc: TensorDesc | None = None,
                      tensors: dict | None = None, workspace_limit: int | None = None,
-                     timer: Timer | None = None, solvers=None) -> FindResult:
+                     timer: Timer | None = None, mode: str | None = None, solvers=None) -> FindResult:
     """Benchmark every applicable solver for this convolution; ConvAlgoPerf records, fastest first.
 
     x_desc / y_desc describe the forward input / output whatever the direction. tensors optionally maps
     "x", "w", "y" (and "workspace") to device arrays to benchmark on; random buffers are used otherwise.
+    mode is the find mode (normal, fast, hybrid; default MIOPY_FIND_MODE, else hybrid): see find.py.
     solvers optionally restricts find to these Solver objects (default: the registry).
     """
     mapping = map_problem(direction, x_desc, w_desc, conv_desc, y_desc)
@@ -35,7 +37,7 @@ def find_convolution(handle: Handle, x_desc: TensorDesc, w_desc: TensorDesc, con
         if "workspace" in tensors:
             buffers["workspace"] = buffer_of(tensors["workspace"], "workspace")
     result = find_problem(handle, mapping.problem, buffers=buffers, workspace_limit=workspace_limit, timer=timer,
-                          solvers=solvers)
+                          mode=mode, solvers=solvers)
     handle.chosen[mapping.problem.key()] = result[0]
     return result
 
@@ -100,10 +102,13 @@ def _enqueue_blended(handle, prepared, buffers, out_role, problem: ConvProblem, 
 
 
 def choose(handle: Handle, problem: ConvProblem) -> ConvAlgoPerf:
-    """The record used when a call names no algo: found once per problem and handle, then reused."""
+    """The record used when a call names no algo, chosen once per problem and handle, then reused: the
+    find DB's best through immediate mode when there is a record (and no MIOPY_FIND_ENFORCE), else find's."""
     record = handle.chosen.get(problem.key())
     if record is None:
-        record = handle.chosen[problem.key()] = find_problem(handle, problem)[0]
+        solutions = get_solutions(handle, problem) if config.find_enforce() is None else None
+        record = solutions[0] if solutions and solutions.from_db else find_problem(handle, problem)[0]
+        handle.chosen[problem.key()] = record
     return record
 
 

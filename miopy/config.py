@@ -33,6 +33,11 @@ def user_db_path() -> Path:
     return Path(_env("MIOPY_USER_DB_PATH") or Path(platformdirs.user_data_dir(APP)) / "miopy_user.db")
 
 
+def system_db_path() -> Path:
+    """Read-only system perf DB (MIOPY_SYSTEM_DB_PATH or the copy shipped in the package)."""
+    return Path(_env("MIOPY_SYSTEM_DB_PATH") or Path(__file__).parent / "data" / "system_perf.db")
+
+
 def find_only_solver() -> str | None:
     """MIOPY_FIND_ONLY_SOLVER=<id>: the registry holds only this solver."""
     return _env("MIOPY_FIND_ONLY_SOLVER")

@@ -1,4 +1,10 @@
-"""The find step: benchmark every applicable solver on a problem and rank them.
+"""The find step: rank the applicable solvers of a problem, by benchmark, find DB or heuristic.
+
+Find modes (argument ``mode`` or MIOPY_FIND_MODE): ``normal`` benchmarks every applicable solver;
+``fast`` serves the find DB or else the heuristic ranking and never benchmarks; ``hybrid`` (the default)
+serves the find DB or else benchmarks. MIOPY_FIND_ENFORCE: ``search`` tunes every applicable solver first,
+``db_update`` re-benchmarks and overwrites the find record, ``db_clean`` drops the problem's perf and find
+records. Immediate mode (get_solutions, compile_solution) ranks and prepares without running anything.
 
 Failures are data: a solver that does not apply, needs too much workspace, fails to build or to launch
 is recorded in ``FindResult.skipped`` with its reason and the search goes on. The timer is injectable:
@@ -7,27 +13,38 @@ is recorded in ``FindResult.skipped`` with its reason and the search goes on. Th
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pyopencl as cl
 
+from . import config, db, heuristic
 from .convolution import ConvProblem
-from .errors import MiopyError, NotSupported
+from .errors import BadParam, MiopyError, NotSupported
 from .execute import Prepared, prepared_solution
 from .handle import Handle
+from .log import warn_once
 from .solvers import registry
 from .solvers.base import Params, Solver
+from .version import __version__
 
 logger = logging.getLogger(__name__)
 
 Timer = Callable[[Handle, Prepared, Mapping[str, cl.Buffer]], float]
+MODES = ("normal", "fast", "hybrid")
+ENFORCE = ("search", "db_update", "db_clean")
+DEFAULT = "default"
 
 
 @dataclass(frozen=True)
 class ConvAlgoPerf:
-    """One find record: a solver with its params, its measured time and workspace."""
+    """One find record: a solver with its params, its time and workspace.
+
+    measured is False for a heuristic or immediate-mode record, whose time_ms is nan (nothing ran).
+    params_source says where params came from: "user perf DB", "system perf DB" or "default".
+    """
 
     solver_id: str
     algorithm: str
@@ -35,16 +52,18 @@ class ConvAlgoPerf:
     workspace_bytes: int
     params: Params = field(hash=False)
     problem_key: str = ""
-    params_source: str = "default"
+    params_source: str = DEFAULT
+    measured: bool = True
 
     def as_dict(self) -> dict:
         return {"solver_id": self.solver_id, "algorithm": self.algorithm, "time_ms": self.time_ms,
                 "workspace_bytes": self.workspace_bytes, "params": self.params,
-                "params_source": self.params_source}
+                "params_source": self.params_source, "measured": self.measured}
 
 
 class FindResult(list):
-    """Records fastest first; ``skipped`` maps solver id -> why it is not among them."""
+    """Records best first; ``skipped`` maps solver id -> why it is not among them; ``from_db`` is True
+    when the ranking was served from the find DB (nothing was benchmarked)."""
 
     def __init__(self, records=(), skipped: dict[str, str] | None = None, from_db: bool = False):
         super().__init__(records)
@@ -68,27 +87,109 @@ def random_buffers(handle: Handle, problem: ConvProblem, workspace_bytes: int, s
     return out
 
 
+
+
 def params_for(solver: Solver, problem: ConvProblem, handle: Handle) -> tuple[Params, str]:
-    """The params find uses for solver: (params, source). The perf DB plugs in here."""
-    return solver.default_params(problem, handle.info), "default"
+    """The params find uses for solver, and their source: the user perf DB's, else the system perf DB's,
+    else the default. A stored record that is no longer valid (grid or device limits changed) is skipped
+    with one warning."""
+    dev, key = handle.info, problem.key()
+    for perf in (db.user_perf_db(), db.system_perf_db()):
+        record = perf.get(dev.device_id, key, solver.id)
+        if record is None:
+            continue
+        reason = solver.invalid_reason(problem, record.params, dev)
+        if reason is None:
+            return dict(record.params), perf.label
+        warn_once(logger, f"{perf.label}: params {record.params} of {solver.id} for {key} are invalid "
+                          f"({reason}); ignoring them")
+    return solver.default_params(problem, dev), DEFAULT
+
+
+def resolve_mode(mode: str | None) -> str:
+    """mode, else MIOPY_FIND_MODE, else hybrid; BadParam on an unknown name."""
+    value = (mode or config.find_mode() or "hybrid").lower()
+    if value not in MODES:
+        raise BadParam("mode" if mode else "MIOPY_FIND_MODE", f"must be one of {MODES}, got {value!r}")
+    return value
+
+
+def resolve_enforce() -> str | None:
+    """MIOPY_FIND_ENFORCE, or None; BadParam on an unknown name."""
+    value = config.find_enforce()
+    if value is not None and value.lower() not in ENFORCE:
+        raise BadParam("MIOPY_FIND_ENFORCE", f"must be one of {ENFORCE}, got {value!r}")
+    return value.lower() if value else None
 
 
 def find_problem(handle: Handle, problem: ConvProblem, *, buffers: Mapping[str, cl.Buffer] | None = None,
-                     workspace_limit: int | None = None, timer: Timer | None = None,
-                     solvers: Sequence[Solver] | None = None) -> FindResult:
-    """Benchmark every applicable solver on problem; records fastest first.
+                 workspace_limit: int | None = None, timer: Timer | None = None, mode: str | None = None,
+                 store: bool | None = None, solvers: Sequence[Solver] | None = None) -> FindResult:
+    """Rank the applicable solvers of problem, best first, as the find mode says (module docstring).
 
-    buffers maps roles x, w, y, workspace to device buffers; random ones are made when omitted.
-    solvers defaults to the (environment-filtered) registry. Raises NotSupported when no solver succeeds.
+    buffers maps roles x, w, y, workspace to device buffers; random ones are made when omitted. A complete
+    benchmark (no solver left out by workspace_limit or by MIOPY_FIND_ONLY_SOLVER / MIOPY_DISABLE_SOLVERS)
+    is written to the find DB when store is True; store=None means only when no timer was injected.
+    solvers restricts the search to those solvers (as miopy-driver -S does): then the find DB is neither
+    read nor written. Raises NotSupported when no solver succeeds.
     """
-    timer = timer or default_timer
+    if solvers is not None:
+        return _benchmark(handle, problem, buffers, workspace_limit, timer, solvers)
+    mode, enforce = resolve_mode(mode), resolve_enforce()
+    device, key = handle.info.device_id, problem.key()
+    if enforce == "db_clean":
+        db.forget_problem(device, key)
+    elif enforce == "search":
+        _tune_applicable(handle, problem, timer)
+    if mode != "normal" and enforce is None:
+        hit = _from_find_db(handle, problem, workspace_limit)
+        if hit is not None:
+            return hit
+    if mode == "fast" and enforce in (None, "db_clean"):
+        return _heuristic(handle, problem, workspace_limit)
+    result = _benchmark(handle, problem, buffers, workspace_limit, timer)
+    wanted = store if store is not None else timer is None
+    if wanted and enforce != "db_clean" and _complete(handle, problem, workspace_limit):
+        db.find_db().put(device, key, [db.FindRecord(r.solver_id, r.algorithm, r.time_ms, r.workspace_bytes,
+                                                     r.params) for r in result])
+    return result
+
+
+def get_solutions(handle: Handle, problem: ConvProblem, workspace_limit: int | None = None) -> FindResult:
+    """Immediate mode: the find DB's ranking (from_db=True), else the heuristic's; runs nothing."""
+    hit = _from_find_db(handle, problem, workspace_limit)
+    return hit if hit is not None else _heuristic(handle, problem, workspace_limit)
+
+
+def compile_solution(handle: Handle, problem: ConvProblem, solver_id: str) -> ConvAlgoPerf:
+    """Immediate mode: build solver_id's kernels for problem with its perf-DB params; the returned record
+    runs through the convolution calls' ``algo`` with nothing left to compile."""
+    record = _unmeasured(registry.get(solver_id), problem, handle)
+    prepared_solution(handle, problem, solver_id, record.params)
+    return record
+
+
+def _tune_applicable(handle: Handle, problem: ConvProblem, timer: Timer | None) -> None:
+    from .tuning import tune_problem  # tuning builds on find: imported on use
+    tune_problem(handle, problem, timer=timer)
+
+
+def _candidates(handle: Handle, problem: ConvProblem, workspace_limit: int | None,
+                solvers: Sequence[Solver] | None = None) -> tuple[list[Solver], dict]:
     candidates, skipped = [], {}
-    for solver in (registry.solvers() if solvers is None else solvers):
+    for solver in registry.solvers() if solvers is None else solvers:
         reason = _skip_reason(solver, problem, handle, workspace_limit)
         if reason:
             skipped[solver.id] = reason
         else:
             candidates.append(solver)
+    return candidates, skipped
+
+
+def _benchmark(handle: Handle, problem: ConvProblem, buffers, workspace_limit: int | None,
+               timer: Timer | None, solvers: Sequence[Solver] | None = None) -> FindResult:
+    timer = timer or default_timer
+    candidates, skipped = _candidates(handle, problem, workspace_limit, solvers)
     if buffers is None:
         ws = max((s.workspace_bytes(problem) for s in candidates), default=0)
         buffers = random_buffers(handle, problem, ws)
@@ -103,6 +204,59 @@ def find_problem(handle: Handle, problem: ConvProblem, *, buffers: Mapping[str, 
         raise NotSupported(f"no solver ran {problem.key()}: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
     records.sort(key=lambda r: r.time_ms)
     return FindResult(records, skipped)
+
+
+def _complete(handle: Handle, problem: ConvProblem, workspace_limit: int | None) -> bool:
+    """Whether a benchmark considered every solver: none filtered out by the environment or the limit."""
+    if config.find_only_solver() or config.disabled_solvers():
+        return False
+    return workspace_limit is None or all(s.workspace_bytes(problem) <= workspace_limit for s in registry.solvers()
+                                          if s.is_applicable(problem, handle.info))
+
+
+def _from_find_db(handle: Handle, problem: ConvProblem, workspace_limit: int | None) -> FindResult | None:
+    """The find DB's ranking while it is current: made by this miopy version, naming known solvers that
+    still apply, with the params the perf DBs give now (a retuned solver makes the ranking stale)."""
+    stored = db.find_db().get(handle.info.device_id, problem.key())
+    if not stored or any(r.miopy_version != __version__ for r in stored):
+        return None
+    allowed = {s.id: s for s in registry.solvers()}
+    known = {s.id for s in registry.ALL}
+    records = []
+    for entry in stored:
+        solver = allowed.get(entry.solver_id)
+        if entry.solver_id not in known or (solver is not None and not solver.is_applicable(problem, handle.info)):
+            return None
+        if solver is None or (workspace_limit is not None and entry.workspace_bytes > workspace_limit):
+            continue
+        params, source = params_for(solver, problem, handle)
+        if params != entry.params:
+            return None
+        records.append(ConvAlgoPerf(solver.id, solver.algorithm, entry.time_ms, solver.workspace_bytes(problem),
+                                    params, problem.key(), source))
+    if not records:
+        return None
+    _, skipped = _candidates(handle, problem, workspace_limit)
+    ranked = {r.solver_id for r in records}
+    skipped.update({s.id: "failed when the find DB record was made" for s in allowed.values()
+                    if s.id not in ranked and s.id not in skipped})
+    return FindResult(records, skipped, from_db=True)
+
+
+def _heuristic(handle: Handle, problem: ConvProblem, workspace_limit: int | None) -> FindResult:
+    """Applicable solvers in the heuristic's order with their perf-DB params; nothing compiled or run."""
+    candidates, skipped = _candidates(handle, problem, workspace_limit)
+    if not candidates:
+        reasons = "; ".join(f"{k}: {v}" for k, v in skipped.items())
+        raise NotSupported(f"no solver applies to {problem.key()}: {reasons}")
+    logger.info("find %s: heuristic ranking (%s)", problem.key(), heuristic.preference(problem)[1])
+    return FindResult([_unmeasured(s, problem, handle) for s in heuristic.rank(problem, candidates)], skipped)
+
+
+def _unmeasured(solver: Solver, problem: ConvProblem, handle: Handle) -> ConvAlgoPerf:
+    params, source = params_for(solver, problem, handle)
+    return ConvAlgoPerf(solver.id, solver.algorithm, math.nan, solver.workspace_bytes(problem), dict(params),
+                        problem.key(), source, measured=False)
 
 
 def _skip_reason(solver: Solver, problem: ConvProblem, handle: Handle, workspace_limit: int | None) -> str | None:

@@ -4,6 +4,7 @@ against. Each layer is (C, H, W, K, R, S, pad, stride); the batch size is chosen
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from .convolution import ConvDesc, ConvProblem, Direction
 from .errors import BadParam
@@ -93,15 +94,37 @@ _BODA = [
 ]
 BODA = tuple(_l(f"b{i:02d}", c, x, oc, ksz, pad, st) for i, (ksz, st, pad, oc, x, c) in enumerate(_BODA, 1))
 
+def _unique(layers: tuple[Layer, ...]) -> tuple[Layer, ...]:
+    """Each distinct shape once (the first name kept): tuning and benchmarks need no repeats."""
+    seen: dict[tuple, Layer] = {}
+    for layer in layers:
+        seen.setdefault(_shape(layer), layer)
+    return tuple(seen.values())
+
+
+def _shape(layer: Layer) -> tuple:
+    return (layer.c, layer.h, layer.w, layer.k, layer.r, layer.s, layer.pad, layer.stride)
+
+
 LAYER_SETS: dict[str, tuple[Layer, ...]] = {
-    "alexnet": ALEXNET, "vgg16": VGG16, "resnet50": RESNET50, "googlenet": GOOGLENET, "boda": BODA,
+    "alexnet": ALEXNET, "vgg16": VGG16, "resnet50": RESNET50, "googlenet": _unique(GOOGLENET), "boda": BODA,
 }
+NETWORKS = LAYER_SETS
 # The batch sizes the benchmarks use for each set (the papers' and the issue's).
 DEFAULT_BATCH = {"alexnet": 128, "vgg16": 32, "resnet50": 32, "googlenet": 32, "boda": 5}
 
 
 def layer_set(name: str) -> tuple[Layer, ...]:
+    """The layers of a named set (alexnet, vgg16, resnet50, googlenet, boda)."""
     try:
         return LAYER_SETS[name.lower()]
     except KeyError:
         raise BadParam("network", f"unknown layer set {name!r}; known: {sorted(LAYER_SETS)}") from None
+
+
+layers = layer_set
+
+
+def problems(name: str, batch: int, directions: Sequence[Direction] = (Direction.FORWARD,)) -> list[ConvProblem]:
+    """The layers of the named set at a batch size, as problems in each direction."""
+    return [layer.problem(batch, d) for layer in layer_set(name) for d in directions]

@@ -6,6 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from .convolution import ConvProblem, Direction
+
+# Accepted max_error of an fp32 result, per algorithm: hybrid |a-e|/(1+|e|); Winograd's transforms add rounding.
+TOLERANCE = {"winograd": 2e-3}
+DEFAULT_TOLERANCE = 1e-3
+
+
+def tolerance(algorithm: str) -> float:
+    """The max_error an fp32 result of this algorithm may have against the float64 reference."""
+    return TOLERANCE.get(algorithm, DEFAULT_TOLERANCE)
+
 
 def _tap_slices(size_out: int, stride: int, start: int) -> slice:
     return slice(start, start + stride * (size_out - 1) + 1, stride)
@@ -82,3 +93,14 @@ def max_error(actual, expected) -> float:
         return 0.0
     err = np.abs(actual - expected) / (1.0 + np.abs(expected))
     return float(np.nan_to_num(err, nan=np.inf).max())
+
+
+def solve(problem: ConvProblem, tensors) -> np.ndarray:
+    """Float64 output of problem's direction; tensors maps the forward roles x, w, y to host arrays."""
+    c = problem.conv
+    geo = dict(pad=c.pad, stride=c.stride, dilation=c.dilation, groups=c.groups)
+    if problem.direction is Direction.FORWARD:
+        return conv_forward(tensors["x"], tensors["w"], **geo)
+    if problem.direction is Direction.BACKWARD_DATA:
+        return conv_backward_data(tensors["y"], tensors["w"], problem.x.dims, **geo)
+    return conv_backward_weights(tensors["x"], tensors["y"], problem.w.dims, **geo)

@@ -19,3 +19,12 @@ def _isolated_stores(tmp_path_factory):
 def handle():
     import miopy
     return miopy.Handle()
+
+
+@pytest.fixture
+def fresh_dbs(tmp_path, monkeypatch):
+    """A new, empty user DB and no system DB, for tests that count what the DBs hold; returns its path."""
+    path = tmp_path / "user.db"
+    monkeypatch.setenv("MIOPY_USER_DB_PATH", str(path))
+    monkeypatch.setenv("MIOPY_SYSTEM_DB_PATH", str(tmp_path / "no-system.db"))
+    return path

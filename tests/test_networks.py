@@ -4,7 +4,7 @@ from miopy import BadParam, networks
 
 
 def test_layer_sets_build_valid_problems():
-    assert len(networks.BODA) == 43 and len(networks.ALEXNET) == 5
+    assert len(networks.BODA) == 43 and len(networks.ALEXNET) == 5 and len(networks.RESNET50) == 23
     for name, layers in networks.LAYER_SETS.items():
         assert len({l.name for l in layers}) == len(layers), name
         for layer in layers:
@@ -20,3 +20,14 @@ def test_alexnet_layer2_matches_paper_shape():
 def test_unknown_set():
     with pytest.raises(BadParam, match="network"):
         networks.layer_set("lenet")
+
+
+def test_sets_hold_each_shape_once_except_boda():
+    for name in ("alexnet", "vgg16", "resnet50", "googlenet"):
+        shapes = [networks._shape(l) for l in networks.layer_set(name)]
+        assert len(set(shapes)) == len(shapes), name
+
+
+def test_problems_in_each_direction():
+    ps = networks.problems("alexnet", 2, (1, 2))
+    assert len(ps) == 10 and {p.direction for p in ps} == {1, 2}

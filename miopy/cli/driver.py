@@ -16,8 +16,6 @@ from ..tensor import TensorDesc
 
 NAMES = {Direction.FORWARD: "Forward Convolution", Direction.BACKWARD_DATA: "Backward Data Convolution",
          Direction.BACKWARD_WEIGHTS: "Backward Weights Convolution"}
-TOLERANCE = {"winograd": 2e-3}  # hybrid |a-e|/(1+|e|); Winograd's transforms add rounding
-DEFAULT_TOLERANCE = 1e-3
 
 
 def conv_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,9 +90,9 @@ def run_direction(handle: Handle, direction: Direction, x_desc, w_desc, conv, ar
     if not args.verify:
         return True
     got = handle.to_host(dev[out_user])
-    expected = _reference(problem, mapping.roles, host)
+    expected = reference.solve(problem, {prole: host[urole] for prole, urole in mapping.roles.items()})
     err = reference.max_error(got, expected)
-    tol = TOLERANCE.get(rec.algorithm, DEFAULT_TOLERANCE)
+    tol = reference.tolerance(rec.algorithm)
     ok = err <= tol
     print(f"{NAMES[direction]} {'Verifies OK' if ok else 'FAILED'} (max error {err:.2e}, tolerance {tol:.0e})")
     return ok
@@ -109,18 +107,6 @@ def _call(handle, direction, x_desc, w_desc, y_desc, conv, dev, rec):
                                                      dev["x"], algo=rec)
     return lambda: api.convolution_backward_weights(handle, y_desc, dev["y"], x_desc, dev["x"], conv, w_desc,
                                                     dev["w"], algo=rec)
-
-
-def _reference(problem, roles, host) -> np.ndarray:
-    """Float64 result of problem, with inputs taken from the user's tensors through roles."""
-    t = {prole: host[urole] for prole, urole in roles.items()}
-    c = problem.conv
-    geo = dict(pad=c.pad, stride=c.stride, dilation=c.dilation, groups=c.groups)
-    if problem.direction is Direction.FORWARD:
-        return reference.conv_forward(t["x"], t["w"], **geo)
-    if problem.direction is Direction.BACKWARD_DATA:
-        return reference.conv_backward_data(t["y"], t["w"], problem.x.dims, **geo)
-    return reference.conv_backward_weights(t["x"], t["y"], problem.w.dims, **geo)
 
 
 def main(argv=None) -> int:

@@ -1,0 +1,120 @@
+"""miopy-tune: tune solvers' params on convolution problems and store the winners in the user perf DB.
+
+Problems come from MIOpenDriver conv flags (one problem), --network NAME (its unique layers at batch
+size -n) or --file PATH (miopy-driver / MIOpenDriver conv command lines, one per line). Each applicable
+solver with a grid is tuned with the chosen strategy; a table per problem compares default and tuned
+times. An interrupted run resumes where it stopped: every measured point is in the user DB's tuning log.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import shlex
+import sys
+from pathlib import Path
+from typing import Iterable
+
+from .. import config, db, networks
+from ..convolution import ConvProblem
+from ..errors import BadParam, MiopyError
+from ..execute import map_problem
+from ..handle import Handle
+from ..solvers import registry
+from ..tuning import DEFAULT_BUDGET, STRATEGIES, Compiler, SearchSpace, TuneOptions, TuneResult, tunable, tune_problem
+from .driver import conv_arguments, descriptors, directions
+
+DRIVER_PREFIXES = (("./bin/MIOpenDriver", "conv"), ("MIOpenDriver", "conv"), ("miopy-driver", "conv"))
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="miopy-tune", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    conv_arguments(ap)
+    source = ap.add_mutually_exclusive_group()
+    source.add_argument("--network", help=f"tune the unique conv layers of {sorted(networks.NETWORKS)} at batch -n")
+    source.add_argument("--file", type=Path, help="tune the problems of miopy-driver / MIOpenDriver conv lines")
+    ap.add_argument("--strategy", choices=sorted(STRATEGIES), default="local", help="search strategy")
+    ap.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="most points measured per solver")
+    ap.add_argument("--time-limit", type=float, default=None, help="seconds per solver and problem")
+    ap.add_argument("--patience", type=int, default=None, help="stop after this many points without a better one")
+    ap.add_argument("--jobs", type=int, default=None, help="compile workers (default min(4, CPUs); 0: in-process)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the random strategies")
+    return ap
+
+
+def problems_of(args: argparse.Namespace) -> list[ConvProblem]:
+    """The problems the arguments name, each once, in order."""
+    if args.network:
+        found = networks.problems(args.network, args.batchsize, directions(args.forw))
+    elif args.file:
+        found = [p for argv in driver_lines(args.file.read_text().splitlines()) for p in _flag_problems(argv)]
+    else:
+        found = _flag_problems(args)
+    return list({p.key(): p for p in found}.values())
+
+
+def driver_lines(lines: Iterable[str]) -> list[argparse.Namespace]:
+    """Parsed problem flags of each line that is a miopy-driver or MIOpenDriver conv command; others are
+    skipped. Flags that do not describe the problem (-t, -V, -i, -S, ...) are ignored."""
+    line_parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    conv_arguments(line_parser)
+    out = []
+    for line in lines:
+        words = shlex.split(line, comments=True)
+        prefix = next((p for p in DRIVER_PREFIXES if tuple(words[:2]) == p), None)
+        if prefix is not None:
+            out.append(line_parser.parse_known_args(words[2:])[0])
+    return out
+
+
+def _flag_problems(args: argparse.Namespace) -> list[ConvProblem]:
+    x_desc, w_desc, conv = descriptors(args)
+    return [map_problem(d, x_desc, w_desc, conv).problem for d in directions(args.forw)]
+
+
+def tune_one(handle: Handle, problem: ConvProblem, args: argparse.Namespace, compiler: Compiler) -> list[TuneResult]:
+    """Tune every chosen solver on problem behind a progress bar; returns their results."""
+    from tqdm import tqdm  # the bar is the CLI's business; the library does not need tqdm
+
+    solvers = tunable(handle, problem, [registry.get(args.solver)] if args.solver else None)
+    total = sum(min(args.budget, len(SearchSpace.of(s, problem, handle.info))) for s in solvers)
+    options = TuneOptions(args.budget, args.time_limit, args.patience, args.seed)
+    with tqdm(total=total, desc=problem.key(), unit="pt", file=sys.stderr, leave=False) as bar:
+        return tune_problem(handle, problem, solvers=solvers, strategy_name=args.strategy, options=options,
+                            compiler=compiler, on_result=lambda _: bar.update(1))
+
+
+def table(problem: ConvProblem, results: list[TuneResult]) -> str:
+    """The closing table of one problem: solver, default and tuned time, speedup, GFLOP/s, params."""
+    lines = [f"{problem.key()}  (miopy-driver conv {problem.driver_args()})",
+             f"  {'solver':<28}{'default ms':>12}{'tuned ms':>12}{'speedup':>9}{'GFLOP/s':>10}  params / points"]
+    for r in results:
+        gflops = problem.flops() / r.best_ms / 1e6 if math.isfinite(r.best_ms) and r.best_ms > 0 else math.nan
+        where = (db.params_key(r.best_params) if r.stored else "not stored: no point verified")
+        lines.append(f"  {r.solver_id:<28}{r.default_ms:>12.4f}{r.best_ms:>12.4f}{r.speedup:>8.2f}x{gflops:>10.1f}  "
+                     f"{where}; {r.measured} measured, {r.recorded} from the log, {r.failed} failed")
+    if not results:
+        lines.append("  no applicable solver has anything to tune")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        if args.budget is not None and args.budget < 1:
+            raise BadParam("--budget", f"must be >= 1, got {args.budget}")
+        problems = problems_of(args)
+        handle = Handle()
+        print(f"miopy-tune: device {handle.info.name} ({handle.info.platform}); {len(problems)} problem(s); "
+              f"strategy {args.strategy}, budget {args.budget}; user DB {config.user_db_path()}")
+        with Compiler(handle, args.jobs) as compiler:
+            for problem in problems:
+                print(table(problem, tune_one(handle, problem, args, compiler)), flush=True)
+    except MiopyError as exc:
+        print(f"miopy-tune: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,471 @@
+"""Perf DB, find DB and tuning log: SQLite files sharing one versioned schema.
+
+Two files. The *system* DB ships inside the package (``miopy/data/system_perf.db``), is opened read-only
+and holds perf records only. The *user* DB (``config.user_db_path()``) holds perf records, find records
+and the tuning log. Perf lookups go user, then system, then the solver's default (see find.params_for).
+
+A DB fault must never break a convolution (DESIGN invariant 6), so:
+- a connection opens lazily, once per process and path, in WAL mode with a busy timeout; a locked DB is
+  retried with backoff and then is a miss;
+- a file that is not a SQLite DB, or has another schema version, is moved aside as
+  ``<name>.corrupt-<timestamp>-<pid>`` with one warning and a new one is created;
+- a user DB that cannot be created or written is replaced by an in-memory one for the process, with one
+  warning; a missing system DB is simply empty;
+- every write is one transaction, and any other SQLite error is logged once and becomes a miss.
+The hot path (a convolution call after find) reads no DB: only find, tuning and the CLIs call in here.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import random
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import filelock
+
+from . import config
+from .log import warn_once
+from .version import __version__
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 10.0
+ATTEMPTS = 6
+USER_PERF, SYSTEM_PERF = "user perf DB", "system perf DB"
+
+TABLES = {
+    "meta": "key TEXT PRIMARY KEY, value TEXT NOT NULL",
+    "perf": "device TEXT NOT NULL, problem TEXT NOT NULL, solver TEXT NOT NULL, params TEXT NOT NULL, "
+            "time_ms REAL, miopy_version TEXT NOT NULL, date TEXT NOT NULL, "
+            "PRIMARY KEY (device, problem, solver)",
+    "find": "device TEXT NOT NULL, problem TEXT NOT NULL, rank INTEGER NOT NULL, solver TEXT NOT NULL, "
+            "algorithm TEXT NOT NULL, time_ms REAL, workspace INTEGER NOT NULL, params TEXT NOT NULL, "
+            "miopy_version TEXT NOT NULL, date TEXT NOT NULL, PRIMARY KEY (device, problem, rank)",
+    "tuning": "device TEXT NOT NULL, problem TEXT NOT NULL, solver TEXT NOT NULL, params TEXT NOT NULL, "
+              "time_ms REAL, error TEXT, miopy_version TEXT NOT NULL, date TEXT NOT NULL, "
+              "PRIMARY KEY (device, problem, solver, params)",
+}
+Statement = tuple[str, Sequence[Any]]
+
+
+class _WrongSchema(Exception):
+    """The file is a SQLite DB, but not of this schema version."""
+
+
+# -- one file -----------------------------------------------------------------------------------------
+class Store:
+    """One DB file, opened lazily once per process; every fault is logged once and becomes a miss."""
+
+    def __init__(self, path: Path, readonly: bool):
+        self.path, self.readonly = path, readonly
+        self.in_memory = False
+        self._disabled = False
+        self._conn: sqlite3.Connection | None = None
+        self._pid = -1
+        self._lock = threading.RLock()
+
+    @property
+    def label(self) -> str:
+        return "system perf DB" if self.readonly else "user DB"
+
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
+        """Rows of one SELECT; [] when the DB is missing, locked or broken."""
+        return self._attempt(lambda conn: conn.execute(sql, args).fetchall(), [])
+
+    def write(self, statements: Sequence[Statement]) -> bool:
+        """Run statements as one transaction; False (logged once) when they could not be written."""
+        assert not self.readonly, "the system perf DB is read-only"
+        return self._attempt(lambda conn: _transaction(conn, statements), False)
+
+    def _attempt(self, operation: Callable[[sqlite3.Connection], Any], miss: Any) -> Any:
+        with self._lock:
+            for attempt in range(ATTEMPTS):
+                try:
+                    conn = self._connection()
+                    return miss if conn is None else operation(conn)
+                except (sqlite3.Error, _WrongSchema) as exc:
+                    if not self._recover(exc, attempt):
+                        return miss
+            warn_once(logger, f"{self.label} {self.path} stayed locked; going on without it")
+            return miss
+
+    def _recover(self, exc: Exception, attempt: int) -> bool:
+        """Deal with exc; True when the operation should be tried again."""
+        if _is_locked(exc):
+            time.sleep(0.02 * 2 ** attempt * (1 + random.random()))
+            return True
+        if self.readonly:
+            warn_once(logger, f"system perf DB {self.path} is unusable ({exc}); ignoring it")
+            self._close()
+            self._disabled = True
+            return False
+        if _is_corrupt(exc) and not self.in_memory:
+            return self._move_aside(exc)
+        warn_once(logger, f"user DB {self.path} failed ({exc}); keeping records in memory for this process")
+        self._use_memory()
+        return True
+
+    # -- opening ------------------------------------------------------------------------------------
+    def _connection(self) -> sqlite3.Connection | None:
+        if self._disabled:
+            return None
+        if self._conn is None or self._pid != os.getpid():
+            self._conn = None  # never reuse a connection inherited across fork
+            self._conn, self._pid = self._open(), os.getpid()
+        return self._conn
+
+    def _open(self) -> sqlite3.Connection | None:
+        if self.in_memory:
+            return _memory_connection()
+        if self.readonly:
+            return self._open_readonly()
+        if not self._location_writable():
+            self.in_memory = True
+            return _memory_connection()
+        conn = _connect(str(self.path))
+        try:
+            if _schema_state(conn) == "empty":
+                _create_schema(conn)
+            conn.execute("PRAGMA journal_mode=WAL")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _open_readonly(self) -> sqlite3.Connection | None:
+        if not self.path.is_file():
+            return None  # no system DB shipped: every lookup misses
+        conn = _connect(self.path.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            if _schema_state(conn) == "empty":
+                raise _WrongSchema("the file holds no tables")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _location_writable(self) -> bool:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            warn_once(logger, f"cannot create the user DB directory {self.path.parent} ({exc}); "
+                              "keeping perf and find records in memory for this process")
+            return False
+        targets = [self.path.parent] + ([self.path] if self.path.exists() else [])
+        if all(os.access(t, os.W_OK) for t in targets):
+            return True
+        warn_once(logger, f"user DB {self.path} is read-only; keeping perf and find records in memory "
+                          "for this process")
+        return False
+
+    def _use_memory(self) -> None:
+        self._close()
+        self.in_memory = True
+
+    def _close(self) -> None:
+        if self._conn is not None and self._pid == os.getpid():
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+        self._conn = None
+
+    def _move_aside(self, exc: Exception) -> bool:
+        """Rename a corrupt file (under a file lock, unless another process already replaced it)."""
+        self._close()
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        dest = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
+        try:
+            with filelock.FileLock(str(self.path) + ".lock", timeout=BUSY_TIMEOUT_S):
+                if _unusable(self.path):
+                    os.replace(self.path, dest)
+                    for suffix in ("-wal", "-shm"):
+                        Path(str(self.path) + suffix).unlink(missing_ok=True)
+                    warn_once(logger, f"user DB {self.path} was unusable ({exc}); moved it to {dest.name} "
+                                      "and started a new one")
+        except (OSError, filelock.Timeout) as err:
+            warn_once(logger, f"user DB {self.path} is unusable ({exc}) and could not be moved aside ({err}); "
+                              "keeping records in memory for this process")
+            self._use_memory()
+        return True
+
+
+def _connect(target: str, uri: bool = False) -> sqlite3.Connection:
+    return sqlite3.connect(target, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False,
+                           uri=uri)
+
+
+def _memory_connection() -> sqlite3.Connection:
+    conn = _connect(":memory:")
+    _create_schema(conn)
+    return conn
+
+
+def _schema_state(conn: sqlite3.Connection) -> str:
+    """'empty' for a new file, 'ok' for this schema version; raises for anything else."""
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not names:
+        return "empty"
+    if "meta" not in names:
+        raise _WrongSchema("no meta table")
+    row = conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()
+    if row is None or row[0] != str(SCHEMA_VERSION):
+        raise _WrongSchema(f"format version {row[0] if row else None}, expected {SCHEMA_VERSION}")
+    if not set(TABLES) <= names:
+        raise _WrongSchema(f"tables {sorted(set(TABLES) - names)} missing")
+    return "ok"
+
+
+def _create_schema(conn: sqlite3.Connection) -> None:
+    statements: list[Statement] = [(f"CREATE TABLE IF NOT EXISTS {t} ({cols})", ()) for t, cols in TABLES.items()]
+    statements.append(("INSERT OR IGNORE INTO meta VALUES ('format_version', ?)", (str(SCHEMA_VERSION),)))
+    _transaction(conn, statements)
+
+
+def _unusable(path: Path) -> bool:
+    """Whether the file at path is (still) not a DB of this schema; an absent or new file is usable."""
+    if not path.exists():
+        return False
+    try:
+        conn = _connect(str(path))
+    except sqlite3.Error:
+        return True
+    try:
+        _schema_state(conn)
+        return False
+    except (sqlite3.Error, _WrongSchema) as exc:
+        return not _is_locked(exc)
+    finally:
+        conn.close()
+
+
+def _transaction(conn: sqlite3.Connection, statements: Sequence[Statement]) -> bool:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for sql, args in statements:
+            conn.execute(sql, args)
+        conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+    return True
+
+
+def _error_name(exc: Exception) -> str:
+    return getattr(exc, "sqlite_errorname", "") or ""
+
+
+def _is_locked(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return _error_name(exc).startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text or "busy" in text
+
+
+def _is_corrupt(exc: Exception) -> bool:
+    if isinstance(exc, _WrongSchema):
+        return True
+    name = _error_name(exc)
+    return name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or (not name and type(exc) is sqlite3.DatabaseError)
+
+
+_STORES: dict[tuple[str, bool], Store] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def _store(path: Path, readonly: bool) -> Store:
+    key = (str(path), readonly)
+    with _STORES_LOCK:
+        if key not in _STORES:
+            _STORES[key] = Store(path, readonly)
+        return _STORES[key]
+
+
+def user_store() -> Store:
+    """The user DB of config.user_db_path(), one Store per process and path."""
+    return _store(config.user_db_path(), readonly=False)
+
+
+def system_store() -> Store:
+    """The read-only system DB of config.system_db_path()."""
+    return _store(config.system_db_path(), readonly=True)
+
+
+# -- records ------------------------------------------------------------------------------------------
+def params_key(params: Mapping[str, Any]) -> str:
+    """Canonical JSON of params: how params are stored and compared."""
+    return json.dumps(dict(params), sort_keys=True)
+
+
+def _params(text: str) -> dict | None:
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _finite_or_none(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def _stamp() -> tuple[str, str]:
+    return __version__, datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class PerfRecord:
+    """Tuned params of one solver on one problem and device, with their time and provenance."""
+
+    params: dict
+    time_ms: float
+    miopy_version: str
+    date: str
+
+
+class PerfDb:
+    """(device id, problem key, solver id) -> tuned params."""
+
+    def __init__(self, store: Store, label: str):
+        self.store, self.label = store, label
+
+    def get(self, device: str, problem: str, solver: str) -> PerfRecord | None:
+        rows = self.store.query("SELECT params, time_ms, miopy_version, date FROM perf "
+                                "WHERE device = ? AND problem = ? AND solver = ?", (device, problem, solver))
+        if not rows:
+            return None
+        params = _params(rows[0][0])
+        if params is None:
+            warn_once(logger, f"{self.label}: unreadable params {rows[0][0]!r} for {solver} on {problem}")
+            return None
+        return PerfRecord(params, rows[0][1] if rows[0][1] is not None else math.nan, rows[0][2], rows[0][3])
+
+    def put(self, device: str, problem: str, solver: str, params: Mapping, time_ms: float) -> bool:
+        return self.store.write([("INSERT OR REPLACE INTO perf VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                  (device, problem, solver, params_key(params), _finite_or_none(time_ms),
+                                   *_stamp()))])
+
+    def rows(self) -> list[tuple]:
+        """Every record as a raw row (device, problem, solver, params, time_ms, miopy_version, date)."""
+        return self.store.query("SELECT device, problem, solver, params, time_ms, miopy_version, date FROM perf "
+                                "ORDER BY device, problem, solver")
+
+
+@dataclass(frozen=True)
+class FindRecord:
+    """One ranked entry of a stored find."""
+
+    solver_id: str
+    algorithm: str
+    time_ms: float
+    workspace_bytes: int
+    params: dict
+    miopy_version: str = __version__
+
+
+class FindDb:
+    """(device id, problem key) -> the ranked records of the last complete find."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def get(self, device: str, problem: str) -> list[FindRecord]:
+        rows = self.store.query("SELECT solver, algorithm, time_ms, workspace, params, miopy_version FROM find "
+                                "WHERE device = ? AND problem = ? ORDER BY rank", (device, problem))
+        records = []
+        for solver, algorithm, time_ms, workspace, params, version in rows:
+            parsed = _params(params)
+            if parsed is None:
+                return []  # an unreadable entry spoils the ranking: a miss
+            records.append(FindRecord(solver, algorithm, math.inf if time_ms is None else time_ms, workspace,
+                                      parsed, version))
+        return records
+
+    def put(self, device: str, problem: str, records: Iterable[FindRecord]) -> bool:
+        """Replace the stored ranking of (device, problem) by records, in their order."""
+        version, date = _stamp()
+        statements: list[Statement] = [("DELETE FROM find WHERE device = ? AND problem = ?", (device, problem))]
+        for rank, r in enumerate(records):
+            statements.append(("INSERT INTO find VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                               (device, problem, rank, r.solver_id, r.algorithm, _finite_or_none(r.time_ms),
+                                r.workspace_bytes, params_key(r.params), version, date)))
+        return self.store.write(statements)
+
+
+@dataclass(frozen=True)
+class TuningPoint:
+    """One measured grid point: its time (inf when it failed) and why it failed."""
+
+    params: dict
+    time_ms: float
+    error: str | None
+
+
+class TuningLog:
+    """Every point a tuning run measured, keyed by (device, problem, solver, params), so runs resume."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def get(self, device: str, problem: str, solver: str) -> dict[str, TuningPoint]:
+        """The points recorded by this miopy version (another version's kernels may time differently)."""
+        rows = self.store.query("SELECT params, time_ms, error FROM tuning WHERE device = ? AND problem = ? "
+                                "AND solver = ? AND miopy_version = ?", (device, problem, solver, __version__))
+        out = {}
+        for params, time_ms, error in rows:
+            parsed = _params(params)
+            if parsed is not None:
+                out[params_key(parsed)] = TuningPoint(parsed, math.inf if time_ms is None else time_ms, error)
+        return out
+
+    def put(self, device: str, problem: str, solver: str, point: TuningPoint) -> bool:
+        return self.store.write([("INSERT OR REPLACE INTO tuning VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                  (device, problem, solver, params_key(point.params),
+                                   _finite_or_none(point.time_ms), point.error, *_stamp()))])
+
+
+def user_perf_db() -> PerfDb:
+    return PerfDb(user_store(), USER_PERF)
+
+
+def system_perf_db() -> PerfDb:
+    return PerfDb(system_store(), SYSTEM_PERF)
+
+
+def find_db() -> FindDb:
+    return FindDb(user_store())
+
+
+def tuning_log() -> TuningLog:
+    return TuningLog(user_store())
+
+
+def forget_problem(device: str, problem: str) -> bool:
+    """Drop the user perf records and the find record of (device, problem), in one transaction."""
+    return user_store().write([(f"DELETE FROM {table} WHERE device = ? AND problem = ?", (device, problem))
+                               for table in ("perf", "find")])
+
+
+def write_perf_file(path: Path, rows: Iterable[Sequence[Any]]) -> None:
+    """Write a new DB file at path (replacing any) holding these raw perf rows.
+
+    It uses a rollback journal, not WAL, so it can be shipped and opened read-only. Used to build the
+    system DB; errors raise (this is a build step, not a convolution call).
+    """
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    conn = _connect(str(tmp))
+    try:
+        _create_schema(conn)
+        _transaction(conn, [("INSERT OR REPLACE INTO perf VALUES (?, ?, ?, ?, ?, ?, ?)", tuple(row)) for row in rows])
+        conn.execute("VACUUM")
+    finally:
+        conn.close()
+    os.replace(tmp, path)

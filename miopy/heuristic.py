@@ -1,0 +1,41 @@
+"""The heuristic ranking that fast find mode and immediate mode use when the find DB has no record.
+
+It is deliberately small and explainable: an algorithm preference that depends on the problem's shape,
+then registry order (most specialised first) within an algorithm, and the naive fallback always last.
+
+- 1x1 filters: GEMM first (the 1x1 solver precedes im2col in the registry), then direct, then Winograd;
+- 3x3, stride 1, dilation 1 with C and K per group >= 16: Winograd first, then direct, then GEMM;
+- anything else: direct, then GEMM (im2col), then Winograd.
+Algorithms the table does not name come after the named ones and before naive.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .convolution import ConvProblem
+from .solvers.base import Solver
+
+WINOGRAD_MIN_CHANNELS = 16
+
+
+def preference(problem: ConvProblem) -> tuple[tuple[str, ...], str]:
+    """The algorithms in preferred order for problem's shape, and the rule that chose them."""
+    p = problem
+    if p.r == 1 and p.s == 1:
+        return ("gemm", "direct", "winograd"), "1x1 filter: GEMM first"
+    if ((p.r, p.s) == (3, 3) and (p.stride_h, p.stride_w) == (1, 1) and (p.dil_h, p.dil_w) == (1, 1)
+            and min(p.c_per_group, p.k_per_group) >= WINOGRAD_MIN_CHANNELS):
+        return ("winograd", "direct", "gemm"), f"3x3 stride 1 with C, K >= {WINOGRAD_MIN_CHANNELS}: Winograd first"
+    return ("direct", "gemm", "winograd"), "general shape: direct first"
+
+
+def rank(problem: ConvProblem, solvers: Sequence[Solver]) -> list[Solver]:
+    """solvers (in registry order) sorted by the preference for problem; stable within an algorithm."""
+    order, _ = preference(problem)
+
+    def score(solver: Solver) -> int:
+        if solver.algorithm == "naive":
+            return len(order) + 1
+        return order.index(solver.algorithm) if solver.algorithm in order else len(order)
+
+    return sorted(solvers, key=score)

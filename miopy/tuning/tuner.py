@@ -1,0 +1,137 @@
+"""Tuning one solver, or every applicable tunable solver, on one problem.
+
+The default point is measured first, so the result is never slower than the default by the run's own
+measurements. Every measurement goes to the tuning log as it is made, so an interrupted run resumes
+without measuring a point twice. The fastest point is checked against the float64 reference before it
+is written to the user perf DB; one that fails is recorded as failed and the next fastest is tried.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import pyopencl as cl
+
+from .. import db
+from ..convolution import ConvProblem
+from ..errors import BadParam, MiopyError, NotApplicable
+from ..execute import prepare
+from ..find import Timer
+from ..handle import Handle
+from ..solvers import registry
+from ..solvers.base import Params, Solver
+from .compile import Compiler
+from .device import DeviceRunner
+from .runner import GuardedRunner, Measurement, TuneOptions
+from .space import SearchSpace
+from .strategies import STRATEGIES
+from .workload import Workload
+
+DEFAULT_BUDGET = 32
+DEFAULT_OPTIONS = TuneOptions(budget=DEFAULT_BUDGET)
+Progress = Callable[[Measurement], None]
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """What tuning one solver on one problem found."""
+
+    solver_id: str
+    problem_key: str
+    default_params: Params
+    default_ms: float
+    best_params: Params | None
+    best_ms: float
+    measured: int   # points timed in this run
+    recorded: int   # points served from the tuning log
+    failed: int     # points that failed to compile, launch or verify
+    stored: bool    # the winner verified and is in the user perf DB
+
+    @property
+    def speedup(self) -> float:
+        finite = math.isfinite(self.default_ms) and math.isfinite(self.best_ms) and self.best_ms > 0
+        return self.default_ms / self.best_ms if finite else math.nan
+
+
+def strategy(name: str) -> Callable:
+    """The strategy function registered under name."""
+    try:
+        return STRATEGIES[name]
+    except KeyError:
+        raise BadParam("strategy", f"unknown strategy {name!r}; known: {sorted(STRATEGIES)}") from None
+
+
+def tune_solver(handle: Handle, problem: ConvProblem, solver: Solver, *, strategy_name: str = "local",
+                options: TuneOptions = DEFAULT_OPTIONS, timer: Timer | None = None,
+                compiler: Compiler | None = None, on_result: Progress | None = None) -> TuneResult:
+    """Tune solver on problem with a strategy and limits; store the verified winner in the user perf DB."""
+    reason = solver.not_applicable_reason(problem, handle.info)
+    if reason is not None:
+        raise NotApplicable(f"{solver.id}: {reason}")
+    walk = strategy(strategy_name)
+    space = SearchSpace.of(solver, problem, handle.info)
+    log, device, key = db.tuning_log(), handle.info.device_id, problem.key()
+    recorded = {k: Measurement(p.params, p.time_ms, p.error, cached=True)
+                for k, p in log.get(device, key, solver.id).items()}
+
+    def record(m: Measurement) -> None:
+        if not m.cached:
+            log.put(device, key, solver.id, db.TuningPoint(m.params, m.time_ms, m.error))
+        if on_result is not None:
+            on_result(m)
+
+    workload = Workload(handle, problem, solver.workspace_bytes(problem))
+    with contextlib.nullcontext(compiler) if compiler is not None else Compiler(handle) as active:
+        runner = GuardedRunner(DeviceRunner(handle, problem, solver, workload, active, timer), options,
+                               recorded, record)
+        runner.run([space.default])
+        walk(space, runner, options)
+    winner = _verified_winner(handle, problem, solver, workload, runner, log)
+    if winner is not None:
+        db.user_perf_db().put(device, key, solver.id, winner.params, winner.time_ms)
+    return _summary(solver, problem, space, runner, winner)
+
+
+def tune_problem(handle: Handle, problem: ConvProblem, *, solvers: Sequence[Solver] | None = None,
+                 strategy_name: str = "local", options: TuneOptions = DEFAULT_OPTIONS, timer: Timer | None = None,
+                 jobs: int | None = None, compiler: Compiler | None = None,
+                 on_result: Progress | None = None) -> list[TuneResult]:
+    """Tune every applicable solver with a grid (of solvers, else the registry) on problem."""
+    with contextlib.nullcontext(compiler) if compiler is not None else Compiler(handle, jobs) as active:
+        return [tune_solver(handle, problem, s, strategy_name=strategy_name, options=options, timer=timer,
+                            compiler=active, on_result=on_result)
+                for s in tunable(handle, problem, solvers)]
+
+
+def tunable(handle: Handle, problem: ConvProblem, solvers: Sequence[Solver] | None = None) -> list[Solver]:
+    """The solvers (default: the registry) that apply to problem and have something to tune."""
+    return [s for s in (registry.solvers() if solvers is None else solvers)
+            if s.grid and s.is_applicable(problem, handle.info)]
+
+
+def _verified_winner(handle: Handle, problem: ConvProblem, solver: Solver, workload: Workload,
+                     runner: GuardedRunner, log: db.TuningLog) -> Measurement | None:
+    """The fastest measured point whose output matches float64; failures are recorded as such."""
+    for m in sorted((m for m in runner.results.values() if m.ok), key=lambda m: m.time_ms):
+        try:
+            error = workload.error_of(prepare(handle, solver.solution(problem, m.params)), solver.algorithm)
+        except (MiopyError, cl.Error) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        if error is None:
+            return m
+        failed = Measurement(m.params, math.inf, error)
+        runner.results[db.params_key(m.params)] = failed
+        log.put(handle.info.device_id, problem.key(), solver.id, db.TuningPoint(m.params, math.inf, error))
+    return None
+
+
+def _summary(solver: Solver, problem: ConvProblem, space: SearchSpace, runner: GuardedRunner,
+             winner: Measurement | None) -> TuneResult:
+    results = list(runner.results.values())
+    default = runner.results.get(db.params_key(space.default))
+    return TuneResult(solver.id, problem.key(), space.default, default.time_ms if default else math.nan,
+                      winner.params if winner else None, winner.time_ms if winner else math.inf,
+                      measured=sum(not m.cached for m in results), recorded=sum(m.cached for m in results),
+                      failed=sum(not m.ok for m in results), stored=winner is not None)

@@ -1,0 +1,140 @@
+"""Perf DB, find DB and tuning log: round trips, concurrency, corrupt and unwritable files, lookup order."""
+import logging
+import math
+import multiprocessing
+import sqlite3
+
+import pytest
+
+from miopy import db, find
+from miopy.convolution import Direction
+from miopy.solvers import registry
+from tests.helpers import make_problem
+
+DEVICE = "test-device"
+NAIVE = registry.get("ConvDirectNaive")
+
+
+@pytest.fixture
+def user_db(fresh_dbs):
+    return fresh_dbs
+
+
+def test_perf_find_and_tuning_round_trips(user_db):
+    perf = db.user_perf_db()
+    assert perf.get(DEVICE, "p1", "S") is None
+    assert perf.put(DEVICE, "p1", "S", {"WG": 128, "flag": True, "name": "x"}, 1.5)
+    record = perf.get(DEVICE, "p1", "S")
+    assert record.params == {"WG": 128, "flag": True, "name": "x"} and record.time_ms == 1.5 and record.date
+    perf.put(DEVICE, "p1", "S", {"WG": 64}, 1.0)
+    assert perf.get(DEVICE, "p1", "S").params == {"WG": 64}
+
+    records = [db.FindRecord("A", "direct", 1.0, 0, {"X": 1}), db.FindRecord("B", "naive", 2.0, 64, {})]
+    assert db.find_db().put(DEVICE, "p1", records)
+    assert db.find_db().get(DEVICE, "p1") == records
+    db.find_db().put(DEVICE, "p1", records[1:])
+    assert db.find_db().get(DEVICE, "p1") == records[1:]
+
+    log = db.tuning_log()
+    log.put(DEVICE, "p1", "S", db.TuningPoint({"WG": 64}, 0.5, None))
+    log.put(DEVICE, "p1", "S", db.TuningPoint({"WG": 128}, math.inf, "CompileError: boom"))
+    got = log.get(DEVICE, "p1", "S")
+    assert got[db.params_key({"WG": 64})].time_ms == 0.5
+    assert got[db.params_key({"WG": 128})] == db.TuningPoint({"WG": 128}, math.inf, "CompileError: boom")
+
+    assert db.forget_problem(DEVICE, "p1")
+    assert perf.get(DEVICE, "p1", "S") is None and db.find_db().get(DEVICE, "p1") == []
+    with sqlite3.connect(user_db) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("SELECT value FROM meta").fetchone()[0] == str(db.SCHEMA_VERSION)
+
+
+def _writer(path: str, worker: int, count: int) -> None:
+    import os
+
+    os.environ["MIOPY_USER_DB_PATH"] = path
+    from miopy import db as child_db
+
+    for i in range(count):
+        assert child_db.user_perf_db().put(DEVICE, f"p{worker}-{i}", "S", {"i": i}, float(i))
+        assert child_db.find_db().put(DEVICE, f"p{worker}-{i}", [child_db.FindRecord("S", "naive", 1.0, 0, {})])
+
+
+def test_concurrent_writers_lose_nothing(user_db):
+    workers, count = 4, 25
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(user_db), w, count)) for w in range(workers)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0] * workers
+    with sqlite3.connect(user_db) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM perf").fetchone()[0] == workers * count
+        assert conn.execute("SELECT COUNT(*) FROM find").fetchone()[0] == workers * count
+
+
+@pytest.mark.parametrize("damage", ["not a db", "wrong version"])
+def test_corrupt_file_is_moved_aside_and_recreated(user_db, caplog, damage):
+    if damage == "not a db":
+        user_db.write_bytes(b"this is not an SQLite file" * 100)
+    else:
+        with sqlite3.connect(user_db) as conn:
+            conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+            conn.execute("INSERT INTO meta VALUES ('format_version', '999')")
+    with caplog.at_level(logging.WARNING, logger="miopy.db"):
+        assert db.user_perf_db().get(DEVICE, "p", "S") is None
+        assert db.user_perf_db().put(DEVICE, "p", "S", {"WG": 64}, 1.0)
+    assert db.user_perf_db().get(DEVICE, "p", "S").params == {"WG": 64}
+    assert len(list(user_db.parent.glob("user.db.corrupt-*"))) == 1
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "moved it to" in warnings[0].getMessage()
+
+
+def test_unwritable_location_keeps_records_in_memory(tmp_path, monkeypatch, caplog):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("MIOPY_USER_DB_PATH", str(blocker / "sub" / "user.db"))
+    with caplog.at_level(logging.WARNING, logger="miopy.db"):
+        assert db.user_perf_db().put(DEVICE, "p", "S", {"WG": 64}, 1.0)
+        assert db.user_perf_db().get(DEVICE, "p", "S").params == {"WG": 64}
+        db.find_db().put(DEVICE, "p", [])
+    assert db.user_store().in_memory
+    assert sum(r.levelno == logging.WARNING for r in caplog.records) == 1
+
+
+def _problem():
+    return make_problem(Direction.FORWARD, 1, 4, 6, 6, 4, 3, 3, 1)
+
+
+def test_invalid_stored_params_fall_back_to_default_with_one_warning(user_db, handle, caplog):
+    problem = _problem()
+    db.user_perf_db().put(handle.info.device_id, problem.key(), NAIVE.id, {"WG": 3}, 1.0)
+    with caplog.at_level(logging.WARNING, logger="miopy.find"):
+        for _ in range(2):
+            assert find.params_for(NAIVE, problem, handle) == (NAIVE.default_params(problem, handle.info), "default")
+    assert sum(r.levelno == logging.WARNING for r in caplog.records) == 1
+
+
+def test_user_db_shadows_system_db(user_db, handle, tmp_path, monkeypatch):
+    problem, device = _problem(), handle.info.device_id
+    system = tmp_path / "system.db"
+    db.write_perf_file(system, [(device, problem.key(), NAIVE.id, '{"WG": 128}', 2.0, "0", "today")])
+    monkeypatch.setenv("MIOPY_SYSTEM_DB_PATH", str(system))
+    assert find.params_for(NAIVE, problem, handle) == ({"WG": 128}, "system perf DB")
+    db.user_perf_db().put(device, problem.key(), NAIVE.id, {"WG": 256}, 1.0)
+    assert find.params_for(NAIVE, problem, handle) == ({"WG": 256}, "user perf DB")
+    with sqlite3.connect(system) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+
+
+def test_missing_system_db_is_empty_and_broken_one_is_ignored(user_db, handle, tmp_path, monkeypatch, caplog):
+    problem = _problem()
+    assert find.params_for(NAIVE, problem, handle)[1] == "default"
+    broken = tmp_path / "broken-system.db"
+    broken.write_bytes(b"garbage" * 100)
+    monkeypatch.setenv("MIOPY_SYSTEM_DB_PATH", str(broken))
+    with caplog.at_level(logging.WARNING, logger="miopy.db"):
+        assert find.params_for(NAIVE, problem, handle)[1] == "default"
+    assert broken.read_bytes() == b"garbage" * 100  # the shipped file is never touched
+    assert any("system perf DB" in r.getMessage() for r in caplog.records)

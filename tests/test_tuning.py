@@ -1,0 +1,200 @@
+"""Tuning: strategies on a replay runner (no device), tuning on PoCL with injected timers, resume after an
+interruption, failures as data, verification of the winner, parallel compile, the CLIs and layer sets."""
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import miopy
+from miopy import BadParam, Direction, db, find, networks
+from miopy.cli import driver as driver_cli
+from miopy.cli import tune as tune_cli
+from miopy.errors import LaunchError
+from miopy.execute import OUTPUT_ROLE
+from miopy.kernel_cache import KernelSpec
+from miopy.solvers import registry
+from miopy.solvers.base import KernelLaunch, Solution, round_up
+from miopy.solvers.naive import ConvDirectNaive
+from miopy.tuning import GuardedRunner, ReplayRunner, SearchSpace, TuneOptions, build_system_db, tune_solver
+from miopy.tuning.strategies import STRATEGIES
+from tests.helpers import make_problem
+
+NAIVE = registry.get("ConvDirectNaive")
+
+# -- strategies, with no device ---------------------------------------------------------------------------
+GRID = {"A": (1, 2, 3, 4, 5, 6, 7, 8), "B": (1, 2, 3, 4)}
+SPACE = SearchSpace(GRID, tuple(dict(A=a, B=b) for a, b in itertools.product(*GRID.values())), {"A": 1, "B": 1})
+BOWL = {db.params_key(p): 1.0 + (p["A"] - 6) ** 2 + (p["B"] - 3) ** 2 for p in SPACE.points}  # best at A=6, B=3
+
+
+def _search(strategy: str, options: TuneOptions, recorded=None, clock=None):
+    replay = ReplayRunner(BOWL)
+    extra = {"clock": clock} if clock else {}
+    runner = GuardedRunner(replay, options, recorded, **extra)
+    runner.run([SPACE.default])
+    STRATEGIES[strategy](SPACE, runner, options)
+    best = min(runner.results.values(), key=lambda m: m.time_ms)
+    return best, runner, replay
+
+
+def test_exhaustive_measures_every_point_once():
+    best, runner, replay = _search("exhaustive", TuneOptions())
+    assert best.params == {"A": 6, "B": 3} and replay.calls == len(SPACE) == len(runner.results)
+
+
+def test_random_sample_respects_the_budget():
+    best, runner, replay = _search("random", TuneOptions(budget=10, seed=3))
+    assert replay.calls == 10 == len(runner.results)
+
+
+def test_local_search_climbs_to_the_optimum_cheaply():
+    best, runner, replay = _search("local", TuneOptions(patience=6))
+    assert best.params == {"A": 6, "B": 3} and replay.calls < len(SPACE)
+
+
+def test_neighbours_step_one_grid_value():
+    assert sorted(map(db.params_key, SPACE.neighbours({"A": 1, "B": 2}))) == sorted(
+        map(db.params_key, [{"A": 2, "B": 2}, {"A": 1, "B": 1}, {"A": 1, "B": 3}]))
+
+
+def test_patience_and_time_limit_stop_a_search():
+    rising = {db.params_key(p): float(i) for i, p in enumerate(SPACE.points)}  # the first point is the best
+    runner = GuardedRunner(ReplayRunner(rising), TuneOptions(patience=3))
+    STRATEGIES["exhaustive"](SPACE, runner, runner.options)
+    assert len(runner.results) == 4
+    ticks = itertools.count()
+    _, runner, _ = _search("exhaustive", TuneOptions(time_limit_s=5), clock=lambda: float(next(ticks)))
+    assert 1 < len(runner.results) < 5
+
+
+def test_recorded_points_are_served_without_measuring():
+    recorded = {db.params_key(p): miopy.tuning.Measurement(p, BOWL[db.params_key(p)], cached=True)
+                for p in SPACE.points[:5]}
+    best, runner, replay = _search("exhaustive", TuneOptions(), recorded)
+    assert replay.calls == len(SPACE) - 5 and best.params == {"A": 6, "B": 3}
+
+
+# -- tuning on the device, with injected timers -----------------------------------------------------------
+class WgTimer:
+    """Times by work-group size; counts calls; optionally raises on one call or for one size."""
+
+    def __init__(self, times, interrupt_at=None, fail_wg=None):
+        self.times, self.interrupt_at, self.fail_wg, self.calls = times, interrupt_at, fail_wg, 0
+
+    def __call__(self, handle, prepared, buffers):
+        self.calls += 1
+        if self.calls == self.interrupt_at:
+            raise KeyboardInterrupt
+        wg = prepared.solution.params["WG"]
+        if wg == self.fail_wg:
+            raise LaunchError(f"simulated launch failure at WG={wg}")
+        return self.times[wg]
+
+
+def _tune(handle, problem, timer, solver=NAIVE, **options):
+    return tune_solver(handle, problem, solver, strategy_name=options.pop("strategy", "local"),
+                       options=TuneOptions(**options), timer=timer, compiler=miopy.tuning.Compiler(handle, 0))
+
+
+def test_tiny_budget_is_never_slower_than_default_and_is_stored(fresh_dbs, handle):
+    problem = make_problem(Direction.FORWARD, 1, 4, 6, 6, 4, 3, 3, 1)
+    timer = WgTimer({64: 3.0, 128: 1.0, 256: 2.0})
+    result = _tune(handle, problem, timer, budget=2)
+    assert timer.calls == 2 and result.best_ms <= result.default_ms
+    assert result.stored and result.best_params == {"WG": 128} and result.speedup == 3.0
+    assert find.params_for(NAIVE, problem, handle) == ({"WG": 128}, "user perf DB")
+
+
+def test_interrupted_run_resumes_without_remeasuring(fresh_dbs, handle):
+    problem = make_problem(Direction.BACKWARD_DATA, 1, 4, 6, 6, 4, 3, 3, 1)
+    times = {64: 3.0, 128: 2.0, 256: 1.0}
+    with pytest.raises(KeyboardInterrupt):
+        _tune(handle, problem, WgTimer(times, interrupt_at=3), strategy="exhaustive")
+    timer = WgTimer(times)
+    result = _tune(handle, problem, timer, strategy="exhaustive")
+    assert timer.calls == 1 and (result.recorded, result.measured) == (2, 1)
+    assert result.best_params == {"WG": 256}
+
+
+def test_failed_point_is_recorded_with_its_reason_and_skipped(fresh_dbs, handle):
+    problem = make_problem(Direction.BACKWARD_WEIGHTS, 1, 4, 6, 6, 4, 3, 3, 1)
+    result = _tune(handle, problem, WgTimer({64: 3.0, 128: 1.0, 256: 2.0}, fail_wg=128), strategy="exhaustive")
+    assert result.best_params == {"WG": 256} and result.failed == 1
+    logged = db.tuning_log().get(handle.info.device_id, problem.key(), NAIVE.id)[db.params_key({"WG": 128})]
+    assert math.isinf(logged.time_ms) and "simulated launch failure" in logged.error
+
+
+class WrongAt256(ConvDirectNaive):
+    """The naive solver, except that WG=256 writes zeros: a fast config that does not verify."""
+
+    id = "TestWrongAt256"
+
+    def solution(self, problem, params, epilogue=None):
+        if params["WG"] != 256:
+            return super().solution(problem, params, epilogue)
+        count = problem.y.element_count
+        fill = KernelLaunch(KernelSpec.make("scale.cl", "fill"), (round_up(count, 64),), (64,),
+                            (OUTPUT_ROLE[problem.direction], np.float32(0), np.int32(count)))
+        return Solution(self.id, dict(params), (fill,))
+
+
+def test_winner_that_fails_verification_is_rejected(fresh_dbs, handle):
+    problem = make_problem(Direction.FORWARD, 1, 4, 6, 6, 4, 3, 3, 1)
+    result = _tune(handle, problem, WgTimer({64: 3.0, 128: 2.0, 256: 1.0}), solver=WrongAt256(), strategy="exhaustive")
+    assert result.best_params == {"WG": 128} and result.stored
+    logged = db.tuning_log().get(handle.info.device_id, problem.key(), WrongAt256.id)[db.params_key({"WG": 256})]
+    assert math.isinf(logged.time_ms) and logged.error.startswith("wrong result")
+
+
+def test_parallel_compile_leaves_binaries_for_the_main_process(fresh_dbs, tmp_path, monkeypatch):
+    monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path / "kernels"))
+    fresh = miopy.Handle()
+    problem = make_problem(Direction.FORWARD, 1, 3, 9, 5, 2, 3, 3, 1)
+    with miopy.tuning.Compiler(fresh, jobs=2) as compiler:
+        result = tune_solver(fresh, problem, NAIVE, strategy_name="exhaustive", compiler=compiler)
+    assert result.stored and result.failed == 0
+    assert fresh.cache_stats()["compiled"] == 0 and fresh.cache_stats()["disk_hits"] >= 1
+
+
+# -- CLIs and layer sets ------------------------------------------------------------------------------------
+SMALL = ["-n", "1", "-c", "4", "-H", "6", "-W", "6", "-k", "4", "-y", "3", "-x", "3", "-p", "1", "-q", "1"]
+
+
+def test_tune_cli_then_driver_reports_user_perf_db(fresh_dbs, capsys):
+    assert tune_cli.main(SMALL + ["-F", "1", "--budget", "3", "--jobs", "0", "--strategy", "exhaustive"]) == 0
+    out = capsys.readouterr().out
+    assert "ConvDirectNaive" in out and "default ms" in out and "speedup" in out and "GFLOP/s" in out
+    assert driver_cli.main(["conv"] + SMALL + ["-F", "1", "-i", "1"]) == 0
+    assert "params from user perf DB" in capsys.readouterr().out
+
+
+def test_driver_lines_are_read_from_files():
+    lines = ["./bin/MIOpenDriver conv -n 2 -c 8 -H 9 -W 9 -k 4 -y 3 -x 3 -t 1 -V 0",
+             "MIOpenDriver conv -n 1 -c 4 -H 6 -W 6 -k 4 -y 1 -x 1 -F 2 -S 0", "# a comment",
+             "miopy-driver conv -n 1 -c 4 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 -g 2 -m trans",
+             "MIOpenDriver convfp16 -n 1", "something else"]
+    parsed = tune_cli.driver_lines(lines)
+    assert [(a.batchsize, a.in_channels, a.fil_h, a.forw, a.group_count, a.mode) for a in parsed] == [
+        (2, 8, 3, 0, 1, "conv"), (1, 4, 1, 2, 1, "conv"), (1, 4, 3, 0, 2, "trans")]
+
+
+def test_network_layer_sets():
+    expected = {"alexnet": 5, "vgg16": 9, "resnet50": 23, "googlenet": 49}
+    assert {name: len(networks.layers(name)) for name in expected} == expected
+    for name in expected:
+        problems = networks.problems(name, 2)
+        assert len({p.key() for p in problems}) == len(problems) and all(p.n == 2 for p in problems)
+    with pytest.raises(BadParam, match="network"):
+        networks.layers("lenet")
+
+
+def test_build_system_db_writes_a_shippable_perf_file(fresh_dbs, handle, tmp_path, monkeypatch):
+    tiny = networks.Layer(4, 6, 6, 4, 3, 3, 1, 1)
+    monkeypatch.setitem(networks.NETWORKS, "tiny", (tiny,))
+    out = tmp_path / "system.db"
+    assert build_system_db.main(["--out", str(out), "--networks", "tiny", "--budget", "2", "--jobs", "0"]) == 0
+    monkeypatch.setenv("MIOPY_SYSTEM_DB_PATH", str(out))
+    problem = networks.problems("tiny", 1)[0]
+    assert find.params_for(NAIVE, problem, handle)[1] == "system perf DB"
+    assert db.user_perf_db().get(handle.info.device_id, problem.key(), NAIVE.id) is None
