@@ -5,15 +5,20 @@ from .api import (conv2d, conv_transpose2d, convolution_backward_data, convoluti
 from .convolution import ConvDesc, ConvProblem, Direction
 from .errors import (BadParam, CompileError, DeviceNotFound, LaunchError, MiopyError, NotApplicable,
                      NotSupported)
+from .epilogue import BatchNormMode
 from .find import ConvAlgoPerf, FindResult, find_problem
+from .fusion import (ActivationForwardOp, BatchNormInferenceOp, BiasForwardOp, ConvForwardOp, FusionPlan,
+                     OperatorArgs, conv_bias_activation_forward, convolution_forward_bias)
 from .handle import DeviceInfo, Handle
 from .tensor import DataType, TensorDesc
 from .version import __version__
 
 __all__ = [
-    "ActivationMode", "activation_backward", "activation_forward",
-    "BadParam", "CompileError", "ConvAlgoPerf", "ConvDesc", "ConvProblem", "DataType", "DeviceInfo",
-    "DeviceNotFound", "Direction", "FindResult", "Handle", "LaunchError", "MiopyError", "NotApplicable",
-    "NotSupported", "TensorDesc", "__version__", "conv2d", "conv_transpose2d", "convolution_backward_data",
-    "convolution_backward_weights", "convolution_forward", "find_convolution", "find_problem",
+    "ActivationForwardOp", "ActivationMode", "BadParam", "BatchNormInferenceOp", "BatchNormMode",
+    "BiasForwardOp", "CompileError", "ConvAlgoPerf", "ConvDesc", "ConvForwardOp", "ConvProblem", "DataType",
+    "DeviceInfo", "DeviceNotFound", "Direction", "FindResult", "FusionPlan", "Handle", "LaunchError",
+    "MiopyError", "NotApplicable", "NotSupported", "OperatorArgs", "TensorDesc", "__version__",
+    "activation_backward", "activation_forward", "conv2d", "conv_bias_activation_forward", "conv_transpose2d",
+    "convolution_backward_data", "convolution_backward_weights", "convolution_forward",
+    "convolution_forward_bias", "find_convolution", "find_problem",
 ]

@@ -66,6 +66,8 @@ class Solver:
     param_doc: ClassVar[Mapping[str, str]] = {}
     deterministic: ClassVar[bool] = True
     supports_epilogue: ClassVar[bool] = False
+    # Which epilogue ops (miopy.epilogue.Epilogue.ops) the hook serves, when supports_epilogue is set.
+    epilogue_ops: ClassVar[frozenset[str]] = frozenset({"bias", "batchnorm", "activation"})
 
     # -- applicability ------------------------------------------------------------------------------
     def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
