@@ -129,9 +129,10 @@ class OperatorArgs:
 # -- the plan ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class FusedChoice:
-    """The fused solver a plan runs, its params and its measured time (0 when it was the only one)."""
+    """The fused solver a plan runs, its params and its measured time (0 when not timed)."""
 
     solver_id: str
+    algorithm: str
     params: dict
     time_ms: float
     prepared: Prepared
@@ -284,7 +285,7 @@ def _measure(handle: Handle, fp: FusedProblem, candidates: list[FusedSolver], ti
         except MiopyError as exc:
             skipped[solver.id] = f"{type(exc).__name__}: {exc}"
             continue
-        choices.append(FusedChoice(solver.id, dict(params), float(time_ms), ready))
+        choices.append(FusedChoice(solver.id, solver.algorithm, dict(params), float(time_ms), ready))
         if timer is None:
             break
     return choices

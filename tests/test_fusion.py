@@ -60,6 +60,10 @@ def _run_and_expect(handle, plan, ops, host, x):
     return y.get(), apply_reference(fp.epilogue, pre, host)
 
 
+def _tolerance(choice) -> float:
+    return TOLERANCE.get(choice.algorithm, DEFAULT_TOLERANCE)
+
+
 def _host_values(seed: int, x_desc, plan) -> tuple[np.ndarray, dict]:
     rng = np.random.default_rng(seed)
     out = plan.output_desc
@@ -93,7 +97,7 @@ def test_supported_combination_matches_reference(handle, name):
     assert choice.solver_id == first.id and choice.time_ms == 0.0
     x, host = _host_values(0, x_desc, plan)
     got, expected = _run_and_expect(handle, plan, ops, host, x)
-    assert reference.max_error(got, expected) <= DEFAULT_TOLERANCE
+    assert reference.max_error(got, expected) <= _tolerance(choice)
 
 
 def test_resnet_layer_compiles_once_and_runs_three_argument_sets(handle):
@@ -101,7 +105,7 @@ def test_resnet_layer_compiles_once_and_runs_three_argument_sets(handle):
     x_desc, w_desc, conv = TensorDesc("FP32", (1, 64, 14, 14)), TensorDesc("FP32", (64, 64, 3, 3)), ConvDesc(1)
     plan = FusionPlan(handle, x_desc)
     ops = (plan.add_conv_forward(conv, w_desc), plan.add_bias_forward(), plan.add_activation_forward("relu"))
-    plan.compile(benchmark=False)
+    choice = plan.compile(benchmark=False)
     rng = np.random.default_rng(5)
     x = rng.standard_normal(x_desc.dims).astype(np.float32)
     xa, ya = handle.to_device(x), handle.empty(plan.output_desc.dims)
@@ -115,19 +119,19 @@ def test_resnet_layer_compiles_once_and_runs_three_argument_sets(handle):
         plan.execute(xa, ya, args)
         compiled = compiled if compiled is not None else handle.cache_stats()["compiled"]
         expected = np.maximum(reference.conv_forward(x, w, (1, 1)) + bias, 0.0)
-        assert reference.max_error(ya.get(), expected) <= DEFAULT_TOLERANCE
+        assert reference.max_error(ya.get(), expected) <= _tolerance(choice)
     assert handle.cache_stats()["compiled"] == compiled
 
 
 def test_new_scalars_and_operands_compile_nothing(handle):
     plan, ops = _build(handle, X_DESC, [("conv",), ("bn", "per_activation"), ("activ", ActivationMode.TANH)])
-    plan.compile(benchmark=False)
+    choice = plan.compile(benchmark=False)
     before = None
     for seed in range(3):   # epsilon, alpha and every operand change each time
         x, host = _host_values(seed, X_DESC, plan)
         got, expected = _run_and_expect(handle, plan, ops, host, x)
         before = before if before is not None else handle.cache_stats()["compiled"]
-        assert reference.max_error(got, expected) <= DEFAULT_TOLERANCE
+        assert reference.max_error(got, expected) <= _tolerance(choice)
     assert handle.cache_stats()["compiled"] == before
 
 
@@ -317,7 +321,8 @@ def test_conv_bias_activation_forward_caches_its_plan(handle):
                                            "leaky_relu", alpha, 0.0, 0.0, y_desc, ya)
         before = before if before is not None else handle.cache_stats()["compiled"]
         pre = reference.conv_forward(x, w, CONV.pad) + bias
-        assert reference.max_error(ya.get(), np.where(pre > 0, pre, alpha * pre)) <= DEFAULT_TOLERANCE
+        loosest = max([DEFAULT_TOLERANCE, *TOLERANCE.values()])   # find picks the solver
+        assert reference.max_error(ya.get(), np.where(pre > 0, pre, alpha * pre)) <= loosest
     assert handle.cache_stats()["compiled"] == before
 
 
