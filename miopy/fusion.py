@@ -14,7 +14,7 @@ each at most once; an order no fused solver can run is refused when the op is ad
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Mapping
 
 import numpy as np
@@ -135,7 +135,7 @@ class FusedChoice:
     algorithm: str
     params: dict
     time_ms: float
-    prepared: Prepared
+    prepared: Prepared = field(repr=False)
 
 
 class FusionPlan:

@@ -15,26 +15,27 @@
  *   epi_activ_alpha, epi_activ_beta, epi_activ_gamma
  */
 #if FUSE_BIAS
-#define EPI_BIAS_PARAMS , __global const float* restrict epi_bias
-#define EPI_BIAS(v, k) ((v) + epi_bias[k])
+#define MIOPY_EPI_BIAS_PARAMS , __global const float* restrict epi_bias
+#define MIOPY_EPI_BIAS(v, k) ((v) + epi_bias[k])
 #else
-#define EPI_BIAS_PARAMS
-#define EPI_BIAS(v, k) (v)
+#define MIOPY_EPI_BIAS_PARAMS
+#define MIOPY_EPI_BIAS(v, k) (v)
 #endif
 
 #if FUSE_BN
-#define EPI_BN_PARAMS , __global const float* restrict epi_bn_scale, __global const float* restrict epi_bn_shift, \
-    __global const float* restrict epi_bn_mean, __global const float* restrict epi_bn_var, const float epi_bn_epsilon
+#define MIOPY_EPI_BN_PARAMS , __global const float* restrict epi_bn_scale, \
+    __global const float* restrict epi_bn_shift, __global const float* restrict epi_bn_mean, \
+    __global const float* restrict epi_bn_var, const float epi_bn_epsilon
 #if FUSE_BN == 1
-#define EPI_BN_INDEX(k, pq) (k)
+#define MIOPY_EPI_BN_INDEX(k, pq) (k)
 #elif FUSE_BN == 2
-#define EPI_BN_INDEX(k, pq) ((k) * FUSE_PLANE + (pq))
+#define MIOPY_EPI_BN_INDEX(k, pq) ((k) * FUSE_PLANE + (pq))
 #else
 #error "FUSE_BN must be 0, 1 (spatial) or 2 (per-activation)"
 #endif
 /* y = scale * (v - mean) / sqrt(var + epsilon) + shift */
-#define EPI_BN(v, k, pq) miopy_bn_apply((v), EPI_BN_INDEX(k, pq), epi_bn_scale, epi_bn_shift, epi_bn_mean, \
-                                        epi_bn_var, epi_bn_epsilon)
+#define MIOPY_EPI_BN(v, k, pq) miopy_bn_apply((v), MIOPY_EPI_BN_INDEX(k, pq), epi_bn_scale, epi_bn_shift, \
+                                              epi_bn_mean, epi_bn_var, epi_bn_epsilon)
 float miopy_bn_apply(const float v, const int i, __global const float* restrict scale,
                      __global const float* restrict shift, __global const float* restrict mean,
                      __global const float* restrict var, const float epsilon)
@@ -42,18 +43,18 @@ float miopy_bn_apply(const float v, const int i, __global const float* restrict 
     return fma(scale[i] * rsqrt(var[i] + epsilon), v - mean[i], shift[i]);
 }
 #else
-#define EPI_BN_PARAMS
-#define EPI_BN(v, k, pq) (v)
+#define MIOPY_EPI_BN_PARAMS
+#define MIOPY_EPI_BN(v, k, pq) (v)
 #endif
 
 #if FUSE_ACTIV
 #include "activation.h"
-#define EPI_ACTIV_PARAMS , const float epi_activ_alpha, const float epi_activ_beta, const float epi_activ_gamma
-#define EPI_ACTIV(v) miopy_activ_fwd((v), epi_activ_alpha, epi_activ_beta, epi_activ_gamma)
+#define MIOPY_EPI_ACTIV_PARAMS , const float epi_activ_alpha, const float epi_activ_beta, const float epi_activ_gamma
+#define MIOPY_EPI_ACTIV(v) miopy_activ_fwd((v), epi_activ_alpha, epi_activ_beta, epi_activ_gamma)
 #else
-#define EPI_ACTIV_PARAMS
-#define EPI_ACTIV(v) (v)
+#define MIOPY_EPI_ACTIV_PARAMS
+#define MIOPY_EPI_ACTIV(v) (v)
 #endif
 
-#define MIOPY_EPILOGUE_PARAMS EPI_BIAS_PARAMS EPI_BN_PARAMS EPI_ACTIV_PARAMS
-#define MIOPY_EPILOGUE(v, k, pq) EPI_ACTIV(EPI_BN(EPI_BIAS((v), (k)), (k), (pq)))
+#define MIOPY_EPILOGUE_PARAMS MIOPY_EPI_BIAS_PARAMS MIOPY_EPI_BN_PARAMS MIOPY_EPI_ACTIV_PARAMS
+#define MIOPY_EPILOGUE(v, k, pq) MIOPY_EPI_ACTIV(MIOPY_EPI_BN(MIOPY_EPI_BIAS((v), (k)), (k), (pq)))
