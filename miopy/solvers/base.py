@@ -62,6 +62,8 @@ class Solver:
     id: ClassVar[str]                      # stable forever: the DB key
     algorithm: ClassVar[str]               # "naive", "direct", "gemm", "winograd", ...
     directions: ClassVar[frozenset[Direction]] = frozenset({Direction.FORWARD})
+    # Which epilogue ops (miopy.epilogue.Epilogue.ops) the hook serves, when supports_epilogue is set.
+    epilogue_ops: ClassVar[frozenset[str]] = frozenset({"bias", "batchnorm", "activation"})
     grid: ClassVar[Mapping[str, tuple]] = {}
     param_doc: ClassVar[Mapping[str, str]] = {}
     deterministic: ClassVar[bool] = True

@@ -1,0 +1,181 @@
+"""Fused conv + bias + ReLU against the unfused path on ResNet-50 and VGG-16 convolution layers.
+
+Fused: one FusionPlan (conv_forward -> bias_forward -> activation_forward(RELU)), compiled once (it times
+the applicable fused solvers and keeps the fastest). Unfused: find_convolution's fastest solver, then
+convolution_forward_bias and activation_forward as separate kernels (MIOpen's unfused sequence). Times
+are Handle.time_ms medians (5 profiled runs after 2 warm-ups) from the first kernel's start to the last's
+end. Each row also records the fused output's largest hybrid difference from the unfused one.
+
+    python3 benchmarks/fusion.py --batch 16 --out benchmarks/results/fusion-h100.json
+    python3 benchmarks/fusion.py --batch 1 --shrink 8 --nets resnet50 --limit 2      # CPU smoke run
+    python3 benchmarks/fusion.py --layer 64,56,56,64,3,3,1,1                         # C,H,W,K,R,S,pad,stride
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import miopy  # noqa: E402
+from miopy import ActivationMode, ConvDesc, FusionPlan, OperatorArgs, TensorDesc, reference  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One convolution layer (batch size comes from the command line)."""
+
+    name: str
+    c: int
+    h: int
+    w: int
+    k: int
+    r: int
+    s: int
+    pad: int
+    stride: int
+
+    def shrunk(self, factor: int) -> "Layer":
+        """Spatial size divided by factor (at least the filter size), for quick runs on slow devices."""
+        return Layer(self.name, self.c, max(self.h // factor, self.r), max(self.w // factor, self.s), self.k,
+                     self.r, self.s, self.pad, self.stride)
+
+
+NETWORKS = {  # the distinct convolution shapes of each network at 224x224 input
+    "resnet50": [
+        Layer("conv1", 3, 224, 224, 64, 7, 7, 3, 2),
+        Layer("res2_1x1a", 64, 56, 56, 64, 1, 1, 0, 1),
+        Layer("res2_3x3", 64, 56, 56, 64, 3, 3, 1, 1),
+        Layer("res2_1x1b", 64, 56, 56, 256, 1, 1, 0, 1),
+        Layer("res2_1x1c", 256, 56, 56, 64, 1, 1, 0, 1),
+        Layer("res3_3x3", 128, 28, 28, 128, 3, 3, 1, 1),
+        Layer("res3_1x1b", 128, 28, 28, 512, 1, 1, 0, 1),
+        Layer("res3_1x1c", 512, 28, 28, 128, 1, 1, 0, 1),
+        Layer("res4_3x3", 256, 14, 14, 256, 3, 3, 1, 1),
+        Layer("res4_1x1b", 256, 14, 14, 1024, 1, 1, 0, 1),
+        Layer("res4_1x1c", 1024, 14, 14, 256, 1, 1, 0, 1),
+        Layer("res5_3x3", 512, 7, 7, 512, 3, 3, 1, 1),
+        Layer("res5_1x1b", 512, 7, 7, 2048, 1, 1, 0, 1),
+        Layer("res5_1x1c", 2048, 7, 7, 512, 1, 1, 0, 1),
+    ],
+    "vgg16": [
+        Layer("conv1_1", 3, 224, 224, 64, 3, 3, 1, 1),
+        Layer("conv1_2", 64, 224, 224, 64, 3, 3, 1, 1),
+        Layer("conv2_1", 64, 112, 112, 128, 3, 3, 1, 1),
+        Layer("conv2_2", 128, 112, 112, 128, 3, 3, 1, 1),
+        Layer("conv3_1", 128, 56, 56, 256, 3, 3, 1, 1),
+        Layer("conv3_2", 256, 56, 56, 256, 3, 3, 1, 1),
+        Layer("conv4_1", 256, 28, 28, 512, 3, 3, 1, 1),
+        Layer("conv4_2", 512, 28, 28, 512, 3, 3, 1, 1),
+        Layer("conv5_1", 512, 14, 14, 512, 3, 3, 1, 1),
+    ],
+}
+
+
+def parse_layer(text: str) -> Layer:
+    c, h, w, k, r, s, pad, stride = (int(v) for v in text.split(","))
+    return Layer(f"custom_{text.replace(',', 'x')}", c, h, w, k, r, s, pad, stride)
+
+
+class Case:
+    """Device tensors and descriptors of one layer, with the fused plan and the unfused calls."""
+
+    def __init__(self, handle: miopy.Handle, layer: Layer, batch: int, seed: int = 0):
+        rng = np.random.default_rng(seed)
+        self.handle = handle
+        self.x_desc = TensorDesc("FP32", (batch, layer.c, layer.h, layer.w))
+        self.w_desc = TensorDesc("FP32", (layer.k, layer.c, layer.r, layer.s))
+        self.bias_desc = TensorDesc("FP32", (1, layer.k, 1, 1))
+        self.conv = ConvDesc(layer.pad, layer.stride)
+        self.y_desc = self.conv.output_desc(self.x_desc, self.w_desc)
+        self.x, self.w, self.bias = (handle.to_device(rng.standard_normal(d.dims, dtype=np.float32))
+                                     for d in (self.x_desc, self.w_desc, self.bias_desc))
+        self.y_fused, self.y_unfused = handle.empty(self.y_desc.dims), handle.empty(self.y_desc.dims)
+
+    def fused(self):
+        """Compile the plan (timing the candidates); returns (enqueue callable, chosen fused solver id)."""
+        plan = FusionPlan(self.handle, self.x_desc)
+        ops = (plan.add_conv_forward(self.conv, self.w_desc), plan.add_bias_forward(self.bias_desc),
+               plan.add_activation_forward(ActivationMode.RELU))
+        choice = plan.compile()
+        args = (OperatorArgs().set_conv_forward(ops[0], self.w).set_bias_forward(ops[1], self.bias)
+                .set_activation_forward(ops[2]))
+        return (lambda: plan.execute(self.x, self.y_fused, args)), choice.solver_id
+
+    def unfused(self):
+        """Find the convolution; returns (conv-only callable, conv + bias + relu callable, solver id)."""
+        h, yd, y = self.handle, self.y_desc, self.y_unfused
+        algo = miopy.find_convolution(h, self.x_desc, self.w_desc, self.conv)[0]
+
+        def conv():
+            return miopy.convolution_forward(h, self.x_desc, self.x, self.w_desc, self.w, self.conv, yd, y, algo=algo)
+
+        def conv_bias_relu():
+            return (conv() + miopy.convolution_forward_bias(h, self.bias_desc, self.bias, yd, y)
+                    + miopy.activation_forward(h, ActivationMode.RELU, 0.0, 0.0, 0.0, yd, y, yd, y))
+        return conv, conv_bias_relu, algo.solver_id
+
+
+def measure(handle: miopy.Handle, net: str, layer: Layer, batch: int) -> dict:
+    case = Case(handle, layer, batch)
+    fused, fused_id = case.fused()
+    conv, unfused, conv_id = case.unfused()
+    fused_ms, unfused_ms, conv_ms = (handle.time_ms(f) for f in (fused, unfused, conv))
+    fused(), unfused()
+    handle.finish()
+    diff = reference.max_error(case.y_fused.get(), case.y_unfused.get())
+    flops = 2 * np.prod(case.y_desc.dims) * layer.c * layer.r * layer.s
+    return {"net": net, **asdict(layer), "n": batch, "fused_solver": fused_id, "conv_solver": conv_id,
+            "fused_ms": fused_ms, "unfused_ms": unfused_ms, "conv_only_ms": conv_ms,
+            "speedup": unfused_ms / fused_ms, "fused_tflops": flops / fused_ms * 1e-9, "max_diff": diff}
+
+
+def print_row(row: dict) -> None:
+    if "error" in row:
+        print(f"{row['net']:9} {row['name']:22} FAILED: {row['error']}")
+        return
+    print(f"{row['net']:9} {row['name']:22} {row['fused_ms']:9.3f} {row['unfused_ms']:10.3f} "
+          f"{row['conv_only_ms']:9.3f} {row['speedup']:7.2f}x {row['fused_tflops']:7.2f} {row['max_diff']:9.1e}  "
+          f"{row['fused_solver']} / {row['conv_solver']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nets", nargs="+", choices=sorted(NETWORKS), default=sorted(NETWORKS))
+    ap.add_argument("--layer", action="append", default=[], help="extra layer C,H,W,K,R,S,pad,stride")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--shrink", type=int, default=1, help="divide spatial sizes by this (quick runs)")
+    ap.add_argument("--limit", type=int, default=None, help="at most this many layers per network")
+    ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
+    a = ap.parse_args(argv)
+    handle = miopy.Handle()
+    jobs = [(net, layer) for net in a.nets for layer in NETWORKS[net][:a.limit]]
+    jobs += [("custom", parse_layer(text)) for text in a.layer]
+    print(f"device: {handle.info.name} ({handle.info.platform}), batch {a.batch}, shrink {a.shrink}")
+    print(f"{'net':9} {'layer':22} {'fused ms':>9} {'unfused ms':>10} {'conv ms':>9} {'speedup':>8} "
+          f"{'TFLOP/s':>7} {'max diff':>9}  fused solver / conv solver")
+    rows = []
+    for net, layer in jobs:
+        layer = layer.shrunk(a.shrink)
+        try:
+            row = measure(handle, net, layer, a.batch)
+        except miopy.MiopyError as exc:   # failures are data: record and go on
+            row = {"net": net, **asdict(layer), "n": a.batch, "error": f"{type(exc).__name__}: {exc}"}
+        print_row(row)
+        rows.append(row)
+    if a.out:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        info = {"device": handle.info.name, "device_id": handle.info.device_id, "miopy": miopy.__version__,
+                "batch": a.batch, "shrink": a.shrink, "rows": rows}
+        a.out.write_text(json.dumps(info, indent=1, default=float))
+        print(f"wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""The epilogue a fused kernel applies before storing each output: bias, batch-norm inference, activation.
+
+An ``Epilogue`` is what solvers receive through the hook ``solution(problem, params, epilogue)``: its
+``defines()`` select the structure in ``kernels/fused_epilogue.h`` and its ``args`` are the role names of
+the extra kernel arguments, in the order the header declares them. Buffers ("bias", "bn_scale", ...) and
+numbers ("activ_alpha", "bn_epsilon", ...) are both bound by role at execute time, so new argument values
+never recompile: only the structure is compiled in.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from .activation import ActivationMode, forward_reference
+from .errors import BadParam, check
+
+BIAS_ROLES = ("bias",)
+BATCHNORM_ROLES = ("bn_scale", "bn_shift", "bn_mean", "bn_var", "bn_epsilon")
+ACTIVATION_ROLES = ("activ_alpha", "activ_beta", "activ_gamma")
+
+
+class BatchNormMode(enum.IntEnum):
+    """miopenBatchNormMode_t: values are MIOpen's."""
+
+    PER_ACTIVATION = 0   # scale / shift / mean / variance per (channel, h, w) element: shape 1 x C x H x W
+    SPATIAL = 1          # per channel: shape 1 x C x 1 x 1
+
+    @classmethod
+    def of(cls, value: "BatchNormMode | int | str", field: str = "bn_mode") -> "BatchNormMode":
+        if isinstance(value, str) and value.upper() in cls.__members__:
+            return cls[value.upper()]
+        try:
+            return cls(value)
+        except ValueError:
+            raise BadParam(field, f"unknown batch-norm mode {value!r}; known: {[m.name for m in cls]}") from None
+
+
+_FUSE_BN = {BatchNormMode.SPATIAL: 1, BatchNormMode.PER_ACTIVATION: 2}   # the header's FUSE_BN values
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """Which ops follow the value (in this order: bias, batch norm, activation), and their modes.
+
+    plane is the number of elements per channel plane (P*Q of a convolution's output); only
+    per-activation batch norm, whose operands are per element, needs it.
+    """
+
+    bias: bool = False
+    batchnorm: BatchNormMode | None = None
+    activation: ActivationMode | None = None
+    plane: int = 0
+
+    def __post_init__(self):
+        per_activation = self.batchnorm is BatchNormMode.PER_ACTIVATION
+        check(not per_activation or self.plane > 0, "plane", "per-activation batch norm needs the plane size")
+
+    @property
+    def ops(self) -> frozenset[str]:
+        """The op names present: a subset of {"bias", "batchnorm", "activation"}."""
+        present = {"bias": self.bias, "batchnorm": self.batchnorm is not None,
+                   "activation": self.activation is not None}
+        return frozenset(name for name, on in present.items() if on)
+
+    def defines(self) -> dict[str, int]:
+        """-D defines for fused_epilogue.h (structure only; never a number that changes per call)."""
+        defines = {"MIOPY_FUSED": 1, "FUSE_BIAS": int(self.bias),
+                   "FUSE_BN": _FUSE_BN[self.batchnorm] if self.batchnorm is not None else 0,
+                   "FUSE_ACTIV": int(self.activation is not None)}
+        if self.batchnorm is BatchNormMode.PER_ACTIVATION:
+            defines["FUSE_PLANE"] = self.plane
+        if self.activation is not None:
+            defines["ACTIV_MODE"] = int(self.activation)
+        return defines
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        """Role names of the extra kernel arguments, in MIOPY_EPILOGUE_PARAMS order."""
+        return ((BIAS_ROLES if self.bias else ()) + (BATCHNORM_ROLES if self.batchnorm is not None else ())
+                + (ACTIVATION_ROLES if self.activation is not None else ()))
+
+    def key(self) -> str:
+        """Readable and unique per structure, e.g. "bias+bn_spatial+activ_relu"."""
+        parts = ["bias"] if self.bias else []
+        if self.batchnorm is not None:
+            parts.append(f"bn_{self.batchnorm.name.lower()}")
+            if self.batchnorm is BatchNormMode.PER_ACTIVATION:
+                parts[-1] += f"@{self.plane}"
+        if self.activation is not None:
+            parts.append(f"activ_{self.activation.name.lower()}")
+        return "+".join(parts) or "none"
+
+
+def apply_reference(epilogue: Epilogue, value: np.ndarray, operands: Mapping[str, object]) -> np.ndarray:
+    """The epilogue in float64 on value (N, C, H, W); operands maps the roles of epilogue.args to arrays
+    (bias and spatial batch-norm operands of C elements, per-activation ones of C*H*W) and numbers.
+    """
+    out = np.asarray(value, np.float64)
+    channels, plane_shape = out.shape[1], out.shape[2:]
+
+    def operand(role: str, per_element: bool) -> np.ndarray:
+        shape = (1, channels, *plane_shape) if per_element else (1, channels, 1, 1)
+        return np.asarray(operands[role], np.float64).reshape(shape)
+
+    if epilogue.bias:
+        out = out + operand("bias", False)
+    if epilogue.batchnorm is not None:
+        per_element = epilogue.batchnorm is BatchNormMode.PER_ACTIVATION
+        scale, shift, mean, var = (operand(r, per_element) for r in BATCHNORM_ROLES[:4])
+        out = scale * (out - mean) / np.sqrt(var + float(operands["bn_epsilon"])) + shift
+    if epilogue.activation is not None:
+        out = forward_reference(epilogue.activation, out, *(float(operands[r]) for r in ACTIVATION_ROLES))
+    return out

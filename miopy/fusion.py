@@ -1,0 +1,351 @@
+"""Fusion plans (MIOpen's FusionPlan): a forward convolution followed by bias, batch-norm inference and
+activation in one kernel, or batch-norm inference (+ activation) on its own.
+
+    plan = FusionPlan(handle, x_desc)
+    conv = plan.add_conv_forward(conv_desc, w_desc)
+    bias = plan.add_bias_forward()
+    relu = plan.add_activation_forward(ActivationMode.RELU)
+    plan.compile()                       # picks and builds a fused solver; NotSupported says why none fits
+    args = OperatorArgs().set_conv_forward(conv, w).set_bias_forward(bias, b).set_activation_forward(relu)
+    plan.execute(x, y, args)             # new argument values: nothing is compiled again
+
+Ops follow data-flow order conv_forward -> bias_forward -> batchnorm_inference -> activation_forward,
+each at most once; an order no fused solver can run is refused when the op is added.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Mapping
+
+import numpy as np
+import pyopencl as cl
+
+from .activation import ActivationMode
+from .convolution import ConvDesc, ConvProblem, Direction
+from .epilogue import ACTIVATION_ROLES, BATCHNORM_ROLES, BatchNormMode, Epilogue
+from .errors import MiopyError, NotSupported, check
+from .execute import Prepared, buffer_of
+from .find import Timer, default_timer
+from .handle import Handle
+from .pointwise import check_same_dims, enqueue, pointwise_launch, scalar
+from .solvers import fused
+from .solvers.fused import FusedProblem, FusedSolver
+from .tensor import TensorDesc
+
+
+# -- ops ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class ConvForwardOp:
+    """Forward convolution (the plan's first op); argument: the weights w."""
+
+    conv_desc: ConvDesc
+    w_desc: TensorDesc
+    name: ClassVar[str] = "conv_forward"
+    rank: ClassVar[int] = 0
+
+    def bind(self, w) -> dict:
+        return {"w": buffer_of(w, "args.w", self.w_desc)}
+
+
+@dataclass(frozen=True, eq=False)
+class BiasForwardOp:
+    """y += bias[k]; argument: bias (1 x K x 1 x 1)."""
+
+    bias_desc: TensorDesc
+    name: ClassVar[str] = "bias_forward"
+    rank: ClassVar[int] = 1
+
+    def bind(self, bias) -> dict:
+        return {"bias": buffer_of(bias, "args.bias", self.bias_desc)}
+
+
+@dataclass(frozen=True, eq=False)
+class BatchNormInferenceOp:
+    """y = scale * (y - mean) / sqrt(variance + epsilon) + shift with estimated mean and variance."""
+
+    mode: BatchNormMode
+    param_desc: TensorDesc   # 1 x C x 1 x 1 (spatial) or 1 x C x H x W (per-activation)
+    name: ClassVar[str] = "batchnorm_inference"
+    rank: ClassVar[int] = 2
+
+    def bind(self, scale, shift, mean, variance, epsilon) -> dict:
+        roles = dict(zip(BATCHNORM_ROLES, (scale, shift, mean, variance)))
+        bound = {role: buffer_of(value, f"args.{role}", self.param_desc) for role, value in roles.items()}
+        bound["bn_epsilon"] = scalar(epsilon, "args.bn_epsilon", minimum=0.0)
+        return bound
+
+
+@dataclass(frozen=True, eq=False)
+class ActivationForwardOp:
+    """y = f(y) with f one of the activation modes; arguments: alpha, beta, gamma."""
+
+    mode: ActivationMode
+    name: ClassVar[str] = "activation_forward"
+    rank: ClassVar[int] = 3
+
+    def bind(self, alpha, beta, gamma) -> dict:
+        return {role: scalar(value, f"args.{role}") for role, value in zip(ACTIVATION_ROLES, (alpha, beta, gamma))}
+
+
+Op = ConvForwardOp | BiasForwardOp | BatchNormInferenceOp | ActivationForwardOp
+
+
+class OperatorArgs:
+    """Argument values of a plan's ops (MIOpen's OperatorArgs), checked against the op when set.
+
+    One OperatorArgs may be reused and changed between executions; values are bound, not compiled in.
+    """
+
+    def __init__(self):
+        self._bound: dict[Op, dict] = {}
+
+    def set_conv_forward(self, op: ConvForwardOp, w) -> "OperatorArgs":
+        return self._set(op, ConvForwardOp, w)
+
+    def set_bias_forward(self, op: BiasForwardOp, bias) -> "OperatorArgs":
+        return self._set(op, BiasForwardOp, bias)
+
+    def set_batchnorm_inference(self, op: BatchNormInferenceOp, scale, shift, mean, variance,
+                                epsilon: float = 1e-5) -> "OperatorArgs":
+        return self._set(op, BatchNormInferenceOp, scale, shift, mean, variance, epsilon)
+
+    def set_activation_forward(self, op: ActivationForwardOp, alpha: float = 1.0, beta: float = 1.0,
+                               gamma: float = 1.0) -> "OperatorArgs":
+        """alpha, beta, gamma as in the mode's formula (see ActivationMode); unused ones are ignored."""
+        return self._set(op, ActivationForwardOp, alpha, beta, gamma)
+
+    def bound(self, op: Op) -> dict:
+        """Role -> cl.Buffer or scalar for op; BadParam when its arguments were never set."""
+        values = self._bound.get(op)
+        check(values is not None, f"args.{op.name}", f"not set: call set_{op.name}() for this op")
+        return values
+
+    def _set(self, op, kind: type, *values) -> "OperatorArgs":
+        check(isinstance(op, kind), "op", f"expected a {kind.__name__}, got {type(op).__name__}")
+        self._bound[op] = op.bind(*values)
+        return self
+
+
+# -- the plan ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FusedChoice:
+    """The fused solver a plan runs, its params and its measured time (0 when not timed)."""
+
+    solver_id: str
+    algorithm: str
+    params: dict
+    time_ms: float
+    prepared: Prepared = field(repr=False)
+
+
+class FusionPlan:
+    """An ordered chain of ops on one input tensor, compiled into a single fused kernel launch."""
+
+    def __init__(self, handle: Handle, input_desc: TensorDesc):
+        check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
+        check(isinstance(input_desc, TensorDesc), "input_desc", "must be a TensorDesc")
+        self.handle, self.input_desc = handle, input_desc
+        self.ops: list[Op] = []
+        self.skipped: dict[str, str] = {}
+        self._dims = input_desc.dims
+        self._choice: FusedChoice | None = None
+
+    @property
+    def output_desc(self) -> TensorDesc:
+        """The packed descriptor of the plan's output y."""
+        return TensorDesc(self.input_desc.dtype, self._dims)
+
+    @property
+    def choice(self) -> FusedChoice | None:
+        return self._choice
+
+    # -- building --------------------------------------------------------------------------------------
+    def add_conv_forward(self, conv_desc: ConvDesc, w_desc: TensorDesc) -> ConvForwardOp:
+        self._check_can_add(ConvForwardOp)
+        check(isinstance(conv_desc, ConvDesc), "conv_desc", "must be a ConvDesc")
+        if conv_desc.mode != "conv":
+            raise NotSupported("conv_forward: transpose convolutions are not fused")
+        out = conv_desc.output_desc(self.input_desc, w_desc)
+        return self._add(ConvForwardOp(conv_desc, w_desc), out.dims)
+
+    def add_bias_forward(self, bias_desc: TensorDesc | None = None) -> BiasForwardOp:
+        self._check_can_add(BiasForwardOp)
+        desc = self._param_desc("bias_desc", bias_desc, (1, self._dims[1], 1, 1))
+        return self._add(BiasForwardOp(desc))
+
+    def add_batchnorm_inference(self, mode: BatchNormMode | int | str,
+                                param_desc: TensorDesc | None = None) -> BatchNormInferenceOp:
+        """param_desc describes scale, shift, mean and variance; derived from the data flow when omitted."""
+        self._check_can_add(BatchNormInferenceOp)
+        mode = BatchNormMode.of(mode)
+        _, c, h, w = self._dims
+        dims = (1, c, 1, 1) if mode is BatchNormMode.SPATIAL else (1, c, h, w)
+        return self._add(BatchNormInferenceOp(mode, self._param_desc("bn_desc", param_desc, dims)))
+
+    def add_activation_forward(self, mode: ActivationMode | int | str) -> ActivationForwardOp:
+        self._check_can_add(ActivationForwardOp)
+        return self._add(ActivationForwardOp(ActivationMode.of(mode)))
+
+    def _check_can_add(self, kind: type) -> None:
+        check(self._choice is None, "plan", "already compiled: make a new plan to add ops")
+        last = self.ops[-1] if self.ops else None
+        if kind is ConvForwardOp and last is not None:
+            raise NotSupported(f"conv_forward after {last.name}: a plan fuses one convolution, as its first op")
+        if kind is BiasForwardOp and not any(isinstance(op, ConvForwardOp) for op in self.ops):
+            raise NotSupported("bias_forward needs a conv_forward before it (bias without a convolution)")
+        if last is not None and kind.rank <= last.rank:
+            raise NotSupported(f"{kind.name} after {last.name}: ops follow conv_forward -> bias_forward -> "
+                               "batchnorm_inference -> activation_forward, each at most once")
+
+    def _param_desc(self, field: str, desc: TensorDesc | None, dims: tuple[int, ...]) -> TensorDesc:
+        desc = desc if desc is not None else TensorDesc(self.input_desc.dtype, dims)
+        return _checked_param_desc(field, desc, dims, self.input_desc)
+
+    def _add(self, op: Op, dims: tuple[int, ...] | None = None) -> Op:
+        self.ops.append(op)
+        self._dims = dims or self._dims
+        return op
+
+    # -- compiling ---------------------------------------------------------------------------------------
+    def fused_problem(self) -> FusedProblem:
+        """The plan as a FusedProblem (what fused solvers judge); NotSupported for an empty plan."""
+        if not self.ops:
+            raise NotSupported("empty plan: add ops before compiling")
+        kinds = {type(op): op for op in self.ops}
+        bn, activ, conv = kinds.get(BatchNormInferenceOp), kinds.get(ActivationForwardOp), kinds.get(ConvForwardOp)
+        plane = self._dims[2] * self._dims[3]
+        epilogue = Epilogue(bias=BiasForwardOp in kinds, batchnorm=bn.mode if bn else None,
+                            activation=activ.mode if activ else None,
+                            plane=plane if bn and bn.mode is BatchNormMode.PER_ACTIVATION else 0)
+        problem = None
+        if conv is not None:
+            problem = ConvProblem.create(Direction.FORWARD, self.input_desc, conv.w_desc, conv.conv_desc,
+                                         self.output_desc)
+        return FusedProblem(self.input_desc, self.output_desc, epilogue, problem)
+
+    def compile(self, timer: Timer | None = None, benchmark: bool = True) -> FusedChoice:
+        """Pick a fused solver that applies and build it: the fastest when benchmark is set and there is a
+        choice (timed like find, with timer or the default one), else the first in preference order that
+        builds (as MIOpen's fusion compile does; no timing).
+
+        Raises NotSupported, with each fused solver's reason, when none can run the plan.
+        """
+        check(self._choice is None, "plan", "already compiled")
+        fp = self.fused_problem()
+        candidates, skipped = [], {}
+        for solver in fused.solvers():
+            reason = solver.not_applicable_reason(fp, self.handle.info)
+            if reason is None:
+                candidates.append(solver)
+            else:
+                skipped[solver.id] = reason
+        timing = benchmark and (timer is not None or len(candidates) > 1)
+        choices = _measure(self.handle, fp, candidates, (timer or default_timer) if timing else None, skipped)
+        self.skipped = skipped
+        if not choices:
+            raise NotSupported(f"no fused solver runs {fp.describe()} on {fp.key()}: "
+                               + "; ".join(f"{sid}: {why}" for sid, why in skipped.items()))
+        self._choice = min(choices, key=lambda c: c.time_ms)
+        return self._choice
+
+    # -- running -------------------------------------------------------------------------------------------
+    def execute(self, x, y, args: OperatorArgs) -> list[cl.Event]:
+        """y = plan(x) with the op arguments in args; checks everything before enqueueing anything."""
+        check(self._choice is not None, "plan", "not compiled: call compile() first")
+        check(isinstance(args, OperatorArgs), "args", "must be an OperatorArgs")
+        buffers = {"x": buffer_of(x, "x", self.input_desc), "y": buffer_of(y, "y", self.output_desc)}
+        for op in self.ops:
+            buffers.update(args.bound(op))
+        ready = self._choice.prepared
+        if ready.solution.workspace_bytes:
+            buffers["workspace"] = self.handle.scratch("workspace", ready.solution.workspace_bytes)
+        return ready.enqueue(self.handle, buffers)
+
+
+def _checked_param_desc(field: str, desc: TensorDesc, dims: tuple[int, ...], data: TensorDesc) -> TensorDesc:
+    """desc (of bias or batch-norm operands) is packed, has dims, and data's dtype; else BadParam(field...)."""
+    check(isinstance(desc, TensorDesc), field, "must be a TensorDesc")
+    check(desc.dims == dims, f"{field}.dims", f"expected {dims} for this point of the data flow, got {desc.dims}")
+    check(desc.dtype == data.dtype, f"{field}.dtype", f"{desc.dtype.value} != data {data.dtype.value}")
+    check(desc.is_packed, f"{field}.strides", "must be packed")
+    return desc
+
+
+def _measure(handle: Handle, fp: FusedProblem, candidates: list[FusedSolver], timer: Timer | None,
+             skipped: dict[str, str]) -> list[FusedChoice]:
+    """With a timer: build and time every candidate. Without: the first candidate that builds, untimed.
+    A candidate that fails to build or run is recorded in skipped and left out (failures are data)."""
+    buffers = _random_buffers(handle, fp) if timer is not None else {}
+    choices = []
+    for solver in candidates:
+        try:
+            params, _ = solver.params(fp, handle)
+            ready = solver.prepare(handle, fp, params)
+            time_ms = timer(handle, ready, _with_workspace(handle, buffers, ready)) if timer is not None else 0.0
+        except MiopyError as exc:
+            skipped[solver.id] = f"{type(exc).__name__}: {exc}"
+            continue
+        choices.append(FusedChoice(solver.id, solver.algorithm, dict(params), float(time_ms), ready))
+        if timer is None:
+            break
+    return choices
+
+
+def _random_buffers(handle: Handle, fp: FusedProblem) -> dict:
+    """Buffers for every role of fp filled with random values (positive variances), and typical scalars."""
+    rng = np.random.default_rng(0)
+    descs = {"x": fp.x, "y": fp.y}
+    if fp.conv is not None:
+        descs["w"] = fp.conv.w
+    channels, plane = fp.y.c, fp.y.h * fp.y.w
+    per_element = fp.epilogue.plane > 0
+    sizes = {"bias": channels, **{r: channels * (plane if per_element else 1) for r in BATCHNORM_ROLES[:4]}}
+    host = {role: rng.standard_normal(desc.element_span, dtype=np.float32) for role, desc in descs.items()}
+    host.update({role: np.abs(rng.standard_normal(sizes[role], dtype=np.float32)) + 0.5
+                 for role in fp.epilogue.args if role in sizes})
+    mf = cl.mem_flags
+    out = {r: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for r, a in host.items()}
+    out.update({r: np.float32(1e-5 if r == "bn_epsilon" else 1.0) for r in fp.epilogue.args if r not in sizes})
+    return out
+
+
+def _with_workspace(handle: Handle, buffers: Mapping, ready: Prepared) -> dict:
+    need = ready.solution.workspace_bytes
+    return {**buffers, "workspace": handle.scratch("workspace", need)} if need else dict(buffers)
+
+
+# -- one-call ops ------------------------------------------------------------------------------------------
+def conv_bias_activation_forward(handle: Handle, x_desc: TensorDesc, x, w_desc: TensorDesc, w,
+                                 conv_desc: ConvDesc, bias_desc: TensorDesc, bias, mode, alpha: float,
+                                 beta: float, gamma: float, y_desc: TensorDesc, y) -> list[cl.Event]:
+    """y = activation(conv(x, w) + bias) in one kernel (MIOpen's ConvolutionBiasActivationForward).
+
+    The plan is built and compiled once per handle and problem, then reused: repeated calls compile nothing.
+    """
+    check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
+    mode = ActivationMode.of(mode)
+    key = ("conv_bias_activation", x_desc, w_desc, conv_desc, bias_desc, mode)
+    cached = handle.prepared.get(key)
+    if cached is None:
+        plan = FusionPlan(handle, x_desc)
+        ops = (plan.add_conv_forward(conv_desc, w_desc), plan.add_bias_forward(bias_desc),
+               plan.add_activation_forward(mode))
+        plan.compile()
+        cached = handle.prepared[key] = (plan, ops)
+    plan, (conv_op, bias_op, activ_op) = cached
+    check(isinstance(y_desc, TensorDesc), "y_desc", "must be a TensorDesc")
+    check(y_desc == plan.output_desc, "y_desc", f"expected {plan.output_desc} (packed), got {y_desc}")
+    args = (OperatorArgs().set_conv_forward(conv_op, w).set_bias_forward(bias_op, bias)
+            .set_activation_forward(activ_op, alpha, beta, gamma))
+    return plan.execute(x, y, args)
+
+
+def convolution_forward_bias(handle: Handle, bias_desc: TensorDesc, bias, y_desc: TensorDesc, y) -> list[cl.Event]:
+    """y += bias[k] in place, as its own kernel (MIOpen's ConvolutionForwardBias; the unfused path)."""
+    check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
+    check_same_dims("y_desc", y_desc, {})
+    _checked_param_desc("bias_desc", bias_desc, (1, y_desc.c, 1, 1), y_desc)
+    buffers = {"y": buffer_of(y, "y", y_desc), "bias": buffer_of(bias, "bias", bias_desc)}
+    launch = pointwise_launch("batchnorm.cl", "pointwise_epilogue", {"X": y_desc, "Y": y_desc},
+                              Epilogue(bias=True).defines(), ("y", "y", "bias"))
+    return enqueue(handle, launch, buffers)

@@ -1,0 +1,80 @@
+"""Element-wise kernels over one N x C x H x W tensor (activation.cl, batchnorm.cl): shape defines,
+launch geometry, argument checks and a memoised enqueue.
+
+Each tensor's element strides are compile-time defines (``XS_N`` ... for prefix ``X``), so any layout
+works and index arithmetic folds; numbers (alpha, epsilon, ...) are kernel arguments, so new values
+never recompile.
+"""
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+import numpy as np
+import pyopencl as cl
+
+from .errors import BadParam, NotSupported, check
+from .execute import Prepared, prepare
+from .handle import Handle
+from .kernel_cache import KernelSpec
+from .solvers.base import Arg, KernelLaunch, Solution, round_up
+from .tensor import DataType, TensorDesc
+
+WORK_GROUP = 256
+MAX_ELEMENTS = 2**31 - 1
+
+
+def pointwise_defines(dims: tuple[int, ...], tensors: Mapping[str, TensorDesc]) -> dict[str, int]:
+    """Dims N C H W plus, for each prefix T, the strides T##S_N ... of its tensor."""
+    defines = dict(zip("NCHW", dims))
+    for prefix, desc in tensors.items():
+        defines.update({f"{prefix}S_{axis}": stride for axis, stride in zip("NCHW", desc.strides)})
+    return defines
+
+
+def pointwise_launch(file: str, name: str, tensors: Mapping[str, TensorDesc], defines: Mapping[str, int],
+                     args: tuple[Arg, ...]) -> KernelLaunch:
+    """One work-item per element of the (equal-dims) tensors; the first tensor gives the dims."""
+    dims = next(iter(tensors.values())).dims
+    spec = KernelSpec.make(file, name, {**pointwise_defines(dims, tensors), **defines})
+    count = math.prod(dims)
+    return KernelLaunch(spec, (round_up(count, WORK_GROUP),), (WORK_GROUP,), args)
+
+
+def prepared(handle: Handle, solution: Solution) -> Prepared:
+    """solution with its kernels built, memoised on the handle (the hot path hashes no source)."""
+    key = ("pointwise", solution)
+    ready = handle.prepared.get(key)
+    if ready is None:
+        ready = handle.prepared[key] = prepare(handle, solution)
+    return ready
+
+
+def enqueue(handle: Handle, launch: KernelLaunch, buffers: Mapping[str, object]) -> list[cl.Event]:
+    """Enqueue launch with its roles bound from buffers (cl.Buffers and scalars)."""
+    return prepared(handle, Solution("pointwise", {}, (launch,))).enqueue(handle, buffers)
+
+
+def check_same_dims(reference_field: str, reference: TensorDesc, others: Mapping[str, TensorDesc]) -> None:
+    """Every descriptor in others is a TensorDesc with reference's dims and dtype; FP32 only."""
+    check(isinstance(reference, TensorDesc), reference_field, "must be a TensorDesc")
+    for field, desc in others.items():
+        check(isinstance(desc, TensorDesc), field, "must be a TensorDesc")
+        check(desc.dims == reference.dims, f"{field}.dims", f"{desc.dims} != {reference_field} dims {reference.dims}")
+        check(desc.dtype == reference.dtype, f"{field}.dtype",
+              f"{desc.dtype.value} != {reference_field} dtype {reference.dtype.value}")
+    if reference.dtype is not DataType.FLOAT32:
+        raise NotSupported(f"{reference_field}: only FP32 is implemented, got {reference.dtype.value}")
+    if reference.element_count > MAX_ELEMENTS:
+        raise NotSupported(f"{reference_field}: more than 2^31 - 1 elements")
+
+
+def scalar(value, field: str, minimum: float | None = None) -> np.float32:
+    """value as a finite float32 kernel argument (at least minimum when given), else BadParam(field)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise BadParam(field, f"expected a number, got {value!r}") from None
+    check(math.isfinite(number), field, f"must be finite, got {number}")
+    check(minimum is None or number >= minimum, field, f"must be >= {minimum}, got {number}")
+    return np.float32(number)

@@ -1,0 +1,146 @@
+"""Fused solvers: the kernel families that run a fusion plan.
+
+A fused solver works on a ``FusedProblem`` (an optional forward convolution, then an epilogue of bias,
+batch-norm inference and activation). Like a convolution solver it is stateless, has a stable id and
+states its applicability as one-line guards, so a plan that cannot be fused says why.
+
+- ``ConvEpilogueFused`` wraps any registered convolution solver with ``supports_epilogue``: its kernel
+  applies the epilogue before storing y. One instance per such solver, in registry order, so a new
+  solver that implements the hook is fused the moment it is registered.
+- ``BatchNormActivInference`` runs batch-norm inference (+ activation) alone, one pointwise kernel.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..convolution import ConvProblem, Direction
+from ..epilogue import Epilogue
+from ..errors import NotApplicable
+from ..execute import Prepared, prepared_solution
+from ..find import params_for
+from ..handle import DeviceInfo, Handle
+from ..pointwise import MAX_ELEMENTS, pointwise_launch, prepared
+from ..tensor import DataType, TensorDesc
+from . import registry
+from .base import Params, Solution, Solver, require
+
+
+@dataclass(frozen=True)
+class FusedProblem:
+    """What a fusion plan computes: x -> [forward convolution] -> epilogue -> y."""
+
+    x: TensorDesc
+    y: TensorDesc
+    epilogue: Epilogue
+    conv: ConvProblem | None = None
+
+    def key(self) -> str:
+        if self.conv is not None:
+            base = self.conv.key()
+        else:
+            base = "x".join(map(str, self.x.dims)) + f"-{self.x.dtype.value}"
+            if not (self.x.is_packed and self.y.is_packed):
+                base += "-s" + "_".join(",".join(map(str, d.strides)) for d in (self.x, self.y))
+        return f"{base}+{self.epilogue.key()}"
+
+    def describe(self) -> str:
+        """The op sequence in words, e.g. "conv -> bias -> activation(RELU)"."""
+        ep = self.epilogue
+        steps = (["conv"] if self.conv is not None else []) + (["bias"] if ep.bias else [])
+        steps += [f"batchnorm({ep.batchnorm.name})"] if ep.batchnorm is not None else []
+        steps += [f"activation({ep.activation.name})"] if ep.activation is not None else []
+        return " -> ".join(steps)
+
+
+class FusedSolver:
+    """Base of fused solvers: applicability with reasons, params, and a prepared (built) solution."""
+
+    id: str
+    algorithm: str
+
+    def applicability(self, fp: FusedProblem, dev: DeviceInfo) -> None:
+        require(fp.x.dtype is DataType.FLOAT32, "only FP32 is implemented")
+
+    def not_applicable_reason(self, fp: FusedProblem, dev: DeviceInfo) -> str | None:
+        try:
+            self.applicability(fp, dev)
+        except NotApplicable as exc:
+            return str(exc)
+        return None
+
+    def is_applicable(self, fp: FusedProblem, dev: DeviceInfo) -> bool:
+        return self.not_applicable_reason(fp, dev) is None
+
+    def params(self, fp: FusedProblem, handle: Handle) -> tuple[Params, str]:
+        """(params, source) for fp; untunable by default."""
+        return {}, "default"
+
+    def prepare(self, handle: Handle, fp: FusedProblem, params: Params) -> Prepared:
+        """The solution built, memoised on the handle (so execute compiles nothing)."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return self.id
+
+
+class ConvEpilogueFused(FusedSolver):
+    """A convolution solver's own kernel, storing epilogue(conv(x, w)) instead of conv(x, w).
+
+    Costs nothing over the plain convolution but the epilogue's reads (one bias or four batch-norm values
+    per output), and saves the unfused path's extra passes over y. Applies wherever the wrapped solver
+    applies in the forward direction and its hook serves every op of the epilogue.
+    """
+
+    def __init__(self, conv: Solver):
+        self.conv = conv
+        self.id = f"{conv.id}Fused"
+        self.algorithm = conv.algorithm
+
+    def applicability(self, fp: FusedProblem, dev: DeviceInfo) -> None:
+        super().applicability(fp, dev)
+        require(fp.conv is not None, "needs a convolution as the plan's first op")
+        require(fp.conv.direction is Direction.FORWARD, "fuses forward convolutions only")
+        require(self.conv.supports_epilogue, f"{self.conv.id} has no epilogue hook")
+        missing = sorted(fp.epilogue.ops - self.conv.epilogue_ops)
+        require(not missing, f"{self.conv.id}'s epilogue does not fuse {', '.join(missing)}")
+        self.conv.applicability(fp.conv, dev)
+
+    def params(self, fp: FusedProblem, handle: Handle) -> tuple[Params, str]:
+        return params_for(self.conv, fp.conv, handle)
+
+    def prepare(self, handle: Handle, fp: FusedProblem, params: Params) -> Prepared:
+        epilogue = fp.epilogue if fp.epilogue.ops else None
+        return prepared_solution(handle, fp.conv, self.conv.id, params, epilogue)
+
+
+class BatchNormActivInference(FusedSolver):
+    """Batch-norm inference, optionally followed by an activation, as one pointwise kernel (batchnorm.cl).
+
+    Memory-bound: reads x once and writes y once, whatever the epilogue. Does not apply after a
+    convolution (ConvEpilogueFused folds the epilogue into the convolution instead).
+    """
+
+    id = "BatchNormActivInference"
+    algorithm = "pointwise"
+
+    def applicability(self, fp: FusedProblem, dev: DeviceInfo) -> None:
+        super().applicability(fp, dev)
+        require(fp.conv is None, "runs batch norm (+ activation) alone, not after a convolution")
+        require(fp.epilogue.batchnorm is not None, "needs a batch-norm op (an activation alone is activation_forward)")
+        require(not fp.epilogue.bias, "a bias needs a convolution before it")
+        require(fp.x.element_count <= MAX_ELEMENTS, "more than 2^31 - 1 elements")
+
+    def solution(self, fp: FusedProblem) -> Solution:
+        launch = pointwise_launch("batchnorm.cl", "pointwise_epilogue", {"X": fp.x, "Y": fp.y},
+                                  fp.epilogue.defines(), ("x", "y", *fp.epilogue.args))
+        return Solution(self.id, {}, (launch,))
+
+    def prepare(self, handle: Handle, fp: FusedProblem, params: Params) -> Prepared:
+        return prepared(handle, self.solution(fp))
+
+
+def solvers() -> tuple[FusedSolver, ...]:
+    """Every fused solver, in preference order: each epilogue-capable convolution solver of the registry
+    (after MIOPY_FIND_ONLY_SOLVER / MIOPY_DISABLE_SOLVERS), then the pointwise batch-norm solver."""
+    conv = tuple(ConvEpilogueFused(s) for s in registry.solvers() if s.supports_epilogue)
+    return conv + (BatchNormActivInference(),)
