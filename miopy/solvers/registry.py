@@ -6,9 +6,13 @@ from __future__ import annotations
 from .. import config
 from ..errors import BadParam
 from .base import Solver
+from .gemm_1x1 import ConvGemm1x1
+from .im2col_gemm import ConvIm2colGemm
 from .naive import ConvDirectNaive
 
 ALL: tuple[Solver, ...] = (
+    ConvGemm1x1(),
+    ConvIm2colGemm(),
     ConvDirectNaive(),
 )
 
