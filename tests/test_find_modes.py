@@ -13,6 +13,12 @@ from tests.helpers import make_problem
 NAIVE = registry.get("ConvDirectNaive")
 
 
+@pytest.fixture(autouse=True)
+def naive_only_registry(monkeypatch):
+    """Find-mode logic is tested over a one-solver registry, so timer counts and rankings are exact."""
+    monkeypatch.setattr(registry, "ALL", (NAIVE,))
+
+
 class CountingTimer:
     """An injected timer that returns a fixed time and counts its calls."""
 
