@@ -7,8 +7,11 @@ from .. import config
 from ..errors import BadParam
 from .base import Solver
 from .naive import ConvDirectNaive
+from .winograd import ConvWinograd3x3F2, ConvWinograd3x3F4
 
 ALL: tuple[Solver, ...] = (
+    ConvWinograd3x3F4(),
+    ConvWinograd3x3F2(),
     ConvDirectNaive(),
 )
 
