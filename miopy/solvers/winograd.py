@@ -164,7 +164,8 @@ class _ConvWinograd3x3(Solver):
         require(max(problem.pad_h, problem.pad_w) <= 2, f"padding {problem.conv.pad} is over 2")
         require(problem.groups == 1, "grouped convolution is not implemented")
         require(self.workspace_bytes(problem) // FLOAT_BYTES < 2**31, "workspace over 2^31 floats")
-        require(any(self.is_valid(problem, p, dev) for p in _FALLBACK_DEFAULTS), "no GEMM tiling fits the device")
+        require(any(self.is_valid(problem, p, dev) for p in _FALLBACK_DEFAULTS),
+                "no GEMM tiling fits the device")
 
     def invalid_reason(self, problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
         reason = super().invalid_reason(problem, params, dev)
@@ -275,8 +276,8 @@ class ConvWinograd3x3F4(_ConvWinograd3x3):
     smaller than F2's (36/16 vs 16/4 floats per channel). It is meant to be the fastest solver on 3x3
     stride-1 layers with C and K >= 64 (ResNet, VGG). The transforms' larger constants (up to 8, 16/15)
     cost accuracy: the GEMM sums transformed values some 10x larger than the inputs, so the hybrid error
-    grows with the reduction length, measured (standard normal inputs, pad 1) 1.4e-4 at C = K = 64,
-    7e-4 at 256 and 1.4e-3 at 512, about 3e-6 * C. Its bound, 5e-3, holds up to about 1500 channels. It loses
+    grows with the reduction length (C forward, K backward), measured on standard normal inputs, pad 1:
+    1.4e-4 at C = K = 64, 7e-4 at 256, 1.4e-3 at 512, 1.6e-3 at 1024. Its bound, 5e-3, leaves 3x. It loses
     when C or K is small or the image is tiny (transform traffic, and edge tiles: a 7x7 output fills
     2x2 tiles of 4x4, 77% useful). Not applicable: other filter sizes, strides or dilations, padding over 2,
     groups, FP16.

@@ -34,10 +34,11 @@ def test_partial_edge_tiles_and_pads(handle, solver, direction, pad):
 
 @pytest.mark.parametrize("direction", [Direction.FORWARD, Direction.BACKWARD_DATA], ids=lambda d: d.name)
 def test_f4_error_at_64_channels_as_documented(handle, direction):
-    """F4's documented growth, about 3e-6 * C, at C = K = 64, pad 1, standard normal inputs."""
+    """F4's documented error at C = K = 64, pad 1, standard normal inputs (1.4e-4), with some margin: the
+    error grows with the reduction length, and a regression here shows long before the 5e-3 bound."""
     solver, problem = SOLVERS[1], make_problem(direction, 1, 64, 8, 8, 64, 3, 3, 1)
     err = check_solution(handle, solver, problem, solver.default_params(problem, handle.info))
-    assert err <= 5e-6 * 64, f"{direction.name}: error {err:.3g} above the documented growth"
+    assert err <= 3e-4, f"{direction.name}: error {err:.3g} above the documented 1.4e-4"
 
 
 @pytest.mark.parametrize("direction", [Direction.FORWARD, Direction.BACKWARD_DATA], ids=lambda d: d.name)
