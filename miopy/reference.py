@@ -8,14 +8,13 @@ import numpy as np
 
 from .convolution import ConvProblem, Direction
 
-# Accepted max_error of an fp32 result, per algorithm: hybrid |a-e|/(1+|e|); Winograd's transforms add rounding.
-TOLERANCE = {"winograd": 2e-3}
+# Boda's hybrid |a-e|/(1+|e|) bound for an fp32 result, unless the solver declares its own (Winograd).
 DEFAULT_TOLERANCE = 1e-3
 
 
-def tolerance(algorithm: str) -> float:
-    """The max_error an fp32 result of this algorithm may have against the float64 reference."""
-    return TOLERANCE.get(algorithm, DEFAULT_TOLERANCE)
+def tolerance(solver) -> float:
+    """The max_error a solver's fp32 result may have against the float64 reference."""
+    return getattr(solver, "tolerance", None) or DEFAULT_TOLERANCE
 
 
 def _tap_slices(size_out: int, stride: int, start: int) -> slice:

@@ -11,7 +11,6 @@ from miopy.epilogue import ACTIVATION_ROLES, BATCHNORM_ROLES, Epilogue, apply_re
 from miopy.errors import CompileError
 from miopy.solvers import fused, registry
 from miopy.solvers.naive import ConvDirectNaive
-from tests import helpers
 from tests.helpers import DEFAULT_TOLERANCE, random_tensors, run_solution
 from tests.test_conformance import pool
 
@@ -62,10 +61,8 @@ def _run_and_expect(handle, plan, ops, host, x):
 
 
 def _tolerance(solver) -> float:
-    """A convolution solver's error bound: its own (Solver.tolerance, where solvers declare one) or the
-    helpers' per-algorithm table; the pointwise batch-norm solver is a direct computation."""
-    own = getattr(solver, "tolerance", None)
-    return own or getattr(helpers, "TOLERANCE", {}).get(solver.algorithm, DEFAULT_TOLERANCE)
+    """A convolution solver's error bound: its own (Solver.tolerance) or the tests' default."""
+    return getattr(solver, "tolerance", None) or DEFAULT_TOLERANCE
 
 
 def _choice_tolerance(choice) -> float:

@@ -68,6 +68,9 @@ class Solver:
     param_doc: ClassVar[Mapping[str, str]] = {}
     deterministic: ClassVar[bool] = True
     supports_epilogue: ClassVar[bool] = False
+    # Bound on the hybrid error |a-e|/(1+|e|) vs float64 for solvers whose arithmetic rounds more than a
+    # direct sum (Winograd transforms); None: the checker's default for a direct sum.
+    tolerance: ClassVar[float | None] = None
 
     # -- applicability ------------------------------------------------------------------------------
     def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:

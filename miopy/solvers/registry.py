@@ -9,8 +9,11 @@ from .base import Solver
 from .gemm_1x1 import ConvGemm1x1
 from .im2col_gemm import ConvIm2colGemm
 from .naive import ConvDirectNaive
+from .winograd import ConvWinograd3x3F2, ConvWinograd3x3F4
 
 ALL: tuple[Solver, ...] = (
+    ConvWinograd3x3F4(),
+    ConvWinograd3x3F2(),
     ConvGemm1x1(),
     ConvIm2colGemm(),
     ConvDirectNaive(),

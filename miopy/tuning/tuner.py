@@ -116,7 +116,7 @@ def _verified_winner(handle: Handle, problem: ConvProblem, solver: Solver, workl
     """The fastest measured point whose output matches float64; failures are recorded as such."""
     for m in sorted((m for m in runner.results.values() if m.ok), key=lambda m: m.time_ms):
         try:
-            error = workload.error_of(prepare(handle, solver.solution(problem, m.params)), solver.algorithm)
+            error = workload.error_of(prepare(handle, solver.solution(problem, m.params)), solver)
         except (MiopyError, cl.Error) as exc:
             error = f"{type(exc).__name__}: {exc}"
         if error is None:

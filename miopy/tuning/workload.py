@@ -24,7 +24,7 @@ class Workload:
         self.buffers["workspace"] = handle.alloc(workspace_bytes)
         self._expected: np.ndarray | None = None
 
-    def error_of(self, prepared: Prepared, algorithm: str) -> str | None:
+    def error_of(self, prepared: Prepared, solver) -> str | None:
         """Run prepared with its output poisoned (NaN); why it is wrong against float64, or None."""
         role = OUTPUT_ROLE[self.problem.direction]
         desc = getattr(self.problem, role)
@@ -35,7 +35,7 @@ class Workload:
         cl.enqueue_copy(self.handle.queue, got, out)
         self.handle.finish()
         err = reference.max_error(_view(got, desc), self.expected())
-        limit = reference.tolerance(algorithm)
+        limit = reference.tolerance(solver)
         return None if err <= limit else f"wrong result: max error {err:.3g} > tolerance {limit:.0e}"
 
     def expected(self) -> np.ndarray:

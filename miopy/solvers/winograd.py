@@ -1,0 +1,288 @@
+"""Winograd F(2x2,3x3) and F(4x4,3x3) solvers: four kernels over a workspace.
+
+1. ``wino_filter_transform``: U = G g G^T for every filter pair (the 180-degree rotation and channel swap
+   of backward-data happen in its addressing);
+2. ``wino_input_transform``: V = B^T d B for every (ALPHA x ALPHA input patch, channel);
+3. ``wino_gemm`` (winograd_gemm.cl): ALPHA^2 independent GEMMs M[xi] = U[xi]^T V[xi], (out channels x
+   in channels) times (in channels x tiles), tiled through local memory and register-blocked;
+4. ``wino_output_transform``: y = A^T M A per tile, clipped at the edges, with the epilogue hook.
+
+Split rather than fused: each stage is one coalesced pass or a plain GEMM, the GEMM is tunable on its own
+and reaches GEMM speed, and correctness is easy to reason about. The price is the traffic through the
+workspace (V and M are written once and read once), which a fused kernel would avoid at the cost of a
+much harder kernel.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..convolution import ConvProblem, Direction
+from ..handle import DeviceInfo
+from ..kernel_cache import KernelSpec
+from .base import KernelLaunch, Params, Solution, Solver, require, round_up
+
+MAX_TILE = 128        # largest TILE_M / TILE_N of the grid: workspace padding, so it never depends on params
+MAX_K_BLK = 16        # largest K_BLK of the grid: the reduction axis is padded (with zeros) to a multiple
+TRANSFORM_WG = 64     # work-group size of the three transform kernels
+REGISTERS_PER_ITEM = 255       # most 32-bit registers one work-item may use (NVIDIA and AMD GPUs)
+REGISTERS_PER_GROUP = 65536    # register file one work-group may fill (an NVIDIA SM / AMD SIMD)
+FLOAT_BYTES = 4
+
+
+@dataclass(frozen=True)
+class WinogradPlan:
+    """The forward-equivalent geometry of a problem and its workspace layout for output tile size m.
+
+    Backward-data at stride 1 is the forward convolution of dy with the filters rotated 180 degrees, the
+    channel axes swapped and padding 2 - pad; the plan describes that convolution.
+    """
+
+    m: int
+    in_role: str
+    out_role: str
+    batch: int
+    in_c: int
+    out_c: int
+    in_hw: tuple[int, int]
+    out_hw: tuple[int, int]
+    pad: tuple[int, int]
+    in_strides: tuple[int, ...]
+    out_strides: tuple[int, ...]
+    filter_addressing: tuple[int, int, int, int, int]   # base, per out channel, per in channel, per r, per s
+
+    @classmethod
+    def of(cls, p: ConvProblem, m: int) -> "WinogradPlan":
+        ws_k, ws_c, ws_r, ws_s = p.w.strides
+        common = dict(m=m, batch=p.n)
+        if p.direction is Direction.FORWARD:
+            return cls(**common, in_role="x", out_role="y", in_c=p.c, out_c=p.k, in_hw=(p.in_h, p.in_w),
+                       out_hw=(p.out_h, p.out_w), pad=(p.pad_h, p.pad_w), in_strides=p.x.strides,
+                       out_strides=p.y.strides, filter_addressing=(0, ws_k, ws_c, ws_r, ws_s))
+        return cls(**common, in_role="y", out_role="x", in_c=p.k, out_c=p.c, in_hw=(p.out_h, p.out_w),
+                   out_hw=(p.in_h, p.in_w), pad=(2 - p.pad_h, 2 - p.pad_w), in_strides=p.y.strides,
+                   out_strides=p.x.strides, filter_addressing=(2 * ws_r + 2 * ws_s, ws_c, ws_k, -ws_r, -ws_s))
+
+    @property
+    def alpha(self) -> int:
+        return self.m + 2
+
+    @property
+    def tiles_hw(self) -> tuple[int, int]:
+        return (-(-self.out_hw[0] // self.m), -(-self.out_hw[1] // self.m))
+
+    @property
+    def tiles(self) -> int:
+        return self.batch * self.tiles_hw[0] * self.tiles_hw[1]
+
+    @property
+    def padded(self) -> tuple[int, int, int]:
+        """(reduction, output channels, tiles) as padded in the workspace."""
+        return round_up(self.in_c, MAX_K_BLK), round_up(self.out_c, MAX_TILE), round_up(self.tiles, MAX_TILE)
+
+    @property
+    def offsets(self) -> tuple[int, int, int, int]:
+        """Float offsets of U, V, M in the workspace and its total size in floats."""
+        in_cp, out_cp, tiles_p = self.padded
+        aa = self.alpha ** 2
+        u, v, m = aa * in_cp * out_cp, aa * in_cp * tiles_p, aa * out_cp * tiles_p
+        return 0, u, u + v, u + v + m
+
+    def transform_defines(self) -> dict[str, int]:
+        in_cp, out_cp, tiles_p = self.padded
+        u_off, v_off, m_off, _ = self.offsets
+        defines = {"WINO_M": self.m, "N": self.batch, "IN_C": self.in_c, "IN_H": self.in_hw[0],
+                   "IN_W": self.in_hw[1], "OUT_C": self.out_c, "OUT_H": self.out_hw[0], "OUT_W": self.out_hw[1],
+                   "PAD_H": self.pad[0], "PAD_W": self.pad[1], "TILES_H": self.tiles_hw[0],
+                   "TILES_W": self.tiles_hw[1], "TILES": self.tiles, "IN_CP": in_cp, "OUT_CP": out_cp,
+                   "TILES_P": tiles_p, "U_OFF": u_off, "V_OFF": v_off, "M_OFF": m_off}
+        for prefix, strides in (("IS", self.in_strides), ("OS", self.out_strides)):
+            defines.update({f"{prefix}_{axis}": st for axis, st in zip("NCHW", strides)})
+        defines.update(zip(("FS_BASE", "FS_OUT", "FS_IN", "FS_R", "FS_S"), self.filter_addressing))
+        return defines
+
+    def gemm_defines(self) -> dict[str, int]:
+        in_cp, out_cp, tiles_p = self.padded
+        u_off, v_off, m_off, _ = self.offsets
+        return {"GEMM_M": out_cp, "GEMM_N": tiles_p, "GEMM_K": in_cp, "A_OFF": u_off, "B_OFF": v_off,
+                "C_OFF": m_off}
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """The batched GEMM's tiling as the kernel sees it."""
+
+    tile_m: int
+    tile_n: int
+    work_m: int
+    work_n: int
+    k_blk: int
+
+    @classmethod
+    def of(cls, params: Params) -> "GemmShape":
+        return cls(params["TILE_M"], params["TILE_N"], params["WORK_M"], params["WORK_N"], params["K_BLK"])
+
+    @property
+    def local_size(self) -> tuple[int, int]:
+        return self.tile_n // self.work_n, self.tile_m // self.work_m
+
+    @property
+    def work_group_size(self) -> int:
+        return self.local_size[0] * self.local_size[1]
+
+    @property
+    def local_mem_bytes(self) -> int:
+        return 2 * self.k_blk * (self.tile_m + self.tile_n) * FLOAT_BYTES
+
+    @property
+    def registers_per_item(self) -> int:
+        """Estimate: accumulators, operands, prefetched float4s and about 16 for addresses and indices."""
+        loads = sum(-(-self.k_blk * t // 4 // self.work_group_size) for t in (self.tile_m, self.tile_n))
+        return self.work_m * self.work_n + self.work_m + self.work_n + 4 * loads + 16
+
+
+class _ConvWinograd3x3(Solver):
+    """Shared machinery of the F(m x m, 3 x 3) solvers; subclasses set ``tile`` (m) and ``id``."""
+
+    tile: ClassVar[int]
+    algorithm = "winograd"
+    directions = frozenset({Direction.FORWARD, Direction.BACKWARD_DATA})
+    supports_epilogue = True
+    grid = {"TILE_M": (32, 64, 128), "TILE_N": (32, 64, 128), "WORK_M": (4, 8), "WORK_N": (4, 8),
+            "K_BLK": (8, 16)}
+    param_doc = {"TILE_M": "GEMM block of output channels per work-group",
+                 "TILE_N": "GEMM block of tiles per work-group",
+                 "WORK_M": "output channels per work-item (register block rows)",
+                 "WORK_N": "tiles per work-item (register block columns)",
+                 "K_BLK": "input channels staged in local memory per step"}
+
+    def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
+        super().applicability(problem, dev)
+        require((problem.r, problem.s) == (3, 3), f"filter is {problem.r}x{problem.s}, not 3x3")
+        require((problem.stride_h, problem.stride_w) == (1, 1), f"stride {problem.conv.stride} is not 1x1")
+        require((problem.dil_h, problem.dil_w) == (1, 1), f"dilation {problem.conv.dilation} is not 1x1")
+        require(max(problem.pad_h, problem.pad_w) <= 2, f"padding {problem.conv.pad} is over 2")
+        require(problem.groups == 1, "grouped convolution is not implemented")
+        require(self.workspace_bytes(problem) // FLOAT_BYTES < 2**31, "workspace over 2^31 floats")
+        require(any(self.is_valid(problem, p, dev) for p in _FALLBACK_DEFAULTS),
+                "no GEMM tiling fits the device")
+
+    def invalid_reason(self, problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
+        reason = super().invalid_reason(problem, params, dev)
+        if reason is not None:
+            return reason
+        shape = GemmShape.of(params)
+        if shape.work_group_size > dev.max_work_group_size:
+            return f"work-group of {shape.work_group_size} exceeds the device's {dev.max_work_group_size}"
+        if any(size > limit for size, limit in zip(shape.local_size, dev.max_work_item_sizes)):
+            return f"work-group shape {shape.local_size} exceeds the device's {dev.max_work_item_sizes}"
+        if shape.local_mem_bytes > dev.local_mem_bytes:
+            return f"needs {shape.local_mem_bytes} bytes of local memory, the device has {dev.local_mem_bytes}"
+        if shape.registers_per_item > REGISTERS_PER_ITEM:
+            return f"needs about {shape.registers_per_item} registers per work-item, over {REGISTERS_PER_ITEM}"
+        if shape.registers_per_item * shape.work_group_size > REGISTERS_PER_GROUP:
+            return (f"needs about {shape.registers_per_item * shape.work_group_size} registers per work-group, "
+                    f"over {REGISTERS_PER_GROUP}")
+        return None
+
+    def default_params(self, problem: ConvProblem, dev: DeviceInfo) -> Params:
+        candidates = _gpu_defaults(WinogradPlan.of(problem, self.tile), dev) if dev.is_gpu else ()
+        return next(dict(p) for p in (*candidates, *_FALLBACK_DEFAULTS) if self.is_valid(problem, p, dev))
+
+    def workspace_bytes(self, problem: ConvProblem) -> int:
+        return WinogradPlan.of(problem, self.tile).offsets[3] * FLOAT_BYTES
+
+    def solution(self, problem: ConvProblem, params: Params, epilogue=None) -> Solution:
+        plan = WinogradPlan.of(problem, self.tile)
+        launches = (_filter_launch(plan), _input_launch(plan), _gemm_launch(plan, GemmShape.of(params)),
+                    _output_launch(plan, epilogue))
+        return Solution(self.id, dict(params), launches, self.workspace_bytes(problem))
+
+
+_FALLBACK_DEFAULTS = (
+    {"TILE_M": 32, "TILE_N": 32, "WORK_M": 4, "WORK_N": 4, "K_BLK": 8},   # 64 work-items: any device
+    {"TILE_M": 32, "TILE_N": 32, "WORK_M": 8, "WORK_N": 8, "K_BLK": 8},   # 16 work-items
+)
+
+
+def _gpu_defaults(plan: WinogradPlan, dev: DeviceInfo) -> tuple[Params, ...]:
+    """GPU choices, best first: 128x128 blocks of 8x8 (256 work-items) when the output channels fill them
+    and the blocks fill the device twice over; else 64-row blocks; 64x64 of 4x4 for small problems."""
+    tiles = plan.tiles
+    big_m = plan.out_c > 64
+    blocks = plan.alpha ** 2 * -(-tiles // 128) * -(-plan.out_c // (128 if big_m else 64))
+    if blocks >= 2 * dev.compute_units:
+        tile_m = 128 if big_m else 64
+        return ({"TILE_M": tile_m, "TILE_N": 128, "WORK_M": 8, "WORK_N": 8, "K_BLK": 8},
+                {"TILE_M": 64, "TILE_N": 64, "WORK_M": 4, "WORK_N": 4, "K_BLK": 16})
+    return ({"TILE_M": 64, "TILE_N": 64, "WORK_M": 4, "WORK_N": 4, "K_BLK": 16},)
+
+
+def _filter_launch(plan: WinogradPlan) -> KernelLaunch:
+    in_cp, out_cp, _ = plan.padded
+    spec = KernelSpec.make("winograd.cl", "wino_filter_transform", plan.transform_defines(), ("-cl-mad-enable",))
+    return KernelLaunch(spec, (out_cp, in_cp), (TRANSFORM_WG, 1), ("w", "workspace"))
+
+
+def _input_launch(plan: WinogradPlan) -> KernelLaunch:
+    in_cp, _, tiles_p = plan.padded
+    spec = KernelSpec.make("winograd.cl", "wino_input_transform", plan.transform_defines(), ("-cl-mad-enable",))
+    return KernelLaunch(spec, (tiles_p, in_cp), (TRANSFORM_WG, 1), (plan.in_role, "workspace"))
+
+
+def _gemm_launch(plan: WinogradPlan, shape: GemmShape) -> KernelLaunch:
+    defines = {**plan.gemm_defines(), "TILE_M": shape.tile_m, "TILE_N": shape.tile_n, "WORK_M": shape.work_m,
+               "WORK_N": shape.work_n, "K_BLK": shape.k_blk}
+    spec = KernelSpec.make("winograd_gemm.cl", "wino_gemm", defines, ("-cl-mad-enable",))
+    local_n, local_m = shape.local_size
+    global_size = (-(-plan.tiles // shape.tile_n) * local_n, -(-plan.out_c // shape.tile_m) * local_m,
+                   plan.alpha ** 2)
+    return KernelLaunch(spec, global_size, (local_n, local_m, 1), ("workspace",))
+
+
+def _output_launch(plan: WinogradPlan, epilogue) -> KernelLaunch:
+    defines, args = plan.transform_defines(), ("workspace", plan.out_role)
+    if epilogue is not None:
+        defines.update(epilogue.defines())
+        args = args + tuple(epilogue.args)
+    spec = KernelSpec.make("winograd.cl", "wino_output_transform", defines, ("-cl-mad-enable",))
+    global_size = (round_up(plan.tiles, TRANSFORM_WG), plan.out_c)
+    return KernelLaunch(spec, global_size, (TRANSFORM_WG, 1), args)
+
+
+class ConvWinograd3x3F2(_ConvWinograd3x3):
+    """Winograd F(2x2, 3x3): 3x3, stride 1, dilation 1, padding 0-2, FP32, forward and backward-data.
+
+    Computes each 2x2 output tile from a 4x4 input patch with 16 multiplies per channel pair instead of 36
+    (2.25x fewer), as 16 batched GEMMs in the transformed domain. Its transforms' weights are 0, +-1 and
+    +-1/2, so it rounds little more than a direct sum: measured hybrid error 2e-5 at C = K = 64 and 2e-4
+    at 512, well inside its bound of 2e-3. It wins when C and K are large (>= 64) and the image is not
+    tiny: the GEMMs dominate and run near GEMM speed. It loses to F4 on most
+    such layers (F4 does 4x fewer multiplies), and to direct or GEMM solvers when C or K is small, where the
+    transforms' memory traffic (workspace of 16 x (C + K) x tiles floats) outweighs the saved arithmetic.
+    Not applicable: other filter sizes, strides or dilations, padding over 2, groups, FP16.
+    """
+
+    id = "ConvWinograd3x3F2"
+    tile = 2
+    tolerance = 2e-3
+
+
+class ConvWinograd3x3F4(_ConvWinograd3x3):
+    """Winograd F(4x4, 3x3): 3x3, stride 1, dilation 1, padding 0-2, FP32, forward and backward-data.
+
+    Computes each 4x4 output tile from a 6x6 input patch with 36 multiplies per channel pair instead of 144
+    (4x fewer), as 36 batched GEMMs in the transformed domain; its workspace per output pixel is also
+    smaller than F2's (36/16 vs 16/4 floats per channel). It is meant to be the fastest solver on 3x3
+    stride-1 layers with C and K >= 64 (ResNet, VGG). The transforms' larger constants (up to 8, 16/15)
+    cost accuracy: the GEMM sums transformed values some 10x larger than the inputs, so the hybrid error
+    grows with the reduction length (C forward, K backward), measured on standard normal inputs, pad 1:
+    1.4e-4 at C = K = 64, 7e-4 at 256, 1.4e-3 at 512, 1.6e-3 at 1024. Its bound, 5e-3, leaves 3x. It loses
+    when C or K is small or the image is tiny (transform traffic, and edge tiles: a 7x7 output fills
+    2x2 tiles of 4x4, 77% useful). Not applicable: other filter sizes, strides or dilations, padding over 2,
+    groups, FP16.
+    """
+
+    id = "ConvWinograd3x3F4"
+    tile = 4
+    tolerance = 5e-3
