@@ -6,9 +6,11 @@ from __future__ import annotations
 from .. import config
 from ..errors import BadParam
 from .base import Solver
+from .direct_local import ConvDirectLocal
 from .naive import ConvDirectNaive
 
 ALL: tuple[Solver, ...] = (
+    ConvDirectLocal(),
     ConvDirectNaive(),
 )
 
