@@ -189,10 +189,9 @@ inline tap_t b_row(inner_t in)
 }
 inline float b_load(__global const float* restrict b, tap_t row, tap_t col)
 {
-    const int ph = col.h + row.h, qw = col.w + row.w;
-    const bool inside = ph >= 0 && qw >= 0 && ph < P * STRIDE_H && qw < Q * STRIDE_W
-                        && ph % STRIDE_H == 0 && qw % STRIDE_W == 0;
-    return inside ? b[col.off + row.off + Y_AT(0, 0, ph / STRIDE_H, qw / STRIDE_W)] : 0.0f;
+    const uint ph = col.h + row.h, qw = col.w + row.w;   /* negative: huge, so outside */
+    const bool inside = ph < P * STRIDE_H && qw < Q * STRIDE_W && ph % STRIDE_H == 0 && qw % STRIDE_W == 0;
+    return inside ? b[col.off + row.off + Y_AT(0, 0, (int)(ph / STRIDE_H), (int)(qw / STRIDE_W))] : 0.0f;
 }
 #else
 /* A[m][n, p, q] = dy[n][g*KG + m][p][q] */

@@ -99,7 +99,7 @@ class ConvDirectLocal(Solver):
     many channels), where it runs at SGEMM-like efficiency with no workspace in forward. Loses to
     Winograd on 3x3 stride-1 layers and to a plain GEMM on 1x1 layers; backward-data with stride > 1
     wastes stride_h*stride_w of its work on taps that land between outputs; very small problems leave
-    tiles mostly empty.
+    tiles mostly empty. Does not apply to FP16 or to tensors spanning 2^31 elements or more (int indices).
     """
 
     id = "ConvDirectLocal"

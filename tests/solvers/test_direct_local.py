@@ -16,24 +16,27 @@ H100 = DeviceInfo("NVIDIA CUDA", "NVIDIA Corporation", "NVIDIA H100", "580", "AL
                   (1024, 1024, 64), 80 << 30, False)
 RAGGED = {"M_DIM": 4, "N_DIM": 8, "M_PER": 2, "N_PER": 2, "K_BLK": 8, "VEC": 2, "DOUBLE_BUF": True,
           "CHANNEL_BLOCKS": False, "SPLIT": 1}
-ORDERS = [(d, False) for d in Direction] + [(Direction.FORWARD, True), (Direction.BACKWARD_DATA, True)]
-
-
-@pytest.mark.parametrize("direction,blocks", ORDERS, ids=lambda v: v.name if isinstance(v, Direction) else f"blocks{int(v)}")
-def test_sizes_that_are_not_multiples_of_the_tiles(handle, direction, blocks):
-    """8x16 tiles, 8-deep slices on GEMMs of 13 or 5 rows, 63 or more columns, an inner dimension of 45
-    or more, and (channel blocks) 5 or 13 channels."""
-    problem = make_problem(direction, 1, 5, 7, 9, 13, 3, 3, pad=1)
-    shape, params = gemm_shape(problem), {**RAGGED, "CHANNEL_BLOCKS": blocks}
-    assert shape.m % 8 and shape.n % 16 and shape.k % 8
-    assert SOLVER.is_valid(problem, params, handle.info), SOLVER.invalid_reason(problem, params, handle.info)
-    check_solution(handle, SOLVER, problem, params)
 
 
 @pytest.mark.parametrize("direction", list(Direction), ids=lambda d: d.name)
-def test_grouped(handle, direction):
-    problem = make_problem(direction, 2, 9, 6, 7, 6, 3, 3, pad=1, stride=(1, 2), groups=3)
-    check_solution(handle, SOLVER, problem, SOLVER.default_params(problem, handle.info))
+def test_sizes_that_are_not_multiples_of_the_tiles(handle, direction):
+    """8x16 tiles and 8-deep slices on GEMMs of 13 or 5 rows, 63 or more columns, an inner dimension of
+    45 or more, stepping through the flat channel x tap index."""
+    problem = make_problem(direction, 1, 5, 7, 9, 13, 3, 3, pad=1)
+    shape = gemm_shape(problem)
+    assert shape.m % 8 and shape.n % 16 and shape.k % 8
+    assert SOLVER.is_valid(problem, RAGGED, handle.info), SOLVER.invalid_reason(problem, RAGGED, handle.info)
+    check_solution(handle, SOLVER, problem, RAGGED)
+
+
+@pytest.mark.parametrize("direction", [Direction.FORWARD, Direction.BACKWARD_DATA], ids=lambda d: d.name)
+def test_grouped_channel_blocks_with_ragged_channels(handle, direction):
+    """3 groups of 5 input and 7 output channels: blocks of 8 channels are zero-padded; edges ragged."""
+    problem = make_problem(direction, 2, 15, 6, 9, 21, 3, 3, pad=1, stride=(1, 2), groups=3)
+    params = {**RAGGED, "CHANNEL_BLOCKS": True}
+    assert gemm_shape(problem).n % 16
+    assert SOLVER.is_valid(problem, params, handle.info), SOLVER.invalid_reason(problem, params, handle.info)
+    check_solution(handle, SOLVER, problem, params)
 
 
 def test_backward_data_stride_2_dilation_2(handle):
@@ -42,8 +45,9 @@ def test_backward_data_stride_2_dilation_2(handle):
     check_solution(handle, SOLVER, problem, RAGGED)
 
 
-def test_backward_weights_split_is_deterministic(handle):
-    problem = make_problem(Direction.BACKWARD_WEIGHTS, 5, 4, 15, 15, 6, 3, 3, pad=1)
+def test_grouped_backward_weights_split_is_deterministic(handle):
+    """4 partial sums over N*P*Q = 1125 (the last chunk ragged), 2 groups: same bits on every run."""
+    problem = make_problem(Direction.BACKWARD_WEIGHTS, 5, 8, 15, 15, 10, 3, 3, pad=1, groups=2)
     assert max_split(problem) >= 4
     params = {**RAGGED, "SPLIT": 4}
     assert SOLVER.is_valid(problem, params, handle.info), SOLVER.invalid_reason(problem, params, handle.info)
@@ -56,7 +60,7 @@ def test_backward_weights_split_is_deterministic(handle):
 
 
 def test_workspace_does_not_depend_on_params(handle):
-    problem = make_problem(Direction.BACKWARD_WEIGHTS, 5, 4, 15, 15, 6, 3, 3, pad=1)
+    problem = make_problem(Direction.BACKWARD_WEIGHTS, 5, 8, 15, 15, 10, 3, 3, pad=1, groups=2)
     sizes = {SOLVER.solution(problem, p).workspace_bytes for p in SOLVER.sample_space(problem, handle.info, 20)}
     assert sizes == {SOLVER.workspace_bytes(problem)}
 
@@ -96,3 +100,18 @@ def test_gpu_forward_defaults_on_alexnet_use_sgemm_tiles(layer):
     assert SOLVER.is_valid(problem, params, H100)
     assert (params["M_DIM"] * params["M_PER"], params["N_DIM"] * params["N_PER"]) == (128, 128)
     assert params["M_DIM"] * params["N_DIM"] == 256 and params["VEC"] == 4
+
+
+class _FakeEpilogue:
+    """Stands in for a fusion epilogue: extra defines and trailing kernel arguments."""
+
+    args = ("bias",)
+
+    def defines(self):
+        return {"MIOPY_FUSED": 1, "FUSE_BIAS": 1}
+
+
+def test_forward_epilogue_goes_to_the_kernel_that_writes_y(handle):
+    problem = make_problem(Direction.FORWARD, 2, 8, 10, 10, 8, 3, 3, pad=1)
+    (launch,) = SOLVER.solution(problem, SOLVER.default_params(problem, handle.info), _FakeEpilogue()).launches
+    assert dict(launch.spec.defines)["FUSE_BIAS"] == "1" and launch.args == ("x", "w", "y", "bias")
