@@ -100,12 +100,12 @@
 /* -- the inner dimension ------------------------------------------------------------------------------
  * Row `row` of slice `step`, as (chan, tap): forward chan = c, backward-data chan = k, tap = r*S + s;
  * backward-weights chan = the flat (n, p, q) index, tap unused. valid: inside the inner dimension. */
-typedef struct { int chan, tap; bool valid; } inner_t;
+typedef struct { int chan, tap, valid; } inner_t;
 
 #define TAP_R(tap) ((int)((uint)(tap) / S))
 #define TAP_S(tap) ((int)((uint)(tap) % S))
 
-inline inner_t make_inner(int chan, int tap, bool valid)
+inline inner_t make_inner(int chan, int tap, int valid)
 {
     inner_t in;
     in.chan = chan, in.tap = tap, in.valid = valid;
