@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import config
 from ..errors import BadParam
 from .base import Solver
+from .direct_local import ConvDirectLocal
 from .gemm_1x1 import ConvGemm1x1
 from .im2col_gemm import ConvIm2colGemm
 from .naive import ConvDirectNaive
@@ -15,6 +16,7 @@ ALL: tuple[Solver, ...] = (
     ConvWinograd3x3F4(),
     ConvWinograd3x3F2(),
     ConvGemm1x1(),
+    ConvDirectLocal(),
     ConvIm2colGemm(),
     ConvDirectNaive(),
 )
