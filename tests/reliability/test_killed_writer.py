@@ -1,7 +1,9 @@
 """Processes SIGKILLed while building or writing a cache entry: the next process is neither blocked nor
-misled, each entry is whole or absent, and the dead writer's temporary file is removed by the next one."""
+misled, each entry is whole or absent, and the dead writer's temporary file is removed by the next one.
+A live process hung holding an entry's lock costs others the lock timeout, then they build in memory."""
 from __future__ import annotations
 
+import logging
 import random
 import signal
 import time
@@ -9,6 +11,7 @@ import time
 import filelock
 import pytest
 
+from miopy.kernel_cache import KernelCache
 from tests.reliability import processes as procs
 from tests.reliability.faults import KERNEL_CACHE, TAGS, Outcome, cache_entries, cache_temporaries
 from tests.reliability.worker import tagged_spec
@@ -84,3 +87,28 @@ def test_random_kills_during_a_loop_of_compiles(tmp_path, handle, report):
         happened=f"whole entries after each kill: {progress} of {len(TAGS)}, never a bad one; the next "
                  f"process compiled only the {final['compiled']} missing and left {check.temporaries} "
                  f"temporary file(s)", test="test_killed_writer"))
+
+
+def test_lock_held_by_a_hung_live_process_times_out_to_memory(tmp_path, monkeypatch, caplog, handle, report):
+    """A live process that hangs holding an entry's lock (a stuck compile, a dead NFS client) delays
+    others by the lock timeout at most; then they build in memory, warning once."""
+    monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr("miopy.kernel_cache.LOCK_TIMEOUT_S", 0.2)
+    caplog.set_level(logging.WARNING, logger="miopy")
+    child = procs.start_worker("hang", {"tag": TAGS[0], "at": "compiling"})
+    try:
+        procs.wait_line(child, "HANG")
+        caches = [KernelCache(handle.context, handle.device, handle.info.device_id) for _ in range(3)]
+        for cache in caches:
+            cache.kernel(tagged_spec(TAGS[0]))
+    finally:
+        _kill(child)
+    warnings = [r.getMessage() for r in caplog.records if r.name.startswith("miopy")]
+    assert [c.stats["compiled"] for c in caches] == [1, 1, 1]
+    assert len(warnings) == 1 and "Timeout" in warnings[0], warnings
+    assert not cache_entries(tmp_path)
+    report.record(Outcome(
+        fault="entry lock held by a live, hung process (lock timeout shortened to 0.2 s)",
+        store=KERNEL_CACHE.name, processes=2, repetitions=len(caches),
+        happened=f"each of {len(caches)} caches waited out the timeout, built in memory and ran; 1 warning",
+        test="test_killed_writer"))
