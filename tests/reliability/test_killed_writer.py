@@ -110,5 +110,5 @@ def test_lock_held_by_a_hung_live_process_times_out_to_memory(tmp_path, monkeypa
     report.record(Outcome(
         fault="entry lock held by a live, hung process (lock timeout shortened to 0.2 s)",
         store=KERNEL_CACHE.name, processes=2, repetitions=len(caches),
-        happened=f"each of {len(caches)} caches waited out the timeout, built in memory and ran; 1 warning",
+        happened=f"each of {len(caches)} caches waited out the timeout and built the kernel in memory; 1 warning",
         test="test_killed_writer"))
