@@ -89,15 +89,18 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, help="render this summary instead of running the suite")
     ap.add_argument("--out", type=Path, default=DOC, help=f"where to write the page (default {DOC})")
     args = ap.parse_args(argv)
-    summary = args.json
-    if summary is None:
-        summary = Path(tempfile.mkdtemp(prefix="miopy-reliability-")) / "summary.json"
-        status = run_suite(summary)
-        if status != 0:
-            print(f"report: the reliability suite failed (pytest status {status}); page not written",
-                  file=sys.stderr)
-            return status
-    args.out.write_text(render(json.loads(summary.read_text())))
+    if args.json is not None:
+        data = json.loads(args.json.read_text())
+    else:
+        with tempfile.TemporaryDirectory(prefix="miopy-reliability-") as tmp:
+            summary = Path(tmp) / "summary.json"
+            status = run_suite(summary)
+            if status != 0:
+                print(f"report: the reliability suite failed (pytest status {status}); page not written",
+                      file=sys.stderr)
+                return status
+            data = json.loads(summary.read_text())
+    args.out.write_text(render(data))
     print(f"report: wrote {args.out}")
     return 0
 
