@@ -1,6 +1,9 @@
 """The public convolution calls: find, forward, backward-data, backward-weights, and the functional layer."""
 from __future__ import annotations
 
+import math
+import numbers
+
 import pyopencl as cl
 import pyopencl.array as cl_array
 
@@ -72,6 +75,9 @@ def _run(handle, direction, x, w, y, conv_desc, algo, alpha, beta, workspace) ->
     check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
     for role, (desc, _) in zip("xwy", (x, w, y)):
         check(isinstance(desc, TensorDesc), f"{fields[role]}_desc", "must be a TensorDesc")
+    for name, value in (("alpha", alpha), ("beta", beta)):
+        check(isinstance(value, numbers.Real) and math.isfinite(value), name,
+              f"must be a finite real number, got {value!r}")
     mapping = map_problem(direction, x[0], w[0], conv_desc, y[0])
     problem = mapping.problem
     user = {"x": x, "w": w, "y": y}

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import enum
+import operator
 from dataclasses import dataclass
 
 from .errors import BadParam, check
-from .tensor import DataType, TensorDesc
+from .tensor import DataType, TensorDesc, int_tuple
 
 
 class Direction(enum.IntEnum):
@@ -21,13 +22,14 @@ class Direction(enum.IntEnum):
 
 
 def _pair(value, field: str) -> tuple[int, int]:
-    if isinstance(value, int):
-        return (value, value)
+    """An int or a pair of ints (Python or NumPy integers) as a pair; BadParam(field) for anything else."""
     try:
-        a, b = (int(v) for v in value)
-    except (TypeError, ValueError) as exc:
-        raise BadParam(field, f"expected an int or a pair of ints, got {value!r}") from exc
-    return (a, b)
+        return (operator.index(value),) * 2
+    except TypeError:
+        pass
+    pair = int_tuple(value, field)
+    check(len(pair) == 2, field, f"expected an int or a pair of ints, got {value!r}")
+    return pair
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,12 @@ class ConvDesc:
         check(all(p >= 0 for p in self.pad), "pad", f"must be >= 0, got {self.pad}")
         check(all(s > 0 for s in self.stride), "stride", f"must be > 0, got {self.stride}")
         check(all(d > 0 for d in self.dilation), "dilation", f"must be > 0, got {self.dilation}")
-        check(isinstance(self.groups, int) and self.groups > 0, "groups", f"must be a positive int, got {self.groups!r}")
+        try:
+            groups = operator.index(self.groups)
+        except TypeError:
+            groups = 0
+        check(groups > 0, "groups", f"must be a positive int, got {self.groups!r}")
+        object.__setattr__(self, "groups", groups)
         check(self.mode in ("conv", "transpose"), "mode", f"must be 'conv' or 'transpose', got {self.mode!r}")
         op = self.output_padding
         check(all(o >= 0 for o in op), "output_padding", f"must be >= 0, got {op}")

@@ -104,14 +104,22 @@ def prepare(handle: Handle, solution: Solution) -> Prepared:
 
 def prepared_solution(handle: Handle, problem: ConvProblem, solver_id: str, params: dict,
                       epilogue=None) -> Prepared:
-    """Memoised per handle: the solution of solver_id with params on problem, built."""
-    key = (problem.key(), solver_id, json.dumps(params, sort_keys=True), epilogue.key() if epilogue else None)
+    """Memoised per handle: the solution of solver_id with params on problem, built.
+
+    Raises NotApplicable, or BadParam("params") for tuning values outside the solver's valid space.
+    """
+    check(isinstance(params, dict), "params", f"must be a dict, got {type(params).__name__}")
+    key = (problem.key(), solver_id, json.dumps(params, sort_keys=True, default=repr),
+           epilogue.key() if epilogue else None)
     ready = handle.prepared.get(key)
     if ready is None:
         solver = registry.get(solver_id)
         reason = solver.not_applicable_reason(problem, handle.info)
         if reason is not None:
             raise NotApplicable(f"{solver_id}: {reason}")
+        invalid = solver.invalid_reason(problem, params, handle.info)
+        if invalid is not None:
+            raise BadParam("params", f"{solver_id}: {invalid}")
         ready = prepare(handle, solver.solution(problem, params, epilogue))
         handle.prepared[key] = ready
     return ready

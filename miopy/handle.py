@@ -5,15 +5,19 @@ and honours PYOPENCL_CTX.
 """
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import re
+import shutil
 import statistics
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
+import platformdirs
 import pyopencl as cl
 import pyopencl.array as cl_array
 
@@ -62,6 +66,33 @@ class DeviceInfo:
         return "GPU" in self.device_type
 
 
+def _ensure_writable_user_cache() -> None:
+    """Point XDG_CACHE_HOME at a private temporary directory when the user cache directory cannot be written.
+
+    PoCL and pyopencl (through pytools) keep their own caches under XDG_CACHE_HOME or ~/.cache. Without a
+    usable home (none, read-only, or a path through a file) PoCL lists no device and pyopencl fails on its
+    first kernel. The temporary directory lives as long as the process; one warning says so.
+    """
+    base = Path(platformdirs.user_cache_dir())
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        if os.access(base, os.W_OK | os.X_OK):
+            return
+        reason = "not writable"
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+    try:
+        private = tempfile.mkdtemp(prefix="miopy-cache-")
+    except OSError as exc:
+        warn_once(logger, f"user cache directory {base} is unusable ({reason}) and no temporary directory "
+                          f"can be made ({exc.strerror}); OpenCL drivers may fail")
+        return
+    atexit.register(shutil.rmtree, private, ignore_errors=True)
+    os.environ["XDG_CACHE_HOME"] = private
+    warn_once(logger, f"user cache directory {base} is unusable ({reason}); PoCL, pyopencl and miopy keep "
+                      f"their caches in {private} until this process exits")
+
+
 def _pick_device() -> cl.Device:
     if os.environ.get("PYOPENCL_CTX"):
         return cl.create_some_context(interactive=False).devices[0]
@@ -90,6 +121,7 @@ class Handle:
     """Device, context, profiling queue and kernel cache; pass one to every miopy call."""
 
     def __init__(self, device: cl.Device | None = None, context: cl.Context | None = None):
+        _ensure_writable_user_cache()
         if context is not None:
             device = device or context.devices[0]
         device = device or _pick_device()

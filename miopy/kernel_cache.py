@@ -2,10 +2,13 @@
 
 A KernelSpec names a kernel file in miopy/kernels, a kernel name, -D defines and build options. Its
 program key hashes the source with its includes inlined, the defines, the options, the device id and the
-miopy version. Disk entries carry a SHA-256 of their payload: a corrupt or unloadable entry is a miss and
-is rebuilt. Writes go to a temporary file renamed into place under a per-entry file lock, so concurrent
-processes compile a program once and never see half a file. pyopencl's own cache is bypassed
-(``cache_dir=False``) so only one copy of a binary is stored.
+miopy version. Disk entries carry a SHA-256 of their key and payload: a truncated, altered or misplaced
+entry (one copied under another key, e.g. from another device) is a miss and is rebuilt, as is one that
+does not load or lacks its kernel. Writes go to a temporary file renamed into place under a per-entry file
+lock, so concurrent processes compile a program once and never see half a file; the lock holder also
+removes temporary files a killed writer of the same entry left behind. Every cache fault is logged once
+per kind and cache directory, never per entry. pyopencl's own cache is bypassed (``cache_dir=False``) so
+only one copy of a binary is stored.
 """
 from __future__ import annotations
 
@@ -29,8 +32,9 @@ from .version import __version__
 logger = logging.getLogger(__name__)
 
 KERNEL_DIR = Path(__file__).parent / "kernels"
-FORMAT = "v1"
-MAGIC = b"MIOPYBIN1\n"
+FORMAT = "v2"
+MAGIC = b"MIOPYBIN2\n"
+HEADER_BYTES = len(MAGIC) + 32  # magic, then SHA-256 of key + payload
 LOCK_TIMEOUT_S = 120.0
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
 
@@ -71,7 +75,10 @@ def _inline(file: str, seen: set[str]) -> str:
     if file in seen:
         return ""
     seen.add(file)
-    text = (KERNEL_DIR / file).read_text()
+    try:
+        text = (KERNEL_DIR / file).read_text()
+    except OSError as exc:
+        raise CompileError(f"kernel source {file} cannot be read: {exc}") from exc
     return _INCLUDE.sub(lambda m: _inline(m.group(1), seen), text)
 
 
@@ -104,7 +111,10 @@ class KernelCache:
             self._programs[key] = prg
         else:
             self.stats["memory_hits"] += 1
-        knl = cl.Kernel(prg, spec.name)
+        try:
+            knl = cl.Kernel(prg, spec.name)
+        except cl.Error as exc:
+            raise CompileError(f"{spec.file} has no kernel {spec.name}: {exc}") from exc
         self._kernels[(key, spec.name)] = knl
         return knl
 
@@ -120,7 +130,7 @@ class KernelCache:
         if config.cache_disabled():
             return self._compile(spec)
         path = self._entry(key)
-        prg = self._read(path, spec)
+        prg = self._read(path, key, spec)
         if prg is not None:
             return prg
         try:
@@ -128,55 +138,66 @@ class KernelCache:
             lock = filelock.FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S)
             lock.acquire()
         except (OSError, filelock.Timeout) as exc:
-            warn_once(logger, f"kernel cache at {config.cache_dir()} is not usable ({exc}); "
-                              "keeping compiled kernels in memory only")
+            _warn(f"is not usable ({_reason(exc)}); keeping compiled kernels in memory only")
             return self._compile(spec)
         try:
-            prg = self._read(path, spec)  # another process may have written it meanwhile
+            prg = self._read(path, key, spec)  # another process may have written it meanwhile
             if prg is None:
                 prg = self._compile(spec)
-                self._write(path, prg)
+                _remove_stale_temporaries(path)
+                self._write(path, key, prg)
             return prg
         finally:
             lock.release()
 
-    def _read(self, path: Path, spec: KernelSpec) -> cl.Program | None:
+    def _read(self, path: Path, key: str, spec: KernelSpec) -> cl.Program | None:
+        """The program stored at path, or None (a miss) when it is absent, unreadable or not whole."""
         try:
             blob = path.read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as exc:
-            warn_once(logger, f"cannot read kernel cache entry {path}: {exc}")
+            _warn(f"cannot read entries ({_reason(exc)}); rebuilding them")
             return None
-        payload = _unwrap(blob)
-        if payload is None:
-            warn_once(logger, f"corrupt kernel cache entry {path}; rebuilding it")
-            return None
-        try:
-            prg = cl.Program(self.context, [self.device], [payload]).build(spec.build_options())
-        except Exception as exc:  # a binary for another device or driver: a miss
-            warn_once(logger, f"kernel cache entry {path} did not load ({type(exc).__name__}); rebuilding it")
+        fault = entry_fault(blob, key)
+        prg = None
+        if fault is None:
+            prg, fault = self._load(blob[HEADER_BYTES:], spec)
+        if fault is not None:
+            _warn(f"found a bad entry ({fault}); rebuilding it")
+            logger.debug("bad kernel cache entry %s: %s", path, fault)
             return None
         logger.debug("kernel cache disk hit %s (%s)", spec.name, path.name)
         self.stats["disk_hits"] += 1
         return prg
 
-    def _write(self, path: Path, prg: cl.Program) -> None:
+    def _load(self, payload: bytes, spec: KernelSpec) -> tuple[cl.Program | None, str | None]:
+        """Build a program from a stored binary: (program, None), or (None, why it is unusable)."""
+        try:
+            prg = cl.Program(self.context, [self.device], [payload]).build(spec.build_options())
+            names = prg.get_info(cl.program_info.KERNEL_NAMES).split(";")
+        except Exception as exc:  # a binary this device or driver does not take
+            return None, f"binary did not load: {type(exc).__name__}"
+        if spec.name not in names:
+            return None, f"binary lacks kernel {spec.name}"
+        return prg, None
+
+    def _write(self, path: Path, key: str, prg: cl.Program) -> None:
         payload = bytes(prg.get_info(cl.program_info.BINARIES)[0])
         if not payload:
             return
         try:
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
         except OSError as exc:
-            warn_once(logger, f"cannot write kernel cache entry in {path.parent}: {exc}")
+            _warn(f"cannot be written ({_reason(exc)}); keeping compiled kernels in memory only")
             return
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(MAGIC + hashlib.sha256(payload).digest() + payload)
+                f.write(wrap_entry(key, payload))
             os.replace(tmp, path)
         except OSError as exc:
             Path(tmp).unlink(missing_ok=True)
-            warn_once(logger, f"cannot write kernel cache entry {path}: {exc}")
+            _warn(f"cannot be written ({_reason(exc)}); keeping compiled kernels in memory only")
 
     def _compile(self, spec: KernelSpec) -> cl.Program:
         logger.debug("kernel cache miss: compiling %s from %s", spec.name, spec.file)
@@ -190,10 +211,44 @@ class KernelCache:
         return prg
 
 
-def _unwrap(blob: bytes) -> bytes | None:
-    """The payload of a cache entry, or None when the header or checksum is wrong."""
-    head = len(MAGIC) + 32
-    if len(blob) <= head or not blob.startswith(MAGIC):
-        return None
-    digest, payload = blob[len(MAGIC):head], blob[head:]
-    return payload if hashlib.sha256(payload).digest() == digest else None
+def wrap_entry(key: str, payload: bytes) -> bytes:
+    """A disk entry: magic, SHA-256 of key and payload (so an entry copied under another key fails), payload."""
+    return MAGIC + _digest(key, payload) + payload
+
+
+def entry_fault(blob: bytes, key: str) -> str | None:
+    """Why blob is not a whole entry for key, or None when its header and checksum are right."""
+    if not blob.startswith(MAGIC):
+        return "not a miopy cache entry"
+    if len(blob) <= HEADER_BYTES:
+        return "truncated"
+    if _digest(key, blob[HEADER_BYTES:]) != blob[len(MAGIC):HEADER_BYTES]:
+        return "checksum mismatch: truncated, altered or stored under another key"
+    return None
+
+
+def _digest(key: str, payload: bytes) -> bytes:
+    return hashlib.sha256(key.encode() + b"\0" + payload).digest()
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Delete temporary files of path's entry left by a killed writer (the caller holds the entry's lock,
+    and writers write only under it, so no live process owns them)."""
+    for stale in path.parent.glob(f".{path.stem}.*.tmp"):
+        try:
+            stale.unlink(missing_ok=True)
+        except OSError:  # e.g. another user's file in a shared sticky directory: it only takes space
+            continue
+        logger.debug("removed a killed writer's temporary file %s", stale)
+
+
+def _warn(what: str) -> None:
+    """Warn once per message: messages name the cache directory and the kind of fault, never an entry."""
+    warn_once(logger, f"kernel cache at {config.cache_dir()} {what}")
+
+
+def _reason(exc: BaseException) -> str:
+    """exc without the path it names, so one fault hitting many entries reads the same."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return type(exc).__name__

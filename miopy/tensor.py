@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import enum
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,6 +45,14 @@ class DataType(enum.Enum):
         raise BadParam("dtype", f"unsupported data type {dt}")
 
 
+def int_tuple(values, field: str) -> tuple[int, ...]:
+    """values as a tuple of ints (Python or NumPy integers); BadParam(field) for anything else."""
+    try:
+        return tuple(operator.index(v) for v in values)
+    except TypeError as exc:
+        raise BadParam(field, f"expected a sequence of integers, got {values!r}") from exc
+
+
 def packed_strides(dims: tuple[int, ...]) -> tuple[int, ...]:
     """Row-major (NCHW-packed) element strides of dims."""
     strides, acc = [], 1
@@ -63,14 +72,14 @@ class TensorDesc:
 
     def __init__(self, dtype, dims, strides=None):
         dt = DataType.of(dtype)
-        dims_t = tuple(int(d) for d in dims)
+        dims_t = int_tuple(dims, "dims")
         check(len(dims_t) == 4, "dims", f"expected 4 dims (N, C, H, W), got {len(dims_t)}")
         for name, d in zip("NCHW", dims_t):
             check(d > 0, "dims", f"{name} must be positive, got {d}")
         if strides is None:
             strides_t = packed_strides(dims_t)
         else:
-            strides_t = tuple(int(s) for s in strides)
+            strides_t = int_tuple(strides, "strides")
             _validate_strides(dims_t, strides_t)
         object.__setattr__(self, "dtype", dt)
         object.__setattr__(self, "dims", dims_t)

@@ -15,6 +15,13 @@ def _isolated_stores(tmp_path_factory):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _own_user_db(tmp_path_factory, monkeypatch):
+    """Each test its own user DB (outside its tmp_path, which some tests make read-only): a find record one
+    test stores never serves another test's find."""
+    monkeypatch.setenv("MIOPY_USER_DB_PATH", str(tmp_path_factory.mktemp("db") / "user.db"))
+
+
 @pytest.fixture(scope="session")
 def handle():
     import miopy

@@ -68,6 +68,11 @@ BAD_CALLS = {
     "algo for other problem": lambda d: dict(algo=miopy.ConvAlgoPerf("ConvDirectNaive", "naive", 1.0, 0,
                                                                       {"WG": 64}, "other-key")),
     "unknown solver": lambda d: dict(algo=miopy.ConvAlgoPerf("NoSuchSolver", "x", 1.0, 0, {})),
+    "tuning value off the grid": lambda d: dict(algo=miopy.ConvAlgoPerf("ConvDirectNaive", "naive", 1.0, 0,
+                                                                         {"WG": 7})),
+    "tuning values missing": lambda d: dict(algo=miopy.ConvAlgoPerf("ConvDirectNaive", "naive", 1.0, 0, {})),
+    "alpha not a number": lambda d: dict(alpha="a"),
+    "beta not finite": lambda d: dict(beta=float("nan")),
 }
 
 
@@ -76,11 +81,11 @@ def test_bad_input_raises_before_enqueue_and_leaves_output(handle, case):
     xd, wd, yd, conv, x, wt = _setup(handle)
     poison = np.full(yd.dims, 7.0, np.float32)
     args = dict(xd=xd, x=handle.to_device(x), wd=wd, w=handle.to_device(wt), yd=yd, y=handle.to_device(poison),
-                algo=None)
+                algo=None, alpha=1.0, beta=0.0)
     args.update(BAD_CALLS[case](dict(args, q=handle.queue)))
     with pytest.raises(MiopyError):
         miopy.convolution_forward(handle, args["xd"], args["x"], args["wd"], args["w"], conv, args["yd"],
-                                  args["y"], algo=args["algo"])
+                                  args["y"], algo=args["algo"], alpha=args["alpha"], beta=args["beta"])
     handle.finish()
     assert np.array_equal(args["y"].get(), poison)
 

@@ -16,11 +16,20 @@ def test_tensor_desc_packed_and_strided():
 @pytest.mark.parametrize("dims,strides,field", [
     ((2, 3, 4), None, "dims"), ((2, 0, 4, 4), None, "dims"), ((2, -1, 4, 4), None, "dims"),
     ((2, 3, 4, 5), (60, 20, 4, 1), "strides"), ((2, 3, 4, 5), (60, 20, 5, 0), "strides"),
+    (None, None, "dims"), ((2, 3, 4.5, 5), None, "dims"), ((2, "3", 4, 5), None, "dims"),
+    ((2, 3, 4, 5), 7, "strides"), ((2, 3, 4, 5), (60, 20, 5, 1.0), "strides"),
 ])
 def test_tensor_desc_rejects(dims, strides, field):
     with pytest.raises(BadParam) as info:
         TensorDesc("FP32", dims, strides)
     assert info.value.field == field
+
+
+def test_numpy_integers_are_accepted():
+    d = TensorDesc("FP32", np.array([2, 3, 4, 5]), np.array([60, 20, 5, 1]))
+    assert d.dims == (2, 3, 4, 5) and all(type(v) is int for v in d.dims + d.strides)
+    conv = ConvDesc(np.int64(1), (np.int32(2), 1), np.int64(1), np.int64(2))
+    assert conv.pad == (1, 1) and conv.stride == (2, 1) and conv.groups == 2 and type(conv.groups) is int
 
 
 def test_tensor_desc_rejects_dtype():
@@ -48,6 +57,8 @@ def test_transpose_output_shape():
     (dict(pad=-1), "pad"), (dict(stride=0), "stride"), (dict(dilation=(1, 0)), "dilation"),
     (dict(groups=0), "groups"), (dict(mode="fft"), "mode"), (dict(output_padding=1), "output_padding"),
     (dict(mode="transpose", stride=2, output_padding=2), "output_padding"), (dict(pad="x"), "pad"),
+    (dict(pad=1.5), "pad"), (dict(stride=(1, 2, 3)), "stride"), (dict(dilation=(1, "2")), "dilation"),
+    (dict(groups="2"), "groups"), (dict(groups=2.0), "groups"), (dict(groups=None), "groups"),
 ])
 def test_conv_desc_rejects(kwargs, field):
     with pytest.raises(BadParam) as info:

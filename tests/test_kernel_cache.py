@@ -97,3 +97,16 @@ def test_key_covers_defines_options_and_device():
     assert h.kernels.program_key(a) != h.kernels.program_key(c)
     other = miopy.kernel_cache.KernelCache(h.context, h.device, "another device")
     assert other.program_key(a) != h.kernels.program_key(a)
+
+
+def test_rebuilding_an_entry_removes_only_its_dead_writers_temporaries(monkeypatch, tmp_path):
+    monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path))
+    h = miopy.Handle()
+    entry = h.kernels._entry(h.kernels.program_key(_spec(8)))
+    entry.parent.mkdir(parents=True)
+    dead = entry.parent / f".{entry.stem}.x1y2z3.tmp"  # as a writer killed before its rename leaves it
+    other = entry.parent / f".{'f' * 64}.x1y2z3.tmp"
+    dead.write_bytes(b"half an entry")
+    other.write_bytes(b"another entry's")
+    h.kernels.kernel(_spec(8))
+    assert entry.exists() and not dead.exists() and other.exists()

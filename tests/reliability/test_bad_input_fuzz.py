@@ -1,0 +1,254 @@
+"""Property-based bad input: the convolution calls, given a coherent random problem spoiled by zero to two
+random mutations (bad descriptors, mismatched channels or groups, dtype mismatch, wrong y descriptor,
+undersized or foreign buffers, invalid tuning values, bad scalars), raise only MiopyError subclasses, and
+every buffer passed in comes back untouched when they raise.
+
+Sizes stay tiny so the valid combinations compile in a moment on PoCL.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import miopy
+from miopy import ConvAlgoPerf, ConvDesc, MiopyError, TensorDesc
+from tests.reliability.faults import Outcome
+
+EXAMPLES = 50
+POISON = -7.25  # what every buffer holds before a call
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+CALLS = {"forward": miopy.convolution_forward, "backward_data": miopy.convolution_backward_data,
+         "backward_weights": miopy.convolution_backward_weights}
+ROLES = ("x", "w", "y")
+
+GARBAGE = st.sampled_from([None, "a", "3", 2.5, -1, 0, (1,), [1, 2, 3], (1, 2, 3, 4, 5), {"k": 1}, b"x",
+                           float("nan"), np.float64(1.5), object()])
+SMALL = st.integers(-2, 4)
+NEGATIVE = st.integers(-2, -1)
+# Dims that are never a valid 4-D shape (valid but different shapes would each build a new program).
+BAD_DIMS = st.lists(SMALL, min_size=3, max_size=5).filter(lambda dims: len(dims) != 4 or min(dims) <= 0)
+
+
+# -- a coherent call, then mutations that spoil it ------------------------------------------------------------
+# (n, groups, C/groups, K/groups, h, w, r, s, pad, stride, dilation, mode): the suite's PROBLEMS, and a
+# transpose convolution that maps onto the first of them, so no new program is built.
+BASES = [(1, 1, 4, 4, 6, 6, 3, 3, 1, 1, 1, "conv"), (2, 2, 3, 2, 7, 5, 3, 3, 0, 2, 1, "conv"),
+         (1, 1, 4, 4, 6, 6, 3, 3, 1, 1, 1, "transpose")]
+
+
+def coherent(base: tuple) -> dict:
+    """Arguments of a valid call built from a base problem: descriptor arguments, buffers, no algo."""
+    n, groups, c_per_group, k_per_group, h, w, r, s, pad, stride, dil, mode = base
+    w_dims = ([groups * k_per_group, c_per_group, r, s] if mode == "conv"
+              else [groups * c_per_group, k_per_group, r, s])
+    return {"x": {"dtype": "FP32", "dims": [n, groups * c_per_group, h, w], "strides": None},
+            "w": {"dtype": "FP32", "dims": w_dims, "strides": None},
+            "conv": {"pad": pad, "stride": stride, "dilation": dil, "groups": groups, "mode": mode,
+                     "output_padding": 0},
+            "y": "derived", "alpha": 1.0, "beta": 0.0, "algo": None,
+            "buffers": {role: {"fraction": 1.0, "dtype": np.float32, "kind": "array"} for role in ROLES}}
+
+
+def _spoil_tensor(args, draw):
+    desc = args[draw(st.sampled_from(["x", "w"]))]
+    field = draw(st.sampled_from(["dtype", "dims", "strides"]))
+    desc[field] = draw({"dtype": st.sampled_from(["FP16", np.float64, np.int32, "bogus", None, 3]),
+                        "dims": st.one_of(BAD_DIMS, GARBAGE),
+                        "strides": st.one_of(st.lists(st.integers(-1, 40), min_size=4, max_size=4), GARBAGE)}[field])
+
+
+def _spoil_conv(args, draw):
+    field = draw(st.sampled_from(["pad", "stride", "dilation", "groups", "mode", "output_padding"]))
+    args["conv"][field] = draw(st.one_of(NEGATIVE, st.tuples(NEGATIVE, SMALL), GARBAGE, st.just("bogus")))
+
+
+def _mismatch_channels(args, draw):
+    """Weights whose input channels no longer match the input's (C/groups for conv, C_in for transpose)."""
+    dims = args["w"]["dims"]
+    if isinstance(dims, list) and len(dims) == 4:  # not already spoiled
+        dims[1 if args["conv"]["mode"] == "conv" else 0] += draw(st.integers(1, 3))
+
+
+def _mismatch_groups(args, draw):
+    """Groups that do not divide the channels."""
+    args["conv"]["groups"] = args["x"]["dims"][1] + draw(st.integers(1, 2))
+
+
+def _mismatch_dtype(args, draw):
+    args[draw(st.sampled_from(["x", "w"]))]["dtype"] = "FP16"
+
+
+def _spoil_y(args, draw):
+    args["y"] = draw(st.sampled_from(["wider", "fewer channels", "FP16", "not a desc"]))
+
+
+def _spoil_buffer(args, draw):
+    spec = args["buffers"][draw(st.sampled_from(ROLES))]
+    spec.update(draw(st.sampled_from([{"fraction": 0.5}, {"fraction": 0.0}, {"dtype": np.float16},
+                                      {"dtype": np.float64}, {"dtype": np.int32}, {"kind": "numpy"},
+                                      {"kind": "none"}, {"kind": "buffer", "fraction": 0.5},
+                                      {"kind": "offset"}])))
+
+
+def _spoil_scalar(args, draw):
+    args[draw(st.sampled_from(["alpha", "beta"]))] = draw(GARBAGE)
+
+
+def _spoil_algo(args, draw):
+    params = draw(st.one_of(st.fixed_dictionaries({"WG": st.one_of(st.integers(-1, 4096), GARBAGE)}),
+                            st.dictionaries(st.text(max_size=3), st.integers(), max_size=2), GARBAGE))
+    solver = draw(st.sampled_from(["ConvDirectNaive", "ConvDirectNaive", "NoSuchSolver", ""]))
+    args["algo"] = draw(st.sampled_from([ConvAlgoPerf(solver, "naive", 1.0, 0, params), "fastest", 3]))
+
+
+MUTATIONS = {f.__name__[1:]: f for f in (_spoil_tensor, _spoil_conv, _mismatch_channels, _mismatch_groups,
+                                          _mismatch_dtype, _spoil_y, _spoil_buffer, _spoil_scalar, _spoil_algo)}
+
+
+@st.composite
+def spoiled_calls(draw) -> tuple[dict, list[str]]:
+    """A base problem spoiled by 0 (a fifth of the time), 1 or 2 mutations."""
+    args = coherent(draw(st.sampled_from(BASES)))
+    count = draw(st.integers(0, 2))
+    names = [draw(st.sampled_from(sorted(MUTATIONS))) for _ in range(count)]
+    for name in names:
+        MUTATIONS[name](args, draw)
+    return args, names
+
+
+# -- building and making the call ---------------------------------------------------------------------------
+def _tensor(args: dict) -> TensorDesc:
+    return TensorDesc(args["dtype"], args["dims"], args["strides"])
+
+
+def _y_desc(choice: str, x_desc, w_desc, conv: ConvDesc):
+    if choice == "not a desc":
+        return (1, 2, 3, 4)
+    y = conv.output_desc(x_desc, w_desc)
+    n, k, p, q = y.dims
+    return {"derived": y, "wider": TensorDesc("FP32", (n, k, p, q + 1)),
+            "fewer channels": TensorDesc("FP32", (n, max(k - 1, 1), p, q + (k == 1))),
+            "FP16": TensorDesc("FP16", y.dims)}[choice]
+
+
+def _buffer(queue, desc, spec: dict):
+    """A poisoned buffer for desc: maybe undersized, of another type, with an offset, or not one at all."""
+    if spec["kind"] == "none":
+        return None
+    need = desc.nbytes if isinstance(desc, TensorDesc) else 64
+    count = max(1, int(need * spec["fraction"]) // np.dtype(spec["dtype"]).itemsize)
+    host = np.full(count + (spec["kind"] == "offset"), POISON).astype(spec["dtype"])
+    if spec["kind"] == "numpy":
+        return host
+    array = cl_array.to_device(queue, host)
+    return {"buffer": array.base_data, "offset": array[1:]}.get(spec["kind"], array)
+
+
+def _snapshot(queue, value) -> bytes | None:
+    """The bytes a buffer holds, to compare before and after a refused call."""
+    if isinstance(value, cl_array.Array):
+        return value.get(queue=queue).tobytes()
+    if isinstance(value, np.ndarray):
+        return value.tobytes()
+    if isinstance(value, cl.Buffer):
+        host = np.empty(value.size, np.uint8)
+        cl.enqueue_copy(queue, host, value)
+        return host.tobytes()
+    return None
+
+
+def _ordered(call: str, descs: dict, buffers: dict, conv: ConvDesc) -> tuple:
+    x, w, y = ((descs[r], buffers[r]) for r in ROLES)
+    first, second, out = {"forward": (x, w, y), "backward_data": (y, w, x), "backward_weights": (y, x, w)}[call]
+    return (*first, *second, conv, *out)
+
+
+class Tally:
+    """How the examples of one property ended, and how many carried each mutation."""
+
+    def __init__(self):
+        self.counts = {"raised MiopyError": 0, "ran": 0}
+
+    def add(self, outcome: str) -> None:
+        self.counts[outcome] += 1
+
+    def summary(self) -> str:
+        return ", ".join(f"{n} {k}" for k, n in self.counts.items())
+
+
+def _call_once(handle, call: str, args: dict) -> str:
+    """Build and make one call; returns how it ended, asserting the two properties on the way."""
+    queue = handle.queue
+    try:
+        descs = {"x": _tensor(args["x"]), "w": _tensor(args["w"])}
+        conv = ConvDesc(**args["conv"])
+        descs["y"] = _y_desc(args["y"], descs["x"], descs["w"], conv)
+    except MiopyError:
+        return "raised MiopyError"
+    buffers = {role: _buffer(queue, descs[role], args["buffers"][role]) for role in ROLES}
+    before = {role: _snapshot(queue, b) for role, b in buffers.items()}
+    try:
+        CALLS[call](handle, *_ordered(call, descs, buffers, conv), algo=args["algo"], alpha=args["alpha"],
+                    beta=args["beta"])
+        queue.finish()
+    except MiopyError:
+        assert {role: _snapshot(queue, b) for role, b in buffers.items()} == before, "a refused call wrote"
+        return "raised MiopyError"
+    return "ran"
+
+
+def _record(report, what: str, tally: Tally) -> None:
+    report.record(Outcome(fault=what, store="-", processes=1, repetitions=sum(tally.counts.values()),
+                          happened=f"{tally.summary()}; no other exception; every buffer of a refused call "
+                                   "untouched", test="test_bad_input_fuzz"))
+
+
+def test_spoiled_calls_raise_only_miopy_errors(handle, report):
+    for call in CALLS:
+        tally = Tally()
+
+        @SETTINGS
+        @given(spoiled_calls())
+        def prop(example):
+            args, mutations = example
+            outcome = _call_once(handle, call, args)
+            assert mutations or outcome == "ran", "an unspoiled call was refused"
+            tally.add(outcome)
+
+        prop()
+        _record(report, f"random bad input to convolution_{call} (descriptors, channels/groups, dtypes, y desc, "
+                        "buffers, tuning values, alpha/beta)", tally)
+
+
+# -- conv2d ------------------------------------------------------------------------------------------------
+# Shapes of the suite's first problem (valid) or of no convolution; arguments valid for it (1) or not.
+ARRAY = st.fixed_dictionaries({
+    "shape": st.one_of(st.sampled_from([(1, 4, 6, 6), (4, 4, 3, 3)]),
+                       st.lists(st.integers(0, 3), max_size=5).filter(lambda d: len(d) != 4 or min(d) == 0)),
+    "dtype": st.sampled_from([np.float32, np.float32, np.float32, np.float16, np.float64, np.int32])})
+CONV2D_ARG = st.one_of(st.just(1), NEGATIVE, st.tuples(NEGATIVE, SMALL), GARBAGE)
+
+
+def test_random_conv2d_arguments_raise_only_miopy_errors(handle, report):
+    tally = Tally()
+
+    @SETTINGS
+    @given(x=ARRAY, w=ARRAY, stride=CONV2D_ARG, padding=CONV2D_ARG, dilation=CONV2D_ARG, groups=CONV2D_ARG)
+    def prop(x, w, stride, padding, dilation, groups):
+        arrays = [cl_array.to_device(handle.queue, np.full(a["shape"], POISON).astype(a["dtype"])) for a in (x, w)]
+        before = [a.get().tobytes() for a in arrays]
+        try:
+            miopy.conv2d(*arrays, stride=stride, padding=padding, dilation=dilation, groups=groups, handle=handle)
+            handle.finish()
+        except MiopyError:
+            assert [a.get().tobytes() for a in arrays] == before
+            tally.add("raised MiopyError")
+            return
+        tally.add("ran")
+
+    prop()
+    _record(report, "random conv2d arguments (shapes, dtypes, stride, padding, dilation, groups)", tally)
