@@ -77,7 +77,7 @@ def check_layer(handle, layer, n, direction) -> list[tuple[str, float, float]]:
         except MiopyError as exc:
             print(f"  {solver.id}: {type(exc).__name__}: {exc}")
             continue
-        rows.append((solver.id, err, reference.tolerance(solver)))
+        rows.append((solver.id, err, reference.tolerance(solver, problem)))
     return rows
 
 

@@ -3,7 +3,8 @@
 For each layer set and direction: miopy's find (system perf DB params) picks a solver; we record its time,
 useful GFLOP/s (2*N*K*P*Q*C*R*S/groups), percent of the fp32 peak measured in the same run, every other
 solver's time, and cuDNN's time with cudnn.benchmark=True in strict fp32 and in default TF32, with ratios.
-miopy's output is cross-checked against cuDNN's strict-fp32 output (Boda's hybrid tolerance).
+miopy's output and cuDNN's strict-fp32 output are both checked against a float64 reference computed on
+the GPU (Boda's hybrid error |a-e|/(1+|e|)).
 
     python benchmarks/suite.py --sets alexnet,boda,resnet50,vgg16 --directions F --out benchmarks/results/x.json
 """
@@ -27,8 +28,10 @@ from miopy import networks, reference  # noqa: E402
 from miopy.convolution import Direction  # noqa: E402
 from miopy.execute import OUTPUT_ROLE  # noqa: E402
 from miopy.find import find_problem  # noqa: E402
+from miopy.solvers import registry  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from crosscheck import float64_reference  # noqa: E402
 from microbench import copy_bandwidth_gbs, fp32_peak_gflops  # noqa: E402
 
 LETTERS = {"F": Direction.FORWARD, "B": Direction.BACKWARD_DATA, "W": Direction.BACKWARD_WEIGHTS}
@@ -87,7 +90,6 @@ def miopy_layer(handle, problem, tensors, iters: int) -> dict:
 
 
 def _max_ws(problem, handle) -> int:
-    from miopy.solvers import registry
     return max([s.workspace_bytes(problem) for s in registry.solvers() if s.is_applicable(problem, handle.info)] + [4])
 
 
@@ -112,8 +114,11 @@ def run_layer(handle, set_name, layer, n, direction, peak, iters) -> dict:
     except Exception as exc:  # torch missing or OOM: keep miopy's numbers
         rec["cudnn_error"] = repr(exc)
         return rec
+    exact = float64_reference(problem, tensors)
     rec.update(cudnn_fp32_ms=strict_ms, cudnn_tf32_ms=tf32_ms, ratio_fp32=mi["time_ms"] / strict_ms,
-               ratio_tf32=mi["time_ms"] / tf32_ms, max_err_vs_cudnn=reference.max_error(out, expect))
+               ratio_tf32=mi["time_ms"] / tf32_ms, max_err=reference.max_error(out, exact),
+               cudnn_fp32_max_err=reference.max_error(expect, exact),
+               tolerance=reference.tolerance(registry.get(mi["solver"]), problem))
     return rec
 
 
@@ -150,7 +155,7 @@ def _print(rec: dict) -> None:
         return
     m = rec["miopy"]
     cud = f"cudnn {rec['cudnn_fp32_ms']:.3f}/{rec['cudnn_tf32_ms']:.3f} ms x{rec['ratio_fp32']:.2f} " \
-          f"err {rec['max_err_vs_cudnn']:.1e}" if "cudnn_fp32_ms" in rec else rec.get("cudnn_error", "")
+          f"err {rec['max_err']:.1e} (cuDNN {rec['cudnn_fp32_max_err']:.1e})" if "cudnn_fp32_ms" in rec else rec.get("cudnn_error", "")
     print(f"{rec['set']:9s} {rec['layer']:8s} {rec['direction']} {m['solver']:22s} {m['time_ms']:8.3f} ms "
           f"{m['gflops']:8.0f} GF/s {m['pct_peak']:5.1f}% | {cud} | find {m['find_s']:.1f}s {m['all']}", flush=True)
 

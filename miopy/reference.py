@@ -10,11 +10,26 @@ from .convolution import ConvProblem, Direction
 
 # Boda's hybrid |a-e|/(1+|e|) bound for an fp32 result, unless the solver declares its own (Winograd).
 DEFAULT_TOLERANCE = 1e-3
+# Sums up to this long keep the base bound; longer ones grow it like a random walk of rounding errors.
+BASE_REDUCTION = 1024
 
 
-def tolerance(solver) -> float:
-    """The max_error a solver's fp32 result may have against the float64 reference."""
-    return getattr(solver, "tolerance", None) or DEFAULT_TOLERANCE
+def reduction_length(problem: ConvProblem) -> int:
+    """Terms summed into each output element: C/g*R*S forward, K/g*R*S backward-data, N*P*Q backward-weights."""
+    if problem.direction is Direction.FORWARD:
+        return problem.c_per_group * problem.r * problem.s
+    if problem.direction is Direction.BACKWARD_DATA:
+        return problem.k_per_group * problem.r * problem.s
+    return problem.n * problem.out_h * problem.out_w
+
+
+def tolerance(solver, problem: ConvProblem | None = None) -> float:
+    """The max_error a solver's fp32 result may have against the float64 reference: the solver's own bound
+    (else Boda's 1e-3), times sqrt(reduction length / 1024) for long sums (backward-weights over a batch)."""
+    base = getattr(solver, "tolerance", None) or DEFAULT_TOLERANCE
+    if problem is None:
+        return base
+    return base * max(1.0, (reduction_length(problem) / BASE_REDUCTION) ** 0.5)
 
 
 def _tap_slices(size_out: int, stride: int, start: int) -> slice:

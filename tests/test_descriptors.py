@@ -106,3 +106,15 @@ def test_transpose_maps_to_backward_data():
     assert m.problem.direction is Direction.BACKWARD_DATA
     assert m.problem.y.dims == (1, 4, 5, 5) and m.problem.x.dims == (1, 3, 10, 10)
     assert m.roles == {"x": "y", "w": "w", "y": "x"}
+
+
+def test_tolerance_grows_with_the_reduction_length():
+    from miopy import reference
+    from miopy.solvers import registry
+    naive = registry.get("ConvDirectNaive")
+    x, w = TensorDesc("FP32", (128, 96, 27, 27)), TensorDesc("FP32", (256, 96, 5, 5))
+    fwd = ConvProblem.create(1, x, w, ConvDesc(2))
+    wrw = fwd.with_direction(Direction.BACKWARD_WEIGHTS)
+    assert reference.reduction_length(fwd) == 96 * 25 and reference.reduction_length(wrw) == 128 * 27 * 27
+    assert reference.tolerance(naive) == 1e-3
+    assert 1e-3 < reference.tolerance(naive, fwd) < reference.tolerance(naive, wrw) < 1e-2

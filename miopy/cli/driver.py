@@ -92,7 +92,7 @@ def run_direction(handle: Handle, direction: Direction, x_desc, w_desc, conv, ar
     got = handle.to_host(dev[out_user])
     expected = reference.solve(problem, {prole: host[urole] for prole, urole in mapping.roles.items()})
     err = reference.max_error(got, expected)
-    tol = reference.tolerance(registry.get(rec.solver_id))
+    tol = reference.tolerance(registry.get(rec.solver_id), problem)
     ok = err <= tol
     print(f"{NAMES[direction]} {'Verifies OK' if ok else 'FAILED'} (max error {err:.2e}, tolerance {tol:.0e})")
     return ok

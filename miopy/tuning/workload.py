@@ -35,7 +35,7 @@ class Workload:
         cl.enqueue_copy(self.handle.queue, got, out)
         self.handle.finish()
         err = reference.max_error(_view(got, desc), self.expected())
-        limit = reference.tolerance(solver)
+        limit = reference.tolerance(solver, self.problem)
         return None if err <= limit else f"wrong result: max error {err:.3g} > tolerance {limit:.0e}"
 
     def expected(self) -> np.ndarray:
