@@ -14,6 +14,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .. import db, networks
@@ -51,9 +52,10 @@ def build(args: argparse.Namespace) -> int:
     solvers = [registry.get(args.solver)] if args.solver else None
     with Compiler(handle, args.jobs) as compiler:
         for i, problem in enumerate(problems, 1):
+            start = time.perf_counter()
             results = tune_problem(handle, problem, solvers=solvers, strategy_name=args.strategy,
                                    options=TuneOptions(budget=args.budget), compiler=compiler)
-            print(f"[{i}/{len(problems)}] {problem.key()}: "
+            print(f"[{i}/{len(problems)}] {problem.key()} tuned in {time.perf_counter() - start:.1f} s: "
                   + ", ".join(f"{r.solver_id} {r.best_ms:.3f} ms" for r in results), flush=True)
     rows = {tuple(row[:3]): row for row in _existing(args.out)} if args.merge else {}
     rows.update({tuple(row[:3]): row for row in db.user_perf_db().rows()})

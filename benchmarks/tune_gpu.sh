@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Tunes the benchmark layer sets on the GPU into a copy of the system perf DB: AlexNet (N=128, all
+# directions), ResNet-50 and VGG-16 (N=32, forward), Boda's 43 (batch 5, forward). Usage: tune_gpu.sh OUT_DB [PART]
+set -uo pipefail
+out=$1; part=${2:-all}
+[ -f "$out" ] || cp miopy/data/system_perf.db "$out"
+tune() { timeout 560 python3 -m miopy.tuning.build_system_db --out "$out" --merge --strategy local --jobs 12 "$@"; }
+if [ "$part" = alexnet ] || [ "$part" = all ]; then
+  for f in 1 2 4; do tune --networks alexnet -n 128 -F $f --budget 16; done
+fi
+if [ "$part" = rest ] || [ "$part" = all ]; then
+  tune --networks resnet50,vgg16 -n 32 -F 1 --budget 12
+  tune --networks boda -n 5 -F 1 --budget 8
+fi
