@@ -70,7 +70,59 @@ def chart(groups: dict, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def render(results: list[dict], sources: list[str]) -> str:
+def targets(rows: list[dict], peak: float) -> list[str]:
+    """The first performance pass's three targets, each checked from the recorded numbers."""
+    fwd = [r for r in rows if r["direction"] == "F" and "miopy" in r]
+    direct = [(r["layer"], 100 * r["flops"] / r["miopy"]["all"]["ConvDirectLocal"] / 1e6 / peak) for r in fwd
+              if r["set"] == "alexnet" and r["layer"] != "conv1" and "ConvDirectLocal" in r["miopy"]["all"]]
+    wino_rows = [r for r in fwd if "ConvWinograd3x3F4" in r["miopy"]["all"] and _c_k_at_least(r, 64)]
+    wino_wins = [r for r in wino_rows if r["miopy"]["algorithm"] == "winograd"]
+    worst = {d: max((r for r in rows if r["set"] in ("resnet50", "vgg16") and r["direction"] == d and "ratio_fp32" in r),
+                    key=lambda r: r["ratio_fp32"], default=None) for d in "FBW"}
+    out = ["| target | measured | met |", "|---|---|---|",
+           "| ConvDirectLocal >= 60% of peak, AlexNet L2-L5 forward | "
+           + ", ".join(f"{name} {pct:.1f}%" for name, pct in direct) + f" | {_yes(all(p >= 60 for _, p in direct))} |",
+           f"| Winograd beats every non-Winograd solver, 3x3 stride-1 layers with C, K >= 64 (forward) | "
+           f"won {len(wino_wins)} of {len(wino_rows)} | {_yes(len(wino_wins) == len(wino_rows))} |"]
+    for d, r in worst.items():
+        if r is not None:
+            out.append(f"| nothing slower than 3x cuDNN fp32, ResNet-50 / VGG-16, {DIR_NAMES[d]} | worst "
+                       f"{r['ratio_fp32']:.2f}x ({r['set']} {r['layer']}) | {_yes(r['ratio_fp32'] <= 3)} |")
+    return out
+
+
+def _c_k_at_least(r: dict, size: int) -> bool:
+    flags = dict(zip(r["shape"].split()[::2], r["shape"].split()[1::2]))
+    return (int(flags["-c"]) >= size and int(flags["-k"]) >= size and flags["-y"] == "3" and flags["-u"] == "1")
+
+
+def _yes(ok: bool) -> str:
+    return "yes" if ok else "**no**"
+
+
+def fusion_section(fusion: dict) -> list[str]:
+    out = ["## Fusion: conv + bias + ReLU, fused versus unfused", "",
+           f"`benchmarks/fusion.py` on {fusion['device']}, batch {fusion['batch']}: one FusionPlan against the "
+           "fastest found convolution followed by separate bias and ReLU kernels.", "",
+           "| net | layer | fused ms | unfused ms | conv alone ms | speedup | fused solver |", "|---|---|---|---|---|---|---|"]
+    for r in fusion["rows"]:
+        out.append(f"| {r['net']} | {r['name']} | {r['fused_ms']:.3f} | {r['unfused_ms']:.3f} | {r['conv_only_ms']:.3f} | "
+                   f"{r['speedup']:.2f}x | {r['fused_solver']} |")
+    out += ["", f"Geometric-mean speedup: {geomean(r['speedup'] for r in fusion['rows']):.2f}x.", ""]
+    return out
+
+
+def cold_section(cold: dict) -> list[str]:
+    out = ["## Cold versus warm find", "", f"`benchmarks/cold_find.py`: {cold['set']} layer {cold['layer']}, each "
+           "line a new process.", "", "| process | find s | compiled | disk hits | from find DB | chosen |",
+           "|---|---|---|---|---|---|"]
+    for r in cold["runs"]:
+        out.append(f"| {r['process']} | {r['find_s']:.3f} | {r['compiled']} | {r['disk_hits']} | {r['from_find_db']} | "
+                   f"{r['solver']} |")
+    return out + [""]
+
+
+def render(results: list[dict], sources: list[str], extras: list[dict] = ()) -> str:
     head = results[0]
     rows = [r for res in results for r in res["layers"]]
     groups = defaultdict(list)
@@ -93,9 +145,16 @@ def render(results: list[dict], sources: list[str]) -> str:
         pcts = sorted(r["miopy"]["pct_peak"] for r in rs if "miopy" in r)
         lines.append(f"| {s} | {DIR_NAMES[d]} | {len(rs)} | {geomean(r.get('ratio_fp32') for r in rs):.2f} | "
                      f"{geomean(r.get('ratio_tf32') for r in rs):.2f} | {pcts[len(pcts) // 2] if pcts else float('nan'):.1f} |")
+    lines += ["", f"Over all {len(rows)} layer-directions: geometric-mean ratio **{geomean(r.get('ratio_fp32') for r in rows):.2f}** "
+              f"vs cuDNN fp32 and **{geomean(r.get('ratio_tf32') for r in rows):.2f}** vs cuDNN TF32 (the long-term goal: <= 1.0 "
+              "vs fp32). Forward only: "
+              f"{geomean(r.get('ratio_fp32') for r in rows if r['direction'] == 'F'):.2f} vs fp32."]
+    lines += ["", "## Performance targets", ""] + targets(rows, head["peak_gflops"])
     lines += ["", "![miopy / cuDNN time per layer](benchmarks.png)", "", "## Efficiency of each solver", "",
               "Over every layer where find ran it (all directions):", ""]
     lines += solver_efficiency(rows, head["peak_gflops"])
+    for extra in extras:
+        lines += [""] + (fusion_section(extra) if "rows" in extra else cold_section(extra))
     for (s, d), rs in groups.items():
         lines += ["", f"## {SET_TITLES.get(s, s)}, {DIR_NAMES[d]}", ""] + layer_table(rs)
     chart(dict(groups), ROOT / "docs" / "benchmarks.png")
@@ -104,11 +163,13 @@ def render(results: list[dict], sources: list[str]) -> str:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("results", nargs="+")
+    ap.add_argument("results", nargs="+", help="suite JSON files; fusion.py and cold_find.py JSON files too")
     ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
     args = ap.parse_args(argv)
-    results = [json.loads(Path(p).read_text()) for p in args.results]
-    Path(args.out).write_text(render(results, args.results))
+    loaded = [json.loads(Path(p).read_text()) for p in args.results]
+    results = [r for r in loaded if "layers" in r]
+    extras = [r for r in loaded if "layers" not in r]
+    Path(args.out).write_text(render(results, args.results, extras))
 
 
 if __name__ == "__main__":
