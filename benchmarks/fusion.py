@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,58 +23,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import miopy  # noqa: E402
-from miopy import ActivationMode, ConvDesc, FusionPlan, OperatorArgs, TensorDesc, reference  # noqa: E402
+from miopy import ActivationMode, ConvDesc, FusionPlan, OperatorArgs, TensorDesc, networks, reference  # noqa: E402
+from miopy.networks import Layer  # noqa: E402
 
 
-@dataclass(frozen=True)
-class Layer:
-    """One convolution layer (batch size comes from the command line)."""
-
-    name: str
-    c: int
-    h: int
-    w: int
-    k: int
-    r: int
-    s: int
-    pad: int
-    stride: int
-
-    def shrunk(self, factor: int) -> "Layer":
-        """Spatial size divided by factor (at least the filter size), for quick runs on slow devices."""
-        return Layer(self.name, self.c, max(self.h // factor, self.r), max(self.w // factor, self.s), self.k,
-                     self.r, self.s, self.pad, self.stride)
+NETWORKS = {"resnet50": networks.RESNET50, "vgg16": networks.VGG16}
 
 
-NETWORKS = {  # the distinct convolution shapes of each network at 224x224 input
-    "resnet50": [
-        Layer("conv1", 3, 224, 224, 64, 7, 7, 3, 2),
-        Layer("res2_1x1a", 64, 56, 56, 64, 1, 1, 0, 1),
-        Layer("res2_3x3", 64, 56, 56, 64, 3, 3, 1, 1),
-        Layer("res2_1x1b", 64, 56, 56, 256, 1, 1, 0, 1),
-        Layer("res2_1x1c", 256, 56, 56, 64, 1, 1, 0, 1),
-        Layer("res3_3x3", 128, 28, 28, 128, 3, 3, 1, 1),
-        Layer("res3_1x1b", 128, 28, 28, 512, 1, 1, 0, 1),
-        Layer("res3_1x1c", 512, 28, 28, 128, 1, 1, 0, 1),
-        Layer("res4_3x3", 256, 14, 14, 256, 3, 3, 1, 1),
-        Layer("res4_1x1b", 256, 14, 14, 1024, 1, 1, 0, 1),
-        Layer("res4_1x1c", 1024, 14, 14, 256, 1, 1, 0, 1),
-        Layer("res5_3x3", 512, 7, 7, 512, 3, 3, 1, 1),
-        Layer("res5_1x1b", 512, 7, 7, 2048, 1, 1, 0, 1),
-        Layer("res5_1x1c", 2048, 7, 7, 512, 1, 1, 0, 1),
-    ],
-    "vgg16": [
-        Layer("conv1_1", 3, 224, 224, 64, 3, 3, 1, 1),
-        Layer("conv1_2", 64, 224, 224, 64, 3, 3, 1, 1),
-        Layer("conv2_1", 64, 112, 112, 128, 3, 3, 1, 1),
-        Layer("conv2_2", 128, 112, 112, 128, 3, 3, 1, 1),
-        Layer("conv3_1", 128, 56, 56, 256, 3, 3, 1, 1),
-        Layer("conv3_2", 256, 56, 56, 256, 3, 3, 1, 1),
-        Layer("conv4_1", 256, 28, 28, 512, 3, 3, 1, 1),
-        Layer("conv4_2", 512, 28, 28, 512, 3, 3, 1, 1),
-        Layer("conv5_1", 512, 14, 14, 512, 3, 3, 1, 1),
-    ],
-}
+def shrunk(layer: Layer, factor: int) -> Layer:
+    """Spatial size divided by factor (at least the filter size), for quick runs on slow devices."""
+    return replace(layer, h=max(layer.h // factor, layer.r), w=max(layer.w // factor, layer.s))
 
 
 def parse_layer(text: str) -> Layer:
@@ -161,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'TFLOP/s':>7} {'max diff':>9}  fused solver / conv solver")
     rows = []
     for net, layer in jobs:
-        layer = layer.shrunk(a.shrink)
+        layer = shrunk(layer, a.shrink)
         try:
             row = measure(handle, net, layer, a.batch)
         except miopy.MiopyError as exc:   # failures are data: record and go on
