@@ -30,3 +30,9 @@ def test_driver_reports_bad_input_and_unknown_solver(capsys):
 def test_driver_console_entry_point_runs():
     out = subprocess.run([sys.executable, "-m", "miopy.cli.driver", *SMALL, "-F", "1"], capture_output=True, text=True)
     assert out.returncode == 0 and "Forward Convolution Verifies OK" in out.stdout
+
+
+def test_driver_forced_solver_runs_only_its_directions(capsys):
+    assert driver.main(SMALL + ["-F", "0", "-S", "ConvWinograd3x3F2"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("Verifies OK") == 2 and "Backward Weights Convolution: skipped" in out

@@ -109,13 +109,25 @@ def _call(handle, direction, x_desc, w_desc, y_desc, conv, dev, rec):
                                                     dev["w"], algo=rec)
 
 
+def _claimed(args, direction: Direction, x_desc, w_desc, conv) -> bool:
+    """With -F 0 and -S, only the directions the forced solver implements run; the others are named."""
+    if not (args.solver and args.forw == 0):
+        return True
+    solver = registry.get(args.solver)
+    if map_problem(direction, x_desc, w_desc, conv).problem.direction in solver.directions:
+        return True
+    print(f"{NAMES[direction]}: skipped, {solver.id} does not implement it")
+    return False
+
+
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     try:
         x_desc, w_desc, conv = descriptors(args)
         handle = Handle()
         print(f"miopy-driver: device {handle.info.name} ({handle.info.platform})")
-        ok = all([run_direction(handle, d, x_desc, w_desc, conv, args) for d in directions(args.forw)])
+        ok = all([run_direction(handle, d, x_desc, w_desc, conv, args) for d in directions(args.forw)
+                  if _claimed(args, d, x_desc, w_desc, conv)])
     except MiopyError as exc:
         print(f"miopy-driver: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
