@@ -1,7 +1,7 @@
 """Build the system perf DB: tune named layer sets on this device and write their winners to a DB file.
 
     python -m miopy.tuning.build_system_db --out miopy/data/system_perf.db --networks alexnet,resnet50 \\
-        -n 1 --budget 4 [-F 1] [-S SOLVER] [--limit LAYERS] [--merge]
+        -n 1 --budget 4 [-F 1] [-S SOLVER] [--limit LAYERS] [--layers NAME,...] [--merge]
 
 Tuning runs against a temporary user DB, so the machine's own user DB is left alone; only the perf records
 go into OUT, which uses a rollback journal so it can ship inside the package and be opened read-only.
@@ -38,6 +38,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("-S", "--solver", default=None, help="tune only this solver")
     ap.add_argument("--limit", type=int, default=None, help="tune only the first LIMIT layers of each network")
     ap.add_argument("--strategy", default="local")
+    ap.add_argument("--layers", default="", help="comma-separated layer names to tune (default: all)")
     ap.add_argument("--budget", type=int, default=4, help="most points per solver and problem")
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--merge", action="store_true", help="keep OUT's existing records not tuned again")
@@ -46,8 +47,9 @@ def parser() -> argparse.ArgumentParser:
 
 def build(args: argparse.Namespace) -> int:
     """Tune and write OUT; returns the number of records written."""
-    problems = [p for name in args.networks.split(",")
-                for p in networks.problems(name, args.batchsize, directions(args.forw))[:_layers(args, name)]]
+    problems = [layer.problem(args.batchsize, d) for name in args.networks.split(",")
+                for layer in networks.layer_set(name)[:args.limit]
+                if not args.layers or layer.name in args.layers.split(",") for d in directions(args.forw)]
     handle = Handle()
     solvers = [registry.get(args.solver)] if args.solver else None
     with Compiler(handle, args.jobs) as compiler:
@@ -61,11 +63,6 @@ def build(args: argparse.Namespace) -> int:
     rows.update({tuple(row[:3]): row for row in db.user_perf_db().rows()})
     db.write_perf_file(args.out, rows.values())
     return len(rows)
-
-
-def _layers(args: argparse.Namespace, name: str) -> int:
-    per_network = len(networks.layers(name)) if args.limit is None else args.limit
-    return per_network * len(directions(args.forw))
 
 
 def _existing(path: Path) -> list[tuple]:
