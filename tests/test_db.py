@@ -138,3 +138,14 @@ def test_missing_system_db_is_empty_and_broken_one_is_ignored(user_db, handle, t
         assert find.params_for(NAIVE, problem, handle)[1] == "default"
     assert broken.read_bytes() == b"garbage" * 100  # the shipped file is never touched
     assert any("system perf DB" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("params", [{"WG": 128.0}, {"WG": True}, {"WG": "128"}])
+def test_stored_params_of_another_type_fall_back_to_default(user_db, handle, params):
+    """64.0 == 64 in Python: a float read back from JSON once passed the grid check and broke the launch."""
+    problem = _problem()
+    assert NAIVE.invalid_reason(problem, params, handle.info)
+    db.user_perf_db().put(handle.info.device_id, problem.key(), NAIVE.id, params, 1.0)
+    assert find.params_for(NAIVE, problem, handle) == (NAIVE.default_params(problem, handle.info), "default")
+    found = find.find_problem(handle, problem, mode="normal", store=False)
+    assert NAIVE.id in {r.solver_id for r in found}, found.skipped
