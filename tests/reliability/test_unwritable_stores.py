@@ -19,6 +19,7 @@ import pytest
 import miopy
 from miopy import db, find
 from miopy.convolution import Direction
+from miopy.execute import map_problem
 from miopy.kernel_cache import KernelCache
 from miopy.solvers import registry
 from miopy.tuning import Compiler, TuneOptions, tune_solver
@@ -134,6 +135,11 @@ DB_IN_PROCESS = {
 }
 
 
+def _problem():
+    xd, wd, conv, _ = descriptors(PROBLEMS[0])
+    return map_problem(Direction.FORWARD, xd, wd, conv).problem
+
+
 def _db_work(handle) -> None:
     """Finds (the first benchmarks and stores, the next are served from the find DB) and a tuning run whose
     winner find then uses: every DB table written and read."""
@@ -145,11 +151,6 @@ def _db_work(handle) -> None:
     with Compiler(handle, 0) as compiler:
         tuned = tune_solver(handle, problem, naive, options=TuneOptions(budget=3), compiler=compiler)
     assert find.params_for(naive, problem, handle) == (tuned.best_params, db.USER_PERF)
-
-
-def _problem():
-    xd, wd, conv, _ = descriptors(PROBLEMS[0])
-    return miopy.execute.map_problem(Direction.FORWARD, xd, wd, conv).problem
 
 
 @pytest.mark.parametrize("fault", list(DB_IN_PROCESS))
