@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
 import platformdirs
 
@@ -28,9 +29,24 @@ def cache_disabled() -> bool:
     return _flag("MIOPY_DISABLE_CACHE")
 
 
-def user_db_path() -> Path:
-    """User perf DB and find DB file (MIOPY_USER_DB_PATH or the user data dir)."""
-    return Path(_env("MIOPY_USER_DB_PATH") or Path(platformdirs.user_data_dir(APP)) / "miopy_user.db")
+def user_dir(kind: Callable[[str | None], str], app: str | None = APP) -> Path | None:
+    """platformdirs' directory of this kind (user_data_dir, user_cache_dir) for app, or None when there is no
+    home directory to hold it (HOME unset and no passwd entry): platformdirs then raises RuntimeError, or
+    (older versions) returns an unexpanded, relative '~/...'."""
+    try:
+        path = Path(kind(app))
+    except RuntimeError:
+        return None
+    return path if path.is_absolute() else None
+
+
+def user_db_path() -> Path | None:
+    """User perf DB and find DB file (MIOPY_USER_DB_PATH or the user data dir); None when neither gives one."""
+    explicit = _env("MIOPY_USER_DB_PATH")
+    if explicit:
+        return Path(explicit)
+    data_dir = user_dir(platformdirs.user_data_dir)
+    return data_dir / "miopy_user.db" if data_dir is not None else None
 
 
 def system_db_path() -> Path:

@@ -7,16 +7,19 @@ and the tuning log. Perf lookups go user, then system, then the solver's default
 A DB fault must never break a convolution (DESIGN invariant 6), so:
 - a connection opens lazily, once per process and path, in WAL mode with a busy timeout; a locked DB is
   retried with backoff and then is a miss;
-- a file that is not a SQLite DB, or has another schema version, is moved aside as
-  ``<name>.corrupt-<timestamp>-<pid>`` with one warning and a new one is created;
-- a user DB that cannot be created or written is replaced by an in-memory one for the process, with one
-  warning; a missing system DB is simply empty;
+- a file that is not a SQLite DB, fails SQLite's quick_check, or has another schema version or other
+  columns, is moved aside as ``<name>.corrupt-<timestamp>-<pid>`` with one warning and a new one is created;
+- a user DB that cannot be created or written (read-only, full, no home directory) is replaced by an
+  in-memory copy of what it holds for the process, with one warning; a missing system DB is simply empty;
+- a row whose fields do not have the types this module writes (garbage JSON, a time that is not a number)
+  is logged once and is a miss;
 - every write is one transaction, and any other SQLite error is logged once and becomes a miss.
 The hot path (a convolution call after find) reads no DB: only find, tuning and the CLIs call in here.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -58,15 +61,19 @@ TABLES = {
 Statement = tuple[str, Sequence[Any]]
 
 
-class _WrongSchema(Exception):
-    """The file is a SQLite DB, but not of this schema version."""
+class _Unusable(Exception):
+    """The file is a SQLite DB, but not a whole one of this schema version."""
+
+
+class _Malformed(ValueError):
+    """A stored row whose fields do not have the types this module writes (damaged or edited by hand)."""
 
 
 # -- one file -----------------------------------------------------------------------------------------
 class Store:
     """One DB file, opened lazily once per process; every fault is logged once and becomes a miss."""
 
-    def __init__(self, path: Path, readonly: bool):
+    def __init__(self, path: Path | None, readonly: bool):
         self.path, self.readonly = path, readonly
         self.in_memory = False
         self._disabled = False
@@ -93,7 +100,7 @@ class Store:
                 try:
                     conn = self._connection()
                     return miss if conn is None else operation(conn)
-                except (sqlite3.Error, _WrongSchema) as exc:
+                except (sqlite3.Error, _Unusable) as exc:
                     if not self._recover(exc, attempt):
                         return miss
             warn_once(logger, f"{self.label} {self.path} stayed locked; going on without it")
@@ -126,12 +133,12 @@ class Store:
 
     def _open(self) -> sqlite3.Connection | None:
         if self.in_memory:
-            return _memory_connection()
+            return _memory_copy(self.path)
         if self.readonly:
             return self._open_readonly()
         if not self._location_writable():
             self.in_memory = True
-            return _memory_connection()
+            return _memory_copy(self.path)
         conn = _connect(str(self.path))
         try:
             if _schema_state(conn) == "empty":
@@ -145,16 +152,20 @@ class Store:
     def _open_readonly(self) -> sqlite3.Connection | None:
         if not self.path.is_file():
             return None  # no system DB shipped: every lookup misses
-        conn = _connect(self.path.resolve().as_uri() + "?mode=ro", uri=True)
+        conn = _connect_readonly(self.path)
         try:
             if _schema_state(conn) == "empty":
-                raise _WrongSchema("the file holds no tables")
+                raise _Unusable("the file holds no tables")
         except BaseException:
             conn.close()
             raise
         return conn
 
     def _location_writable(self) -> bool:
+        if self.path is None:
+            warn_once(logger, "no user DB: MIOPY_USER_DB_PATH is unset and there is no home directory; keeping "
+                              "perf and find records in memory for this process")
+            return False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -164,8 +175,8 @@ class Store:
         targets = [self.path.parent] + ([self.path] if self.path.exists() else [])
         if all(os.access(t, os.W_OK) for t in targets):
             return True
-        warn_once(logger, f"user DB {self.path} is read-only; keeping perf and find records in memory "
-                          "for this process")
+        warn_once(logger, f"user DB {self.path} is read-only; working on a copy of it in memory for this process "
+                          "(records written now are not kept)")
         return False
 
     def _use_memory(self) -> None:
@@ -181,11 +192,10 @@ class Store:
     def _move_aside(self, exc: Exception) -> bool:
         """Rename a corrupt file (under a file lock, unless another process already replaced it)."""
         self._close()
-        stamp = time.strftime("%Y%m%dT%H%M%S")
-        dest = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
         try:
             with filelock.FileLock(str(self.path) + ".lock", timeout=BUSY_TIMEOUT_S):
                 if _unusable(self.path):
+                    dest = _aside_name(self.path)
                     os.replace(self.path, dest)
                     for suffix in ("-wal", "-shm"):
                         Path(str(self.path) + suffix).unlink(missing_ok=True)
@@ -203,10 +213,47 @@ def _connect(target: str, uri: bool = False) -> sqlite3.Connection:
                            uri=uri)
 
 
-def _memory_connection() -> sqlite3.Connection:
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection. A WAL file in a read-only directory cannot get its shared-memory file, so
+    SQLite refuses it; it is then opened as immutable (what is checkpointed into the main file)."""
+    uri = path.resolve().as_uri() + "?mode=ro"
+    try:
+        conn = _connect(uri, uri=True)
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return conn
+    except sqlite3.Error as exc:
+        if not _error_name(exc).startswith("SQLITE_CANTOPEN"):
+            raise
+    return _connect(uri + "&immutable=1", uri=True)
+
+
+def _memory_copy(path: Path | None) -> sqlite3.Connection:
+    """A private in-memory DB holding a copy of path's records when path is a whole DB of this schema,
+    else empty: a store that cannot be written still serves what it holds."""
     conn = _connect(":memory:")
+    if path is not None and path.is_file():
+        try:
+            source = _connect_readonly(path)
+            try:
+                if _schema_state(source) == "ok":
+                    source.backup(conn)
+            finally:
+                source.close()
+        except (sqlite3.Error, _Unusable) as exc:
+            logger.debug("no copy of %s in memory: %s", path, exc)
+            conn.close()
+            conn = _connect(":memory:")
     _create_schema(conn)
     return conn
+
+
+def _aside_name(path: Path) -> Path:
+    """A new name beside path for a corrupt file: <name>.corrupt-<timestamp>-<pid>[-<n>]."""
+    base = f"{path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    dest, n = path.with_name(base), 1
+    while dest.exists():
+        dest, n = path.with_name(f"{base}-{n}"), n + 1
+    return dest
 
 
 def _schema_state(conn: sqlite3.Connection) -> str:
@@ -215,13 +262,34 @@ def _schema_state(conn: sqlite3.Connection) -> str:
     if not names:
         return "empty"
     if "meta" not in names:
-        raise _WrongSchema("no meta table")
+        raise _Unusable("no meta table")
     row = conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()
     if row is None or row[0] != str(SCHEMA_VERSION):
-        raise _WrongSchema(f"format version {row[0] if row else None}, expected {SCHEMA_VERSION}")
+        raise _Unusable(f"format version {row[0] if row else None}, expected {SCHEMA_VERSION}")
     if not set(TABLES) <= names:
-        raise _WrongSchema(f"tables {sorted(set(TABLES) - names)} missing")
+        raise _Unusable(f"tables {sorted(set(TABLES) - names)} missing")
+    wrong = sorted(t for t in TABLES if _columns(conn, t) != _expected_columns()[t])
+    if wrong:
+        raise _Unusable(f"tables {wrong} have other columns")
+    check = [row[0] for row in conn.execute("PRAGMA quick_check(3)")]
+    if check != ["ok"]:
+        raise _Unusable(f"quick_check: {'; '.join(map(str, check))}")
     return "ok"
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[tuple]:
+    return [(name, kind, pk) for _, name, kind, _, _, pk in conn.execute(f"PRAGMA table_info({table})")]
+
+
+@functools.lru_cache(maxsize=None)
+def _expected_columns() -> dict[str, list[tuple]]:
+    """(name, type, primary-key position) of each table's columns, as this version creates them."""
+    conn = _connect(":memory:")
+    try:
+        _create_schema(conn)
+        return {t: _columns(conn, t) for t in TABLES}
+    finally:
+        conn.close()
 
 
 def _create_schema(conn: sqlite3.Connection) -> None:
@@ -241,7 +309,7 @@ def _unusable(path: Path) -> bool:
     try:
         _schema_state(conn)
         return False
-    except (sqlite3.Error, _WrongSchema) as exc:
+    except (sqlite3.Error, _Unusable) as exc:
         return not _is_locked(exc)
     finally:
         conn.close()
@@ -270,7 +338,7 @@ def _is_locked(exc: Exception) -> bool:
 
 
 def _is_corrupt(exc: Exception) -> bool:
-    if isinstance(exc, _WrongSchema):
+    if isinstance(exc, _Unusable):
         return True
     name = _error_name(exc)
     return name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or (not name and type(exc) is sqlite3.DatabaseError)
@@ -280,7 +348,7 @@ _STORES: dict[tuple[str, bool], Store] = {}
 _STORES_LOCK = threading.Lock()
 
 
-def _store(path: Path, readonly: bool) -> Store:
+def _store(path: Path | None, readonly: bool) -> Store:
     key = (str(path), readonly)
     with _STORES_LOCK:
         if key not in _STORES:
@@ -289,7 +357,7 @@ def _store(path: Path, readonly: bool) -> Store:
 
 
 def user_store() -> Store:
-    """The user DB of config.user_db_path(), one Store per process and path."""
+    """The user DB of config.user_db_path(), one Store per process and path (in memory when there is none)."""
     return _store(config.user_db_path(), readonly=False)
 
 
@@ -304,12 +372,29 @@ def params_key(params: Mapping[str, Any]) -> str:
     return json.dumps(dict(params), sort_keys=True)
 
 
-def _params(text: str) -> dict | None:
+def _parsed_params(text: Any) -> dict:
     try:
         value = json.loads(text)
     except (TypeError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
+        raise _Malformed(f"params {text!r} are not JSON") from None
+    if not isinstance(value, dict):
+        raise _Malformed(f"params {text!r} are not a JSON object")
+    return value
+
+
+def _parsed_time(value: Any, missing: float) -> float:
+    """A stored time in ms; NULL (a failure, or no time) reads as missing."""
+    if value is None:
+        return missing
+    if type(value) not in (int, float) or not value >= 0:
+        raise _Malformed(f"time {value!r} is not a number of ms")
+    return float(value)
+
+
+def _typed(value: Any, kind: type, what: str) -> Any:
+    if type(value) is not kind:
+        raise _Malformed(f"{what} {value!r} is not of type {kind.__name__}")
+    return value
 
 
 def _finite_or_none(value: float) -> float | None:
@@ -341,11 +426,12 @@ class PerfDb:
                                 "WHERE device = ? AND problem = ? AND solver = ?", (device, problem, solver))
         if not rows:
             return None
-        params = _params(rows[0][0])
-        if params is None:
-            warn_once(logger, f"{self.label}: unreadable params {rows[0][0]!r} for {solver} on {problem}")
+        params, time_ms, version, date = rows[0]
+        try:
+            return PerfRecord(_parsed_params(params), _parsed_time(time_ms, math.nan), version, date)
+        except _Malformed as exc:
+            warn_once(logger, f"{self.label}: the record of {solver} on {problem} is malformed ({exc}); ignoring it")
             return None
-        return PerfRecord(params, rows[0][1] if rows[0][1] is not None else math.nan, rows[0][2], rows[0][3])
 
     def put(self, device: str, problem: str, solver: str, params: Mapping, time_ms: float) -> bool:
         return self.store.write([("INSERT OR REPLACE INTO perf VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -377,16 +463,14 @@ class FindDb:
         self.store = store
 
     def get(self, device: str, problem: str) -> list[FindRecord]:
-        rows = self.store.query("SELECT solver, algorithm, time_ms, workspace, params, miopy_version FROM find "
+        """The stored ranking, or [] when there is none or any of its rows is malformed (logged once)."""
+        rows = self.store.query("SELECT rank, solver, algorithm, time_ms, workspace, params, miopy_version FROM find "
                                 "WHERE device = ? AND problem = ? ORDER BY rank", (device, problem))
-        records = []
-        for solver, algorithm, time_ms, workspace, params, version in rows:
-            parsed = _params(params)
-            if parsed is None:
-                return []  # an unreadable entry spoils the ranking: a miss
-            records.append(FindRecord(solver, algorithm, math.inf if time_ms is None else time_ms, workspace,
-                                      parsed, version))
-        return records
+        try:
+            return [_find_record(i, row) for i, row in enumerate(rows)]
+        except _Malformed as exc:
+            warn_once(logger, f"user DB: the find record of {problem} is malformed ({exc}); ignoring it")
+            return []
 
     def put(self, device: str, problem: str, records: Iterable[FindRecord]) -> bool:
         """Replace the stored ranking of (device, problem) by records, in their order."""
@@ -397,6 +481,18 @@ class FindDb:
                                (device, problem, rank, r.solver_id, r.algorithm, _finite_or_none(r.time_ms),
                                 r.workspace_bytes, params_key(r.params), version, date)))
         return self.store.write(statements)
+
+
+def _find_record(position: int, row: Sequence[Any]) -> FindRecord:
+    """The FindRecord of one row, which must hold rank position; _Malformed when a field is wrong."""
+    rank, solver, algorithm, time_ms, workspace, params, version = row
+    if rank != position:
+        raise _Malformed(f"rank {rank!r} where {position} belongs")
+    if _typed(workspace, int, "workspace") < 0:
+        raise _Malformed(f"workspace {workspace} < 0")
+    return FindRecord(_typed(solver, str, "solver"), _typed(algorithm, str, "algorithm"),
+                      _parsed_time(time_ms, math.inf), workspace, _parsed_params(params),
+                      _typed(version, str, "miopy_version"))
 
 
 @dataclass(frozen=True)
@@ -415,14 +511,22 @@ class TuningLog:
         self.store = store
 
     def get(self, device: str, problem: str, solver: str) -> dict[str, TuningPoint]:
-        """The points recorded by this miopy version (another version's kernels may time differently)."""
+        """The points recorded by this miopy version (another version's kernels may time differently);
+        malformed rows are left out, with one warning."""
         rows = self.store.query("SELECT params, time_ms, error FROM tuning WHERE device = ? AND problem = ? "
                                 "AND solver = ? AND miopy_version = ?", (device, problem, solver, __version__))
-        out = {}
+        out, malformed = {}, []
         for params, time_ms, error in rows:
-            parsed = _params(params)
-            if parsed is not None:
-                out[params_key(parsed)] = TuningPoint(parsed, math.inf if time_ms is None else time_ms, error)
+            try:
+                point = TuningPoint(_parsed_params(params), _parsed_time(time_ms, math.inf),
+                                    None if error is None else _typed(error, str, "error"))
+            except _Malformed as exc:
+                malformed.append(str(exc))
+                continue
+            out[params_key(point.params)] = point
+        if malformed:
+            warn_once(logger, f"user DB: {len(malformed)} malformed tuning point(s) of {solver} on {problem} "
+                              f"ignored (first: {malformed[0]})")
         return out
 
     def put(self, device: str, problem: str, solver: str, point: TuningPoint) -> bool:

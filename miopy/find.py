@@ -229,6 +229,11 @@ def _from_find_db(handle: Handle, problem: ConvProblem, workspace_limit: int | N
             return None
         if solver is None or (workspace_limit is not None and entry.workspace_bytes > workspace_limit):
             continue
+        invalid = solver.invalid_reason(problem, entry.params, handle.info)
+        if invalid is not None:  # this version wrote valid params: the record was damaged
+            warn_once(logger, f"find DB: params {entry.params} of {solver.id} for {problem.key()} are invalid "
+                              f"({invalid}); finding again")
+            return None
         params, source = params_for(solver, problem, handle)
         if params != entry.params:
             return None

@@ -21,6 +21,7 @@ import platformdirs
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from . import config
 from .errors import DeviceNotFound, LaunchError
 from .kernel_cache import KernelCache
 from .log import warn_once
@@ -73,24 +74,33 @@ def _ensure_writable_user_cache() -> None:
     usable home (none, read-only, or a path through a file) PoCL lists no device and pyopencl fails on its
     first kernel. The temporary directory lives as long as the process; one warning says so.
     """
-    base = Path(platformdirs.user_cache_dir())
-    try:
-        base.mkdir(parents=True, exist_ok=True)
-        if os.access(base, os.W_OK | os.X_OK):
-            return
-        reason = "not writable"
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
+    base = config.user_dir(platformdirs.user_cache_dir, app=None)
+    reason = _unusable_reason(base)
+    if reason is None:
+        return
+    where = base or "~/.cache"
     try:
         private = tempfile.mkdtemp(prefix="miopy-cache-")
     except OSError as exc:
-        warn_once(logger, f"user cache directory {base} is unusable ({reason}) and no temporary directory "
+        warn_once(logger, f"user cache directory {where} is unusable ({reason}) and no temporary directory "
                           f"can be made ({exc.strerror}); OpenCL drivers may fail")
         return
     atexit.register(shutil.rmtree, private, ignore_errors=True)
     os.environ["XDG_CACHE_HOME"] = private
-    warn_once(logger, f"user cache directory {base} is unusable ({reason}); PoCL, pyopencl and miopy keep "
+    warn_once(logger, f"user cache directory {where} is unusable ({reason}); PoCL, pyopencl and miopy keep "
                       f"their caches in {private} until this process exits")
+
+
+def _unusable_reason(directory: Path | None) -> str | None:
+    """Why directory (None: there is no home directory) cannot hold caches, after creating it if need be;
+    None when it can."""
+    if directory is None:
+        return "no home directory"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None if os.access(directory, os.W_OK | os.X_OK) else "not writable"
 
 
 def _pick_device() -> cl.Device:

@@ -2,11 +2,13 @@
 import logging
 import math
 import multiprocessing
+import os
+import pwd
 import sqlite3
 
 import pytest
 
-from miopy import db, find
+from miopy import config, db, find
 from miopy.convolution import Direction
 from miopy.solvers import registry
 from tests.helpers import make_problem
@@ -138,3 +140,91 @@ def test_missing_system_db_is_empty_and_broken_one_is_ignored(user_db, handle, t
         assert find.params_for(NAIVE, problem, handle)[1] == "default"
     assert broken.read_bytes() == b"garbage" * 100  # the shipped file is never touched
     assert any("system perf DB" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("params", [{"WG": 128.0}, {"WG": True}, {"WG": "128"}])
+def test_stored_params_of_another_type_fall_back_to_default(user_db, handle, params):
+    """64.0 == 64 in Python: a float read back from JSON once passed the grid check and broke the launch."""
+    problem = _problem()
+    assert NAIVE.invalid_reason(problem, params, handle.info)
+    db.user_perf_db().put(handle.info.device_id, problem.key(), NAIVE.id, params, 1.0)
+    assert find.params_for(NAIVE, problem, handle) == (NAIVE.default_params(problem, handle.info), "default")
+    found = find.find_problem(handle, problem, mode="normal", store=False)
+    assert NAIVE.id in {r.solver_id for r in found}, found.skipped
+
+
+def test_malformed_rows_are_misses_logged_once(user_db, caplog):
+    records = [db.FindRecord("A", "direct", 1.0, 0, {"X": 1}), db.FindRecord("B", "naive", 2.0, 64, {})]
+    db.find_db().put(DEVICE, "p", records)
+    db.user_perf_db().put(DEVICE, "p", "S", {"WG": 64}, 1.0)
+    db.tuning_log().put(DEVICE, "p", "S", db.TuningPoint({"WG": 64}, 1.0, None))
+    db.tuning_log().put(DEVICE, "p", "S", db.TuningPoint({"WG": 128}, 2.0, None))
+    db.user_store().write([("UPDATE find SET workspace = 'big' WHERE solver = 'B'", ()),
+                           ("UPDATE perf SET time_ms = 'fast'", ()),
+                           ("UPDATE tuning SET time_ms = -1.0 WHERE params = ?", (db.params_key({"WG": 128}),))])
+    with caplog.at_level(logging.WARNING, logger="miopy.db"):
+        for _ in range(2):
+            assert db.find_db().get(DEVICE, "p") == []
+            assert db.user_perf_db().get(DEVICE, "p", "S") is None
+            assert list(db.tuning_log().get(DEVICE, "p", "S")) == [db.params_key({"WG": 64})]
+    assert sum(r.levelno == logging.WARNING for r in caplog.records) == 3
+
+
+def _checkpointed_db(path) -> bytes:
+    """A perf record and a tuning point (whose index page is the file's last), all in the main file."""
+    db.user_perf_db().put(DEVICE, "p", "S", {"WG": 64}, 1.0)
+    db.tuning_log().put(DEVICE, "p", "S", db.TuningPoint({"WG": 64}, 1.0, None))
+    db.user_store()._close()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("damage", ["last page cut short", "other columns"])
+def test_damage_sqlite_reads_past_is_found_on_open(user_db, caplog, damage):
+    """A file cut inside its last page still answers queries, and a table of the right name with other
+    columns passes a name check: quick_check and the column check on open find both."""
+    blob = _checkpointed_db(user_db)
+    if damage == "last page cut short":
+        user_db.write_bytes(blob[:-100])
+    else:
+        with sqlite3.connect(user_db) as conn:
+            conn.execute("DROP TABLE tuning")
+            conn.execute("CREATE TABLE tuning (x TEXT)")
+    db._STORES.clear()
+    with caplog.at_level(logging.WARNING, logger="miopy.db"):
+        assert db.user_perf_db().get(DEVICE, "p", "S") is None
+        assert db.tuning_log().put(DEVICE, "p", "S", db.TuningPoint({"WG": 64}, 1.0, None))
+    assert len(list(user_db.parent.glob("user.db.corrupt-*"))) == 1
+    assert sum("moved it to" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_unwritable_file_is_served_from_a_copy_in_memory(user_db, monkeypatch, caplog):
+    blob = _checkpointed_db(user_db)
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: real_access(path, mode) and str(path) != str(user_db))
+    db._STORES.clear()
+    with caplog.at_level(logging.WARNING, logger="miopy.db"):
+        assert db.user_perf_db().get(DEVICE, "p", "S").params == {"WG": 64}
+        assert db.user_perf_db().put(DEVICE, "q", "S", {"WG": 128}, 1.0)
+        assert db.user_perf_db().get(DEVICE, "q", "S").params == {"WG": 128}
+    assert db.user_store().in_memory and user_db.read_bytes() == blob
+    assert sum(r.levelno == logging.WARNING for r in caplog.records) == 1
+
+
+def test_corrupt_files_moved_aside_in_one_second_keep_distinct_names(user_db):
+    for _ in range(3):
+        user_db.write_bytes(b"not a db" * 100)
+        db._STORES.clear()
+        db.user_perf_db().get(DEVICE, "p", "S")
+    assert len(list(user_db.parent.glob("user.db.corrupt-*"))) == 3
+
+
+def test_no_home_directory_means_no_user_db_path(monkeypatch):
+    def no_entry(uid):
+        raise KeyError(uid)
+
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.delenv("MIOPY_USER_DB_PATH", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", "")
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    assert config.user_db_path() is None
+    assert db.user_perf_db().put(DEVICE, "p", "S", {"WG": 64}, 1.0) and db.user_store().in_memory

@@ -106,7 +106,7 @@ def main(argv=None) -> int:
         problems = problems_of(args)
         handle = Handle()
         print(f"miopy-tune: device {handle.info.name} ({handle.info.platform}); {len(problems)} problem(s); "
-              f"strategy {args.strategy}, budget {args.budget}; user DB {config.user_db_path()}")
+              f"strategy {args.strategy}, budget {args.budget}; user DB {config.user_db_path() or 'in memory'}")
         with Compiler(handle, args.jobs) as compiler:
             for problem in problems:
                 print(table(problem, tune_one(handle, problem, args, compiler)), flush=True)

@@ -90,11 +90,13 @@ class Solver:
 
     # -- tuning space ---------------------------------------------------------------------------------
     def invalid_reason(self, problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
-        """Why params cannot run problem on dev, or None. Subclasses extend with device limits."""
+        """Why params cannot run problem on dev, or None. Subclasses extend with device limits.
+
+        A value must be a grid value of the same type: 64.0 or True read from a DB is not 64 or 1."""
         if set(params) != set(self.grid):
             return f"params keys {sorted(params)} != grid keys {sorted(self.grid)}"
         for name, value in params.items():
-            if value not in self.grid[name]:
+            if not any(type(value) is type(v) and value == v for v in self.grid[name]):
                 return f"{name}={value!r} not in grid {self.grid[name]}"
         return None
 

@@ -8,6 +8,7 @@ is written to the user perf DB; one that fails is recorded as failed and the nex
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -20,6 +21,7 @@ from ..errors import BadParam, MiopyError, NotApplicable
 from ..execute import prepare
 from ..find import Timer
 from ..handle import Handle
+from ..log import warn_once
 from ..solvers import registry
 from ..solvers.base import Params, Solver
 from .compile import Compiler
@@ -28,6 +30,8 @@ from .runner import GuardedRunner, Measurement, TuneOptions
 from .space import SearchSpace
 from .strategies import STRATEGIES
 from .workload import Workload
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_BUDGET = 32
 DEFAULT_OPTIONS = TuneOptions(budget=DEFAULT_BUDGET)
@@ -73,8 +77,7 @@ def tune_solver(handle: Handle, problem: ConvProblem, solver: Solver, *, strateg
     walk = strategy(strategy_name)
     space = SearchSpace.of(solver, problem, handle.info)
     log, device, key = db.tuning_log(), handle.info.device_id, problem.key()
-    recorded = {k: Measurement(p.params, p.time_ms, p.error, cached=True)
-                for k, p in log.get(device, key, solver.id).items()}
+    recorded = _recorded(log, device, key, solver, space)
 
     def record(m: Measurement) -> None:
         if not m.cached:
@@ -109,6 +112,18 @@ def tunable(handle: Handle, problem: ConvProblem, solvers: Sequence[Solver] | No
     """The solvers (default: the registry) that apply to problem and have something to tune."""
     return [s for s in (registry.solvers() if solvers is None else solvers)
             if s.grid and s.is_applicable(problem, handle.info)]
+
+
+def _recorded(log: db.TuningLog, device: str, key: str, solver: Solver, space: SearchSpace) -> dict[str, Measurement]:
+    """The tuning log's points of solver on key that are in its search space. This version logs only such
+    points, so any other was damaged: those are left out with one warning."""
+    stored = log.get(device, key, solver.id)
+    recorded = {k: Measurement(p.params, p.time_ms, p.error, cached=True)
+                for k, p in stored.items() if p.params in space}
+    if len(recorded) < len(stored):
+        warn_once(logger, f"tuning log: {len(stored) - len(recorded)} point(s) of {solver.id} on {key} are not in "
+                          "its search space; ignoring them")
+    return recorded
 
 
 def _verified_winner(handle: Handle, problem: ConvProblem, solver: Solver, workload: Workload,

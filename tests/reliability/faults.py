@@ -1,22 +1,25 @@
 """The reliability suite's shared pieces: the stores under test, the faults tried on them, the ways a file
 is corrupted, how a store is checked afterwards, and the record every test adds to the report.
 
-A store is anything miopy keeps on disk. Today that is the kernel binary cache; the perf DB and find DB
-slot in as further ``Store`` entries (their location variable, their check) and every fault that is not
-specific to one store runs on them too.
+A store is anything miopy keeps on disk: the kernel binary cache, and the user DB (perf records, find
+records and the tuning log in one SQLite file). Every fault that is not specific to one store runs on each.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
+import sqlite3
+from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import pyopencl as cl
 
-from miopy import kernel_cache
+from miopy import db, kernel_cache
+from miopy.solvers import registry
 
 
 # -- the work done under every fault ------------------------------------------------------------------------
@@ -25,6 +28,8 @@ from miopy import kernel_cache
 # (n, c, h, w, k, r, s, pad, stride, dilation, groups); the first is also miopy-driver's problem.
 PROBLEMS = [[1, 4, 6, 6, 4, 3, 3, 1, 1, 1, 1], [2, 6, 7, 5, 4, 3, 3, 0, 2, 1, 2]]
 DRIVER_FLAGS = "-n 1 -c 4 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 -F 0 -i 1".split()
+# miopy-tune on miopy-driver's problem, all three directions, naive only (one cheap program), 3 points each.
+TUNE_FLAGS = DRIVER_FLAGS[:DRIVER_FLAGS.index("-i")] + "-S ConvDirectNaive --budget 3 --jobs 0".split()
 TAGS = list(range(8))  # MIOPY_TEST_TAG values of the cheap scale.cl programs (tests/reliability/worker.py)
 
 
@@ -77,8 +82,120 @@ def check_kernel_cache(root: Path, handle) -> StoreCheck:
     return StoreCheck(whole, tuple(bad), len(cache_temporaries(root)))
 
 
+def _db_rows(path: Path, table: str) -> list[tuple]:
+    columns = {"perf": "device, problem, solver, params, time_ms",
+               "find": "device, problem, rank, solver, algorithm, time_ms, workspace, params, miopy_version",
+               "tuning": "device, problem, solver, params, time_ms, error"}[table]
+    with contextlib.closing(_read_only(path)) as conn:
+        return conn.execute(f"SELECT {columns} FROM {table} ORDER BY 1, 2, 3").fetchall()
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+
+
+def _perf_fault(row: tuple) -> str | None:
+    """Why a perf row is not a record miopy would use: unparsable, or params that are not its solver's."""
+    device, problem, solver, params, time_ms = row
+    parsed = db._parsed_params(params)
+    db._parsed_time(time_ms, 0.0)
+    known = {s.id: s for s in registry.ALL}
+    if solver not in known or set(parsed) != set(known[solver].grid):
+        return f"params {params} are not {solver}'s"
+    return None
+
+
+def _find_fault(rows: list[tuple]) -> str | None:
+    for position, row in enumerate(rows):
+        db._find_record(position, row)
+    return None
+
+
+def _tuning_fault(row: tuple) -> str | None:
+    db._parsed_params(row[3])
+    db._parsed_time(row[4], 0.0)
+    return None
+
+
+def _row_faults(path: Path) -> tuple[int, list[str]]:
+    """(whole records, faults) of a user DB: perf rows, find rankings and tuning points, each parsed as miopy
+    reads it (a find ranking is whole when its ranks run 0..n-1 and every row parses)."""
+    rankings = defaultdict(list)
+    for row in _db_rows(path, "find"):
+        rankings[row[:2]].append(row[2:])
+    items = ([("perf", row[:3], _perf_fault, row) for row in _db_rows(path, "perf")]
+             + [("find", key, _find_fault, rows) for key, rows in rankings.items()]
+             + [("tuning", row[:4], _tuning_fault, row) for row in _db_rows(path, "tuning")])
+    whole, bad = 0, []
+    for table, key, fault_of, item in items:
+        try:
+            fault = fault_of(item)
+        except db._Malformed as exc:
+            fault = str(exc)
+        if fault is None:
+            whole += 1
+        else:
+            bad.append(f"{table} {key}: {fault}")
+    return whole, bad
+
+
+def check_user_db(path: Path, handle) -> StoreCheck:
+    """The file must pass PRAGMA integrity_check, be of miopy's schema, and hold only whole records;
+    temporaries are rollback journals left behind (WAL files are SQLite's own and recovered on open)."""
+    temporaries = len(list(path.parent.glob(path.name + "-journal"))) if path.parent.is_dir() else 0
+    if not path.is_file():
+        return StoreCheck(0, (), temporaries)
+    try:
+        with contextlib.closing(_read_only(path)) as conn:
+            integrity = [row[0] for row in conn.execute("PRAGMA integrity_check")]
+            if integrity != ["ok"]:
+                return StoreCheck(0, (f"integrity_check: {integrity}",), temporaries)
+            db._schema_state(conn)
+    except (sqlite3.Error, db._Unusable) as exc:
+        return StoreCheck(0, (f"{type(exc).__name__}: {exc}",), temporaries)
+    whole, bad = _row_faults(path)
+    return StoreCheck(whole, tuple(bad), temporaries)
+
+
+def stored_records(path: Path) -> dict[str, dict]:
+    """What a user DB holds, keyed as worker.record_db_writes reports writes: perf (device, problem, solver)
+    -> params; find (device, problem) -> [[solver, params], ...]; tuning (device, problem, solver, params)
+    -> [time_ms or None, error]."""
+    out: dict[str, dict] = {"perf": {}, "find": defaultdict(list), "tuning": {}}
+    for device, problem, solver, params, _ in _db_rows(path, "perf"):
+        out["perf"][(device, problem, solver)] = params
+    for device, problem, _, solver, _, _, _, params, _ in _db_rows(path, "find"):
+        out["find"][(device, problem)].append([solver, params])
+    for device, problem, solver, params, time_ms, error in _db_rows(path, "tuning"):
+        out["tuning"][(device, problem, solver, params)] = [time_ms, error]
+    return out
+
+
+KEY_LENGTH = {"perf": 3, "find": 2, "tuning": 4}  # fields of a reported write that make its record's key
+
+
+def missing_writes(path: Path, written: list[list]) -> list[list]:
+    """The writes (worker.record_db_writes entries, of any number of processes) that the DB at path does not
+    hold. Processes may write the same key: it must then hold one of the values written for it."""
+    written_values = defaultdict(list)
+    for table, *entry in written:
+        n = KEY_LENGTH[table]
+        written_values[table, tuple(entry[:n])].append(entry[n:] if table == "tuning" else entry[n])
+    held = stored_records(path)
+    return [[table, *key] for (table, key), values in written_values.items() if held[table].get(key) not in values]
+
+
 KERNEL_CACHE = Store("kernel cache", "MIOPY_CACHE_DIR", lambda d: d, check_kernel_cache)
-STORES = {KERNEL_CACHE.name: KERNEL_CACHE}
+USER_DB = Store("user DB", "MIOPY_USER_DB_PATH", lambda d: d / "user.db", check_user_db)
+STORES = {KERNEL_CACHE.name: KERNEL_CACHE, USER_DB.name: USER_DB}
+
+
+def reopen_dbs() -> None:
+    """Close this process's DB connections and forget them, so the next DB call opens its files afresh, as
+    a new process would."""
+    for store in db._STORES.values():
+        store._close()
+    db._STORES.clear()
 
 
 def store_dir(root: Path, store: Store) -> Path:

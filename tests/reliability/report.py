@@ -23,15 +23,18 @@ INTRO = """# Reliability: faults tried and what miopy did
 
 Users of MIOpen report corrupted cache databases when several jobs share a cache, lock failures, read-only
 or network home directories, and invalid tuning values. The suite in `tests/reliability/` provokes each of
-these against miopy and checks that no call fails, no result is wrong and no stored entry is left corrupt.
-It runs in CI with the rest of the tests. This page is generated from the suite's own counts by
+these against miopy's two stores, the kernel binary cache and the user DB (perf records, find records and
+the tuning log in one SQLite file), and checks that no call fails, no result is wrong, no record written
+is lost and no stored entry is left corrupt. It runs in CI with the rest of the tests. This page is generated from the suite's own counts by
 `python3 tests/reliability/report.py`; do not edit it by hand.
 
-Real faults where the machine allows them: several OS processes at once, SIGKILL, a read-only bind mount
-and a full tmpfs made in a private mount namespace (`unshare -rm`, skipped where user namespaces are off;
-root ignores permission bits, so `chmod` would prove nothing), a path through a regular file, a `HOME`
-that leads nowhere. Only the in-process read-only case is simulated (EROFS from every call that creates a
-file), to assert its single warning with pytest's `caplog`.
+Real faults where the machine allows them: several OS processes at once (find, `miopy-tune` and
+`miopy-driver`), SIGKILL (inside a DB transaction too), a read-only bind mount of a directory or of a
+single file and a full tmpfs made in a private mount namespace (`unshare -rm`, skipped where user
+namespaces are off; root ignores permission bits, so `chmod` would prove nothing), a path through a
+regular file, a `HOME` that leads nowhere, DB files and records damaged byte by byte or with SQL. Two
+cases are simulated in process: EROFS from every call that creates a cache file (to assert its single
+warning with pytest's `caplog`), and a user with no passwd entry (`pwd.getpwuid` raising, `HOME` unset).
 """
 
 HOW = """
@@ -45,14 +48,31 @@ HOW = """
   files that a killed writer of the same entry left. A cache directory that cannot be created or written
   (read-only, full, a path through a file) leaves miopy working from memory. Every fault is logged once
   per kind and cache directory (`miopy.log.warn_once`), never once per entry or call.
+- **User DB** (`miopy/db.py`, SQLite in WAL mode): every write is one transaction, so a writer killed
+  inside one leaves nothing of it; SQLite's locks die with their holder; a lock held by a live process is
+  waited out (busy timeout, a few retries with backoff), then the write is a miss with one warning. A file
+  is checked when a process opens it (SQLite `quick_check`, schema version, the columns of every table):
+  one that fails is moved aside byte for byte as `<name>.corrupt-<time>-<pid>` under a file lock, with one
+  warning, and a new DB is built. Every row is parsed by type as it is read (params a JSON object, times
+  non-negative numbers, ranks 0..n-1): a malformed one is a miss, logged once. Stored params invalid for
+  their solver (out of grid, wrong keys, wrong types) are never used: find runs the solver with its default
+  params, a find record holding them is found again, tuning does not serve such a point. Records are keyed
+  by device id, so another device's are simply not seen. A user DB that cannot be written (read-only file
+  or directory, full disk, a path through a file or to a directory, no home directory) is replaced for the
+  process by an in-memory copy of what it holds, with one warning, so its tuned params and find records
+  still serve. The system perf DB is opened read-only and never touched: missing it is empty, damaged it is
+  ignored with one warning. A tuning point that fails to build, launch or verify is logged with its reason
+  and time inf, and the search goes on.
 - **No usable home**: PoCL lists no device and pyopencl fails its first kernel when their caches under
-  `XDG_CACHE_HOME` / `~/.cache` cannot be made. `Handle()` then points `XDG_CACHE_HOME` at a private
-  temporary directory for the process (removed at exit), with one warning.
+  `XDG_CACHE_HOME` / `~/.cache` cannot be made (or there is no home at all: `HOME` unset, no passwd entry).
+  `Handle()` then points `XDG_CACHE_HOME` at a private temporary directory for the process (removed at
+  exit), with one warning; the user DB goes to memory, with one warning of its own.
 - **Bad input** (descriptors, channels / groups, dtypes, y descriptor, buffers, tuning values, alpha /
   beta) raises a `MiopyError` subclass naming the field before anything is enqueued; every buffer passed
   in is left as it was.
 - **Broken solvers**: a kernel that fails to build or launch is recorded in `FindResult.skipped` with its
-  reason and find goes on; an explicit record of such a configuration raises a `MiopyError`.
+  reason and find goes on; tuning logs such a point with its reason and time inf and stores one that works;
+  an explicit record of such a configuration raises a `MiopyError`.
 """
 
 

@@ -1,6 +1,8 @@
 """Solvers whose kernels fail to build or launch for some params: find records each failure in
 ``result.skipped`` with its reason and goes on; the calls succeed with another solver (naive); nothing
 is raised. An explicit record of a broken configuration raises a MiopyError and leaves the output alone.
+Tuning records each broken point in the tuning log with its reason and time inf, and stores a working
+winner, which find then ranks.
 """
 from __future__ import annotations
 
@@ -10,12 +12,14 @@ import numpy as np
 import pytest
 
 import miopy
-from miopy import ConvAlgoPerf, Direction, MiopyError, reference
+from miopy import ConvAlgoPerf, Direction, MiopyError, db, reference
+from miopy.execute import map_problem
 from miopy.solvers import registry
 from miopy.solvers.base import KernelLaunch, Solution
 from miopy.solvers.naive import ConvDirectNaive
-from tests.reliability.faults import PROBLEMS, Outcome
-from tests.reliability.worker import descriptors, run_checked
+from miopy.tuning import Compiler, TuneOptions, tune_problem
+from tests.reliability.faults import PROBLEMS, USER_DB, Outcome, stored_records
+from tests.reliability.worker import check_record, descriptors, run_checked
 
 
 class _Broken(ConvDirectNaive):
@@ -126,3 +130,37 @@ def test_explicit_broken_record_raises_a_miopy_error_and_good_params_run(solver,
     fine = ConvAlgoPerf(solver.id, "naive", 1.0, 0, {"WG": 64, "BROKEN": False})
     miopy.convolution_forward(handle, xd, xa, wd, wa, conv, yd, ya, algo=fine)
     assert reference.max_error(ya.get(), reference.conv_forward(x, w, conv.pad)) < 1e-4
+
+
+def test_tuning_records_broken_points_and_stores_a_working_winner(broken_registry, tmp_path, monkeypatch, report):
+    """Each broken solver's default point is broken: tuning logs it as failed (time inf, the error) and
+    stores the working point, which find then ranks with its tuned params."""
+    monkeypatch.setenv("MIOPY_SYSTEM_DB_PATH", str(tmp_path / "no-system.db"))
+    handle = miopy.Handle()
+    xd, wd, conv, _ = descriptors(PROBLEMS[0])
+    problem = map_problem(Direction.FORWARD, xd, wd, conv).problem
+    broken, working = {"WG": 64, "BROKEN": True}, {"WG": 64, "BROKEN": False}
+    with Compiler(handle, 0) as compiler:
+        results = tune_problem(handle, problem, solvers=BROKEN, options=TuneOptions(budget=2), compiler=compiler)
+    assert [(r.solver_id, r.stored, r.best_params, r.failed) for r in results] == [
+        (s.id, True, working, 1) for s in BROKEN]
+    log = stored_records(db.user_store().path)["tuning"]
+    device, key = handle.info.device_id, problem.key()
+    for solver in BROKEN:
+        time_ms, error = log[device, key, solver.id, db.params_key(broken)]
+        assert time_ms is None and error.startswith(EXPECTED_ERROR[solver.id]), (time_ms, error)
+        assert log[device, key, solver.id, db.params_key(working)][0] > 0
+    found = run_checked(handle, PROBLEMS[0], Direction.FORWARD, seed=0, mode="normal")
+    for record in (r for r in found if r.solver_id in EXPECTED_ERROR):
+        assert (record.params, record.params_source) == (working, db.USER_PERF), record
+        check_record(handle, PROBLEMS[0], Direction.FORWARD, record, seed=1)
+    ranked = sum(r.solver_id in EXPECTED_ERROR for r in found)
+    check = USER_DB.check(db.user_store().path, handle)
+    assert ranked == len(BROKEN) and not check.bad, (ranked, check)
+    report.record(Outcome(
+        fault="tuning solvers whose default params fail to build or launch (the broken solvers above)",
+        store=USER_DB.name, processes=1, repetitions=len(BROKEN),
+        happened=f"every tuning run completed: the broken point logged in the tuning table with time inf and its "
+                 f"reason ({', '.join(sorted(set(EXPECTED_ERROR.values())))}), the working point stored as the "
+                 f"winner; find then ranked all {len(BROKEN)} with their tuned params and every result verified",
+        test="test_broken_solver"))

@@ -1,5 +1,6 @@
-"""Stores that cannot be written: a read-only directory, a full disk, a path that cannot be created, no
-usable home directory. miopy keeps working from memory and says so once per process, not once per call.
+"""Stores that cannot be written: a read-only directory or file, a full disk, a path that cannot be created,
+no usable home directory. miopy keeps working from memory (a user DB that can still be read is copied there
+first, so its records keep serving) and says so once per process, not once per call.
 
 The in-process tests assert the single warning with caplog. The child-process tests make the condition
 real where the kernel allows it (a read-only bind mount or a tiny tmpfs in a private mount namespace: root
@@ -8,16 +9,24 @@ ignores permission bits, so chmod would prove nothing here) and count what the c
 from __future__ import annotations
 
 import errno
+import hashlib
 import logging
+import pwd
 from pathlib import Path
 
 import pytest
 
 import miopy
+from miopy import db, find
+from miopy.convolution import Direction
+from miopy.execute import map_problem
 from miopy.kernel_cache import KernelCache
+from miopy.solvers import registry
+from miopy.tuning import Compiler, TuneOptions, tune_solver
 from tests.reliability import processes as procs
-from tests.reliability.faults import DRIVER_FLAGS, KERNEL_CACHE, PROBLEMS, STORES, TAGS, Outcome, Store, cache_entries
-from tests.reliability.worker import tagged_spec
+from tests.reliability.faults import (DRIVER_FLAGS, KERNEL_CACHE, PROBLEMS, STORES, TAGS, TUNE_FLAGS, USER_DB, Outcome,
+                                      Store, cache_entries, reopen_dbs)
+from tests.reliability.worker import descriptors, run_checked, tagged_spec
 
 CALLS_IN_PROCESS = 4
 needs_namespaces = pytest.mark.skipif(not procs.namespaces_work(), reason="`unshare -rm` is not permitted here")
@@ -96,6 +105,79 @@ def test_missing_home_warns_once_in_process(tmp_path, monkeypatch, caplog, handl
                  f"{CALLS_IN_PROCESS} handles", test="test_unwritable_stores"))
 
 
+def _db_through_a_file(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "a-file").write_text("not a directory")
+    monkeypatch.setenv("MIOPY_USER_DB_PATH", str(tmp_path / "a-file" / "db" / "user.db"))
+
+
+def _db_path_is_a_directory(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "user.db").mkdir()
+    monkeypatch.setenv("MIOPY_USER_DB_PATH", str(tmp_path / "user.db"))
+
+
+def _no_home(tmp_path: Path, monkeypatch) -> None:
+    """HOME unset and no passwd entry: '~' cannot be expanded, so platformdirs' directories stay relative."""
+    def no_entry(uid):
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+    for name in ("HOME", "MIOPY_USER_DB_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("XDG_DATA_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(name, "")  # empty reads as unset; monkeypatch restores what the handle sets
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    monkeypatch.chdir(tmp_path)  # where a relative '~/...' would land
+
+
+DB_IN_PROCESS = {
+    "user DB path that cannot be created (a parent is a file)": _db_through_a_file,
+    "user DB path is a directory": _db_path_is_a_directory,
+    "no home directory: HOME unset, no passwd entry, no XDG_* or MIOPY_USER_DB_PATH (in process)": _no_home,
+}
+
+
+def _problem():
+    xd, wd, conv, _ = descriptors(PROBLEMS[0])
+    return map_problem(Direction.FORWARD, xd, wd, conv).problem
+
+
+def _db_work(handle) -> None:
+    """Finds (the first benchmarks and stores, the next are served from the find DB) and a tuning run whose
+    winner find then uses: every DB table written and read."""
+    problem = _problem()
+    for seed in range(CALLS_IN_PROCESS):
+        found = run_checked(handle, PROBLEMS[0], Direction.FORWARD, seed=seed)
+        assert found.from_db == (seed > 0), (seed, found.from_db)
+    naive = registry.get("ConvDirectNaive")
+    with Compiler(handle, 0) as compiler:
+        tuned = tune_solver(handle, problem, naive, options=TuneOptions(budget=3), compiler=compiler)
+    assert find.params_for(naive, problem, handle) == (tuned.best_params, db.USER_PERF)
+
+
+@pytest.mark.parametrize("fault", list(DB_IN_PROCESS))
+def test_unusable_user_db_path_keeps_records_in_memory(fault, tmp_path, monkeypatch, caplog, report):
+    """The DB lives in memory for the process: records written are read back, with one warning. Without a
+    home, the new handle also moves PoCL's and pyopencl's caches aside (one more warning)."""
+    monkeypatch.setenv("MIOPY_SYSTEM_DB_PATH", str(tmp_path / "no-system.db"))
+    DB_IN_PROCESS[fault](tmp_path, monkeypatch)
+    before = sorted(tmp_path.rglob("*"))
+    caplog.set_level(logging.WARNING, logger="miopy")
+    reopen_dbs()
+    handle = miopy.Handle()
+    _db_work(handle)
+    warnings = _miopy_warnings(caplog)
+    db_warnings = [w for w in warnings if "user DB" in w]
+    assert db.user_store().in_memory and len(db_warnings) == 1, warnings
+    assert len(warnings) == 1 + (fault == next(reversed(DB_IN_PROCESS))), warnings
+    assert sorted(tmp_path.rglob("*")) == before  # nothing written anywhere, not even a relative '~'
+    said = db_warnings[0].split(";")[0].replace(str(tmp_path), "<tmp>")
+    report.record(Outcome(
+        fault=fault, store=USER_DB.name, processes=1, repetitions=CALLS_IN_PROCESS + 1,
+        happened=f"{CALLS_IN_PROCESS} find+run calls verified (all but the first served from the find DB) and a "
+                 f"tuning run whose winner find then used, all in memory; 1 DB warning (\"{said}\")" + ("; the handle moved PoCL's and pyopencl's caches to a "
+                 "private temporary directory, 1 warning" if len(warnings) > 1 else ""),
+        test="test_unwritable_stores"))
+
+
 # -- in child processes, on real faulty filesystems ---------------------------------------------------------
 def _read_only_directory(tmp_path: Path) -> tuple[Path, list[str]]:
     directory = tmp_path / "read-only"
@@ -141,11 +223,15 @@ def test_unwritable_store_in_child_processes(fault, store, tmp_path, report):
     worker, driver = _run_both(env, prefix, directory)
     driver_warnings = procs.warning_lines(driver.stderr)
     assert len(worker["warnings"]) == 1 and len(driver_warnings) == 1, (worker["warnings"], driver_warnings)
-    assert not [f for f in worker["files"] if not f.endswith(".lock")], worker["files"]
+    # A full disk may leave the empty file SQLite began to create: to SQLite, a new empty DB.
+    locks = [f for f in worker["files"] if f.endswith(".lock")]
+    empty = [f for f, size in worker["files"].items() if not size and f not in locks]
+    assert len(locks) + len(empty) == len(worker["files"]), worker["files"]
     report.record(Outcome(
         fault=fault, store=target.name, processes=2, repetitions=worker["calls"] + 3,
         happened=f"{worker['calls']} find+run calls and a 3-direction miopy-driver run all verified, from memory; "
-                 f"1 warning per process; nothing but lock files left in the store",
+                 f"1 warning per process; left in the store: {len(locks)} lock file(s)"
+                 + (f", {len(empty)} empty file(s) ({', '.join(empty)}: to SQLite a new, empty DB)" if empty else ""),
         test="test_unwritable_stores"))
 
 
@@ -164,6 +250,47 @@ def test_read_only_populated_cache_serves_hits_silently(tmp_path, handle, report
         processes=2, repetitions=worker["calls"] + 3,
         happened=f"every kernel read from the {entries} entries, nothing compiled, no warning",
         test="test_unwritable_stores"))
+
+
+def _tune_in_child(env: dict, prefix: list[str] = ()) -> dict:
+    result = procs.run_worker("cli", {"program": "tune", "argv": TUNE_FLAGS}, env, prefix)
+    assert not result["failures"], result["failures"]
+    return result
+
+
+READ_ONLY_DB = {  # fault -> what is mounted read-only, from the DB's path
+    "read-only directory holding a filled user DB (bind mount)": lambda path: path.parent,
+    "read-only user DB file in a writable directory (bind mount of the file)": lambda path: path,
+}
+
+
+@needs_namespaces
+def test_read_only_user_db_keeps_serving_its_records(tmp_path, handle, report):
+    """A user DB filled earlier (tuning log, perf and find records), then mounted read-only: each process
+    works on a copy in memory, so tuning resumes from the log and find is served from the find DB; one
+    warning per process; the file is left byte for byte as it was."""
+    path = tmp_path / "db" / "user.db"
+    path.parent.mkdir()
+    env = procs.child_env(MIOPY_USER_DB_PATH=path)
+    _tune_in_child(env)
+    assert procs.run_driver(DRIVER_FLAGS, env).returncode == 0
+    digest, records = hashlib.sha256(path.read_bytes()).hexdigest(), USER_DB.check(path, handle).whole
+    for fault, mounted in READ_ONLY_DB.items():
+        prefix = procs.read_only(mounted(path))
+        tuned = _tune_in_child(env, prefix)
+        driver = procs.run_driver(DRIVER_FLAGS, env, prefix)
+        warnings = tuned["warnings"] + procs.warning_lines(driver.stderr)
+        assert driver.returncode == 0 and driver.stdout.count("Verifies OK") == 3, driver.stdout + driver.stderr
+        assert tuned["stdout"].count("0 measured, 3 from the log") == 3, tuned["stdout"]
+        assert driver.stdout.count("from the find DB") == 3, driver.stdout
+        assert len(warnings) == 2 and all("read-only" in w for w in warnings), warnings
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+        report.record(Outcome(
+            fault=fault, store=USER_DB.name, processes=2, repetitions=6,
+            happened=f"each process worked on an in-memory copy of the {records} records: miopy-tune resumed all "
+                     "3 directions from the tuning log (nothing measured), miopy-driver's 3 finds were served from "
+                     "the find DB and verified; 1 warning per process; the file unchanged byte for byte",
+            test="test_unwritable_stores"))
 
 
 def _home_read_only(tmp_path: Path) -> tuple[Path, list[str]]:
@@ -195,8 +322,8 @@ def test_unusable_home_in_child_processes(fault, tmp_path, report):
     driver = procs.run_driver(DRIVER_FLAGS, env, prefix)
     warnings = procs.warning_lines(driver.stderr)
     assert driver.returncode == 0 and driver.stdout.count("Verifies OK") == 3, driver.stdout + driver.stderr
-    assert 1 <= len(warnings) <= len(STORES) and "unusable" in warnings[0], warnings
+    assert len(warnings) == len(STORES) and "unusable" in warnings[0] and "user DB" in warnings[1], warnings
     report.record(Outcome(
         fault=fault, store="all", processes=1, repetitions=3,
-        happened=f"a 3-direction miopy-driver run verified; caches kept in a private temporary directory; "
-                 f"{len(warnings)} warning", test="test_unwritable_stores"))
+        happened="a 3-direction miopy-driver run verified; caches kept in a private temporary directory, DB "
+                 "records in memory; 1 warning for each", test="test_unwritable_stores"))
