@@ -198,3 +198,11 @@ def test_build_system_db_writes_a_shippable_perf_file(fresh_dbs, handle, tmp_pat
     problem = networks.problems("tiny", 1)[0]
     assert find.params_for(NAIVE, problem, handle)[1] == "system perf DB"
     assert db.user_perf_db().get(handle.info.device_id, problem.key(), NAIVE.id) is None
+
+
+def test_system_db_merge_keeps_the_faster_record():
+    from miopy.tuning.build_system_db import faster
+    old = ("dev", "key", "ConvDirectLocal", '{"a": 1}', 1.0, "0.1.0", "d1")
+    slower = ("dev", "key", "ConvDirectLocal", '{"a": 2}', 1.1, "0.1.0", "d2")
+    quicker = ("dev", "key", "ConvDirectLocal", '{"a": 3}', 0.9, "0.1.0", "d3")
+    assert faster(old, slower) is old and faster(old, quicker) is quicker and faster(None, slower) is slower

@@ -60,9 +60,16 @@ def build(args: argparse.Namespace) -> int:
             print(f"[{i}/{len(problems)}] {problem.key()} tuned in {time.perf_counter() - start:.1f} s: "
                   + ", ".join(f"{r.solver_id} {r.best_ms:.3f} ms" for r in results), flush=True)
     rows = {tuple(row[:3]): row for row in _existing(args.out)} if args.merge else {}
-    rows.update({tuple(row[:3]): row for row in db.user_perf_db().rows()})
+    for row in db.user_perf_db().rows():
+        rows[tuple(row[:3])] = faster(rows.get(tuple(row[:3])), row)
     db.write_perf_file(args.out, rows.values())
     return len(rows)
+
+
+def faster(kept: tuple | None, new: tuple) -> tuple:
+    """The record to keep for one (device, problem, solver): the faster one (rows end with time_ms,
+    miopy_version, date), so re-tuning with a smaller budget or an unlucky search never makes it worse."""
+    return new if kept is None or new[-3] <= kept[-3] else kept
 
 
 def _existing(path: Path) -> list[tuple]:
