@@ -1,0 +1,42 @@
+"""Run one solver once on one layer with its find params, for a profiler (e.g. Nsight Compute) to watch.
+
+    ncu --section SpeedOfLight --section Occupancy --section LaunchStats python3 benchmarks/profile_one.py \\
+        --set alexnet --layer conv5 --solver ConvDirectLocal
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from miopy import Handle, networks  # noqa: E402
+from miopy.execute import prepared_solution  # noqa: E402
+from miopy.find import params_for, random_buffers  # noqa: E402
+from miopy.solvers import registry  # noqa: E402
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--set", default="alexnet")
+    ap.add_argument("--layer", default="conv5")
+    ap.add_argument("--solver", default="ConvDirectLocal")
+    ap.add_argument("-F", type=int, default=1)
+    args = ap.parse_args(argv)
+    handle = Handle()
+    layer = next(l for l in networks.layer_set(args.set) if l.name == args.layer)
+    problem = layer.problem(networks.DEFAULT_BATCH[args.set], args.F)
+    solver = registry.get(args.solver)
+    params, source = params_for(solver, problem, handle)
+    prepared = prepared_solution(handle, problem, solver.id, params)
+    buffers = random_buffers(handle, problem, prepared.solution.workspace_bytes)
+    ms = handle.time_ms(lambda: prepared.enqueue(handle, buffers), warmup=1, iters=3)
+    print(f"{problem.key()} {solver.id} ({source}) {params}: {ms:.3f} ms, "
+          f"{problem.flops() / ms / 1e9:.1f} TFLOP/s; launches "
+          + ", ".join(f"{l.spec.name} global={l.global_size} local={l.local_size}" for l in prepared.solution.launches))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
