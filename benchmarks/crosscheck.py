@@ -26,6 +26,17 @@ from miopy.solvers import registry  # noqa: E402
 LETTERS = {"F": Direction.FORWARD, "B": Direction.BACKWARD_DATA, "W": Direction.BACKWARD_WEIGHTS}
 
 
+def torch_call(problem, x, w, y):
+    """A no-argument callable computing problem's direction with PyTorch on tensors x, w, y."""
+    import torch
+    c = problem.conv
+    if problem.direction is Direction.FORWARD:
+        return lambda: torch.nn.functional.conv2d(x, w, None, c.stride, c.pad, c.dilation, c.groups)
+    mask = [problem.direction is Direction.BACKWARD_DATA, problem.direction is Direction.BACKWARD_WEIGHTS, False]
+    return lambda: torch.ops.aten.convolution_backward(y, x, w, None, c.stride, c.pad, c.dilation, False, [0, 0],
+                                                       c.groups, mask)[0 if mask[0] else 1]
+
+
 def float64_reference(problem, t: dict) -> np.ndarray:
     """The exact result in float64: on the GPU through torch when it is there, else on the host."""
     try:
@@ -34,15 +45,8 @@ def float64_reference(problem, t: dict) -> np.ndarray:
             raise ImportError
     except ImportError:
         return reference.solve(problem, t)
-    c = problem.conv
     x, w, y = (torch.from_numpy(t[r].astype(np.float64)).cuda() for r in "xwy")
-    if problem.direction is Direction.FORWARD:
-        out = torch.nn.functional.conv2d(x, w, None, c.stride, c.pad, c.dilation, c.groups)
-    else:
-        mask = [problem.direction is Direction.BACKWARD_DATA, problem.direction is Direction.BACKWARD_WEIGHTS, False]
-        out = torch.ops.aten.convolution_backward(y, x, w, None, c.stride, c.pad, c.dilation, False, [0, 0],
-                                                  c.groups, mask)[0 if mask[0] else 1]
-    return out.cpu().numpy()
+    return torch_call(problem, x, w, y)().cpu().numpy()
 
 
 def run(handle, solver, problem, t, bufs) -> np.ndarray:

@@ -31,7 +31,7 @@ from miopy.find import find_problem  # noqa: E402
 from miopy.solvers import registry  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from crosscheck import float64_reference  # noqa: E402
+from crosscheck import float64_reference, torch_call  # noqa: E402
 from microbench import copy_bandwidth_gbs, fp32_peak_gflops  # noqa: E402
 
 LETTERS = {"F": Direction.FORWARD, "B": Direction.BACKWARD_DATA, "W": Direction.BACKWARD_WEIGHTS}
@@ -43,15 +43,8 @@ def cudnn_ms(problem, tensors, tf32: bool, iters: int) -> tuple[float, np.ndarra
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = tf32
     torch.backends.cuda.matmul.allow_tf32 = tf32
-    c = problem.conv
     x, w, y = (torch.from_numpy(tensors[r]).cuda() for r in "xwy")
-    if problem.direction is Direction.FORWARD:
-        call = lambda: torch.nn.functional.conv2d(x, w, None, c.stride, c.pad, c.dilation, c.groups)
-    else:
-        mask = [problem.direction is Direction.BACKWARD_DATA, problem.direction is Direction.BACKWARD_WEIGHTS, False]
-        idx = 0 if mask[0] else 1
-        call = lambda: torch.ops.aten.convolution_backward(y, x, w, None, c.stride, c.pad, c.dilation, False,
-                                                           [0, 0], c.groups, mask)[idx]
+    call = torch_call(problem, x, w, y)
     for _ in range(3):
         out = call()
     torch.cuda.synchronize()

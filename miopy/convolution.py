@@ -6,7 +6,7 @@ import operator
 from dataclasses import dataclass
 
 from .errors import BadParam, check
-from .tensor import DataType, TensorDesc, int_tuple
+from .tensor import TensorDesc, int_tuple
 
 
 class Direction(enum.IntEnum):

@@ -21,7 +21,7 @@ from .errors import BadParam, NotApplicable, check
 from .handle import Handle
 from .kernel_cache import KernelSpec
 from .solvers import registry
-from .solvers.base import KernelLaunch, Solution, round_up
+from .solvers.base import Solution, round_up
 from .tensor import TensorDesc
 
 logger = logging.getLogger(__name__)

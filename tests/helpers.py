@@ -38,13 +38,7 @@ def random_tensors(problem: ConvProblem, seed: int = 0) -> dict[str, np.ndarray]
 
 
 def expected(problem: ConvProblem, t: dict[str, np.ndarray]) -> np.ndarray:
-    c = problem.conv
-    geo = dict(pad=c.pad, stride=c.stride, dilation=c.dilation, groups=c.groups)
-    if problem.direction is Direction.FORWARD:
-        return reference.conv_forward(t["x"], t["w"], **geo)
-    if problem.direction is Direction.BACKWARD_DATA:
-        return reference.conv_backward_data(t["y"], t["w"], problem.x.dims, **geo)
-    return reference.conv_backward_weights(t["x"], t["y"], problem.w.dims, **geo)
+    return reference.solve(problem, t)
 
 
 def run_solution(handle, solution, problem: ConvProblem, t: dict[str, np.ndarray], extra=None) -> np.ndarray:

@@ -1,5 +1,4 @@
 import numpy as np
-import pyopencl as cl
 import pyopencl.array as cl_array
 import pytest
 
