@@ -99,13 +99,16 @@ def test_bad_field_is_named(handle):
 
 
 def test_workspace_too_small_is_rejected(handle):
+    from miopy.solvers import registry
     xd, wd, yd, conv, x, wt = _setup(handle)
-    rec = miopy.find_convolution(handle, xd, wd, conv)[0]
-    if rec.workspace_bytes == 0:
-        pytest.skip("fastest solver needs no workspace here")
+    rec = miopy.find_convolution(handle, xd, wd, conv, solvers=[registry.get("ConvIm2colGemm")])[0]
+    assert rec.workspace_bytes > 4
+    poison = np.full(yd.dims, 7.0, np.float32)
+    y = handle.to_device(poison)
     with pytest.raises(BadParam, match="workspace"):
         miopy.convolution_forward(handle, xd, handle.to_device(x), wd, handle.to_device(wt), conv, yd,
-                                  handle.empty(yd.dims), algo=rec, workspace=cl_array.zeros(handle.queue, 1, np.float32))
+                                  y, algo=rec, workspace=cl_array.zeros(handle.queue, 1, np.float32))
+    assert np.array_equal(y.get(), poison)
 
 
 def test_log_cmd(handle, monkeypatch, capsys):
