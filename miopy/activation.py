@@ -22,6 +22,16 @@ EPSILON = 1e-6                 # power: (alpha + beta * x) at or below this give
 SOFTRELU_THRESHOLD = 50.0      # softrelu's derivative clamps x here before exp (as MIOpen)
 
 
+def enum_member(cls, value, field: str, what: str):
+    """The member of an int enum given as a member, its value or its name (any case); else BadParam(field)."""
+    if isinstance(value, str) and value.upper() in cls.__members__:
+        return cls[value.upper()]
+    try:
+        return cls(value)
+    except ValueError:
+        raise BadParam(field, f"unknown {what} {value!r}; known: {[m.name for m in cls]}") from None
+
+
 class ActivationMode(enum.IntEnum):
     """miopenActivationMode_t: values are MIOpen's."""
 
@@ -39,12 +49,7 @@ class ActivationMode(enum.IntEnum):
     @classmethod
     def of(cls, value: "ActivationMode | int | str", field: str = "mode") -> "ActivationMode":
         """Accept a member, its int value or its name (any case); else BadParam(field)."""
-        if isinstance(value, str) and value.upper() in cls.__members__:
-            return cls[value.upper()]
-        try:
-            return cls(value)
-        except ValueError:
-            raise BadParam(field, f"unknown activation mode {value!r}; known: {[m.name for m in cls]}") from None
+        return enum_member(cls, value, field, "activation mode")
 
 
 # -- float64 host formulas --------------------------------------------------------------------------------

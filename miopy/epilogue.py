@@ -14,8 +14,8 @@ from typing import Mapping
 
 import numpy as np
 
-from .activation import ActivationMode, forward_reference
-from .errors import BadParam, check
+from .activation import ActivationMode, enum_member, forward_reference
+from .errors import check
 
 BIAS_ROLES = ("bias",)
 BATCHNORM_ROLES = ("bn_scale", "bn_shift", "bn_mean", "bn_var", "bn_epsilon")
@@ -30,12 +30,7 @@ class BatchNormMode(enum.IntEnum):
 
     @classmethod
     def of(cls, value: "BatchNormMode | int | str", field: str = "bn_mode") -> "BatchNormMode":
-        if isinstance(value, str) and value.upper() in cls.__members__:
-            return cls[value.upper()]
-        try:
-            return cls(value)
-        except ValueError:
-            raise BadParam(field, f"unknown batch-norm mode {value!r}; known: {[m.name for m in cls]}") from None
+        return enum_member(cls, value, field, "batch-norm mode")
 
 
 _FUSE_BN = {BatchNormMode.SPATIAL: 1, BatchNormMode.PER_ACTIVATION: 2}   # the header's FUSE_BN values
