@@ -54,7 +54,25 @@ def round_up(value: int, multiple: int) -> int:
     return (value + multiple - 1) // multiple * multiple
 
 
-class Solver:
+class Applicable:
+    """Applicability as data: subclasses raise NotApplicable in ``applicability``; these turn it into a
+    reason or a bool (shared by convolution solvers and fused solvers)."""
+
+    def applicability(self, problem, dev: DeviceInfo) -> None:
+        raise NotImplementedError
+
+    def not_applicable_reason(self, problem, dev: DeviceInfo) -> str | None:
+        try:
+            self.applicability(problem, dev)
+        except NotApplicable as exc:
+            return str(exc)
+        return None
+
+    def is_applicable(self, problem, dev: DeviceInfo) -> bool:
+        return self.not_applicable_reason(problem, dev) is None
+
+
+class Solver(Applicable):
     """A family of kernels for convolution problems. Subclasses set the class attributes and override
     ``applicability``, ``default_params``, ``solution`` and, when tunable, ``grid`` and ``invalid_reason``.
     """
@@ -77,16 +95,6 @@ class Solver:
         """Raise NotApplicable with a reason when the solver cannot run problem on dev."""
         require(problem.direction in self.directions, f"direction {problem.direction.name} not implemented")
         require(problem.dtype is DataType.FLOAT32, "only FP32 is implemented")
-
-    def not_applicable_reason(self, problem: ConvProblem, dev: DeviceInfo) -> str | None:
-        try:
-            self.applicability(problem, dev)
-        except NotApplicable as exc:
-            return str(exc)
-        return None
-
-    def is_applicable(self, problem: ConvProblem, dev: DeviceInfo) -> bool:
-        return self.not_applicable_reason(problem, dev) is None
 
     # -- tuning space ---------------------------------------------------------------------------------
     def invalid_reason(self, problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:

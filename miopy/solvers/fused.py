@@ -15,14 +15,13 @@ from dataclasses import dataclass
 
 from ..convolution import ConvProblem, Direction
 from ..epilogue import Epilogue
-from ..errors import NotApplicable
 from ..execute import Prepared, prepared_solution
 from ..find import params_for
 from ..handle import DeviceInfo, Handle
 from ..pointwise import MAX_ELEMENTS, pointwise_launch, prepared
 from ..tensor import DataType, TensorDesc
 from . import registry
-from .base import Params, Solution, Solver, require
+from .base import Applicable, Params, Solution, Solver, require
 
 
 @dataclass(frozen=True)
@@ -52,7 +51,7 @@ class FusedProblem:
         return " -> ".join(steps)
 
 
-class FusedSolver:
+class FusedSolver(Applicable):
     """Base of fused solvers: applicability with reasons, params, and a prepared (built) solution."""
 
     id: str
@@ -60,16 +59,6 @@ class FusedSolver:
 
     def applicability(self, fp: FusedProblem, dev: DeviceInfo) -> None:
         require(fp.x.dtype is DataType.FLOAT32, "only FP32 is implemented")
-
-    def not_applicable_reason(self, fp: FusedProblem, dev: DeviceInfo) -> str | None:
-        try:
-            self.applicability(fp, dev)
-        except NotApplicable as exc:
-            return str(exc)
-        return None
-
-    def is_applicable(self, fp: FusedProblem, dev: DeviceInfo) -> bool:
-        return self.not_applicable_reason(fp, dev) is None
 
     def params(self, fp: FusedProblem, handle: Handle) -> tuple[Params, str]:
         """(params, source) for fp; untunable by default."""
