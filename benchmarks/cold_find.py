@@ -18,7 +18,7 @@ CHILD = """
 import sys, time
 t0 = time.perf_counter()
 import miopy
-from miopy import networks
+from miopy.conv import networks
 from miopy.find import find_problem
 handle = miopy.Handle()
 t1 = time.perf_counter()

@@ -17,11 +17,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from miopy import Handle, networks, reference  # noqa: E402
-from miopy.convolution import Direction  # noqa: E402
+from miopy.conv.problem import Direction  # noqa: E402
 from miopy.errors import MiopyError  # noqa: E402
 from miopy.execute import OUTPUT_ROLE, prepared_solution  # noqa: E402
 from miopy.find import params_for  # noqa: E402
-from miopy.solvers import registry  # noqa: E402
+from miopy.conv import registry  # noqa: E402
 
 LETTERS = {"F": Direction.FORWARD, "B": Direction.BACKWARD_DATA, "W": Direction.BACKWARD_WEIGHTS}
 

@@ -17,15 +17,15 @@ import time
 import numpy as np
 import pyopencl as cl
 
-from miopy import reference
+from miopy.conv import reference
 from miopy.cli.driver import conv_arguments, descriptors, directions
-from miopy.convolution import ConvProblem, Direction
+from miopy.conv.problem import ConvProblem, Direction
 from miopy.errors import MiopyError
 from miopy.execute import OUTPUT_ROLE, Prepared, map_problem, prepare
 from miopy.find import random_buffers
 from miopy.handle import Handle
-from miopy.solvers.base import Params
-from miopy.solvers.direct_local import ConvDirectLocal
+from miopy.solver import Params
+from miopy.conv.solvers.direct_local import ConvDirectLocal
 
 SOLVER = ConvDirectLocal()
 

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import miopy  # noqa: E402
 from miopy import ActivationMode, ConvDesc, FusionPlan, OperatorArgs, TensorDesc, networks, reference  # noqa: E402
-from miopy.networks import Layer  # noqa: E402
+from miopy.conv.networks import Layer  # noqa: E402
 
 
 NETWORKS = {"resnet50": networks.RESNET50, "vgg16": networks.VGG16}

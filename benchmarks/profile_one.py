@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from miopy import Handle, networks  # noqa: E402
 from miopy.execute import prepared_solution  # noqa: E402
 from miopy.find import params_for, random_buffers  # noqa: E402
-from miopy.solvers import registry  # noqa: E402
+from miopy.conv import registry  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import miopy  # noqa: E402
 from miopy import networks, reference  # noqa: E402
-from miopy.convolution import Direction  # noqa: E402
+from miopy.conv.problem import Direction  # noqa: E402
 from miopy.execute import OUTPUT_ROLE  # noqa: E402
 from miopy.find import find_problem  # noqa: E402
-from miopy.solvers import registry  # noqa: E402
+from miopy.conv import registry  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from crosscheck import float64_reference, torch_call  # noqa: E402

@@ -4,7 +4,7 @@
 set -uo pipefail
 out=$1; part=${2:-all}
 [ -f "$out" ] || cp miopy/data/system_perf.db "$out"
-tune() { timeout 560 python3 -m miopy.tuning.build_system_db --out "$out" --merge --strategy local --jobs 12 "$@"; }
+tune() { timeout 560 python3 -m miopy.cli.build_system_db --out "$out" --merge --strategy local --jobs 12 "$@"; }
 if [ "$part" = alexnet ] || [ "$part" = all ]; then
   for f in 1 2 4; do tune --networks alexnet -n 128 -F $f --budget 16; done
 fi

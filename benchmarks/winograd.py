@@ -16,11 +16,11 @@ import statistics
 import sys
 
 import miopy
-from miopy.convolution import ConvDesc, ConvProblem, Direction
+from miopy.conv.problem import ConvDesc, ConvProblem, Direction
 from miopy.errors import MiopyError
 from miopy.execute import prepared_solution
 from miopy.find import default_timer, find_problem, random_buffers
-from miopy.solvers import registry
+from miopy.conv import registry
 from miopy.tensor import TensorDesc
 
 LAYERS = {  # name -> (C, H=W, K) of its 3x3 pad-1 stride-1 convolutions

@@ -30,6 +30,11 @@ class LaunchError(MiopyError):
     """A kernel launch failed (out of resources, invalid work-group size, ...)."""
 
 
+class OutOfResources(MiopyError):
+    """The device cannot hold what the call needs (a buffer over its largest allocation or its memory, or
+    an allocation that failed at run time); nothing was written."""
+
+
 class DeviceNotFound(MiopyError):
     """No usable OpenCL device."""
 

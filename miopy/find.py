@@ -1,14 +1,18 @@
-"""The find step: rank the applicable solvers of a problem, by benchmark, find DB or heuristic.
+"""The find step: rank the applicable solvers of any family's problem, by benchmark, find DB or heuristic.
 
 Find modes (argument ``mode`` or MIOPY_FIND_MODE): ``normal`` benchmarks every applicable solver;
 ``fast`` serves the find DB or else the heuristic ranking and never benchmarks; ``hybrid`` (the default)
 serves the find DB or else benchmarks. MIOPY_FIND_ENFORCE: ``search`` tunes every applicable solver first,
 ``db_update`` re-benchmarks and overwrites the find record, ``db_clean`` drops the problem's perf and find
-records. Immediate mode (get_solutions, compile_solution) ranks and prepares without running anything.
+records (``search`` is the family's business: tuning sits above find, so the family's API tunes first).
+Immediate mode (get_solutions, compile_solution) ranks and builds without running anything.
+
+The problem's family is ``problem.registry`` (set by the family's registry module): its solvers, its
+ranking for immediate mode, its float64 reference.
 
 Failures are data: a solver that does not apply, needs too much workspace, fails to build or to launch
 is recorded in ``FindResult.skipped`` with its reason and the search goes on. The timer is injectable:
-``timer(handle, prepared, buffers) -> ms``.
+``timer(handle, plan, buffers) -> ms``.
 """
 from __future__ import annotations
 
@@ -20,26 +24,24 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pyopencl as cl
 
-from . import config, db, heuristic
-from .convolution import ConvProblem
+from . import config, db
 from .errors import BadParam, MiopyError, NotSupported
-from .execute import Prepared, prepared_solution
 from .handle import Handle
 from .log import warn_once
-from .solvers import registry
-from .solvers.base import Params, Solver
+from .plan import Plan, solution_plan
+from .solver import Params, Problem, Solver
 from .version import __version__
 
 logger = logging.getLogger(__name__)
 
-Timer = Callable[[Handle, Prepared, Mapping[str, cl.Buffer]], float]
+Timer = Callable[[Handle, Plan, Mapping[str, cl.Buffer]], float]
 MODES = ("normal", "fast", "hybrid")
 ENFORCE = ("search", "db_update", "db_clean")
 DEFAULT = "default"
 
 
 @dataclass(frozen=True)
-class ConvAlgoPerf:
+class AlgoPerf:
     """One find record: a solver with its params, its time and workspace.
 
     measured is False for a heuristic or immediate-mode record, whose time_ms is nan (nothing ran).
@@ -71,25 +73,28 @@ class FindResult(list):
         self.from_db = from_db
 
 
-def default_timer(handle: Handle, prepared: Prepared, buffers: Mapping[str, cl.Buffer]) -> float:
+def default_timer(handle: Handle, plan: Plan, buffers: Mapping[str, cl.Buffer]) -> float:
     """Median of 5 profiled runs after 2 warm-ups."""
-    return handle.time_ms(lambda: prepared.enqueue(handle, buffers))
+    return handle.time_ms(lambda: plan.enqueue(buffers))
 
 
-def random_buffers(handle: Handle, problem: ConvProblem, workspace_bytes: int, seed: int = 0) -> dict:
-    """Device buffers for x, w, y (random normal values) and a workspace of workspace_bytes."""
+def random_host(problem: Problem, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random normal host data for every tensor of problem, flat over each descriptor's span."""
     rng = np.random.default_rng(seed)
-    out = {}
-    for role, desc in (("x", problem.x), ("w", problem.w), ("y", problem.y)):
-        host = rng.standard_normal(desc.element_span, dtype=np.float32)
-        out[role] = cl.Buffer(handle.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
+    return {role: rng.standard_normal(desc.element_span).astype(desc.dtype.numpy)
+            for role, desc in problem.tensors().items()}
+
+
+def random_buffers(handle: Handle, problem: Problem, workspace_bytes: int, seed: int = 0) -> dict:
+    """Device buffers for every tensor of problem (random normal values) and a workspace."""
+    mf = cl.mem_flags
+    out: dict = {role: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=host)
+                 for role, host in random_host(problem, seed).items()}
     out["workspace"] = handle.alloc(workspace_bytes)
     return out
 
 
-
-
-def params_for(solver: Solver, problem: ConvProblem, handle: Handle) -> tuple[Params, str]:
+def params_for(solver: Solver, problem: Problem, handle: Handle) -> tuple[Params, str]:
     """The params find uses for solver, and their source: the user perf DB's, else the system perf DB's,
     else the default. A stored record that is no longer valid (grid or device limits changed) is skipped
     with one warning."""
@@ -122,7 +127,7 @@ def resolve_enforce() -> str | None:
     return value.lower() if value else None
 
 
-def find_problem(handle: Handle, problem: ConvProblem, *, buffers: Mapping[str, cl.Buffer] | None = None,
+def find_problem(handle: Handle, problem: Problem, *, buffers: Mapping[str, cl.Buffer] | None = None,
                  workspace_limit: int | None = None, timer: Timer | None = None, mode: str | None = None,
                  store: bool | None = None, solvers: Sequence[Solver] | None = None) -> FindResult:
     """Rank the applicable solvers of problem, best first, as the find mode says (module docstring).
@@ -139,8 +144,6 @@ def find_problem(handle: Handle, problem: ConvProblem, *, buffers: Mapping[str, 
     device, key = handle.info.device_id, problem.key()
     if enforce == "db_clean":
         db.forget_problem(device, key)
-    elif enforce == "search":
-        _tune_applicable(handle, problem, timer)
     if mode != "normal" and enforce is None:
         hit = _from_find_db(handle, problem, workspace_limit)
         if hit is not None:
@@ -155,29 +158,24 @@ def find_problem(handle: Handle, problem: ConvProblem, *, buffers: Mapping[str, 
     return result
 
 
-def get_solutions(handle: Handle, problem: ConvProblem, workspace_limit: int | None = None) -> FindResult:
+def get_solutions(handle: Handle, problem: Problem, workspace_limit: int | None = None) -> FindResult:
     """Immediate mode: the find DB's ranking (from_db=True), else the heuristic's; runs nothing."""
     hit = _from_find_db(handle, problem, workspace_limit)
     return hit if hit is not None else _heuristic(handle, problem, workspace_limit)
 
 
-def compile_solution(handle: Handle, problem: ConvProblem, solver_id: str) -> ConvAlgoPerf:
+def compile_solution(handle: Handle, problem: Problem, solver_id: str) -> AlgoPerf:
     """Immediate mode: build solver_id's kernels for problem with its perf-DB params; the returned record
     runs through the convolution calls' ``algo`` with nothing left to compile."""
-    record = _unmeasured(registry.get(solver_id), problem, handle)
-    prepared_solution(handle, problem, solver_id, record.params)
+    record = _unmeasured(problem.registry.get(solver_id), problem, handle)
+    solution_plan(handle, problem, solver_id, record.params)
     return record
 
 
-def _tune_applicable(handle: Handle, problem: ConvProblem, timer: Timer | None) -> None:
-    from .tuning import tune_problem  # tuning builds on find: imported on use
-    tune_problem(handle, problem, timer=timer)
-
-
-def _candidates(handle: Handle, problem: ConvProblem, workspace_limit: int | None,
+def _candidates(handle: Handle, problem: Problem, workspace_limit: int | None,
                 solvers: Sequence[Solver] | None = None) -> tuple[list[Solver], dict]:
     candidates, skipped = [], {}
-    for solver in registry.solvers() if solvers is None else solvers:
+    for solver in problem.registry.solvers() if solvers is None else solvers:
         reason = _skip_reason(solver, problem, handle, workspace_limit)
         if reason:
             skipped[solver.id] = reason
@@ -186,7 +184,7 @@ def _candidates(handle: Handle, problem: ConvProblem, workspace_limit: int | Non
     return candidates, skipped
 
 
-def _benchmark(handle: Handle, problem: ConvProblem, buffers, workspace_limit: int | None,
+def _benchmark(handle: Handle, problem: Problem, buffers, workspace_limit: int | None,
                timer: Timer | None, solvers: Sequence[Solver] | None = None) -> FindResult:
     timer = timer or default_timer
     candidates, skipped = _candidates(handle, problem, workspace_limit, solvers)
@@ -206,22 +204,22 @@ def _benchmark(handle: Handle, problem: ConvProblem, buffers, workspace_limit: i
     return FindResult(records, skipped)
 
 
-def _complete(handle: Handle, problem: ConvProblem, workspace_limit: int | None) -> bool:
+def _complete(handle: Handle, problem: Problem, workspace_limit: int | None) -> bool:
     """Whether a benchmark considered every solver: none filtered out by the environment or the limit."""
     if config.find_only_solver() or config.disabled_solvers():
         return False
-    return workspace_limit is None or all(s.workspace_bytes(problem) <= workspace_limit for s in registry.solvers()
+    return workspace_limit is None or all(s.workspace_bytes(problem) <= workspace_limit for s in problem.registry.solvers()
                                           if s.is_applicable(problem, handle.info))
 
 
-def _from_find_db(handle: Handle, problem: ConvProblem, workspace_limit: int | None) -> FindResult | None:
+def _from_find_db(handle: Handle, problem: Problem, workspace_limit: int | None) -> FindResult | None:
     """The find DB's ranking while it is current: made by this miopy version, naming known solvers that
     still apply, with the params the perf DBs give now (a retuned solver makes the ranking stale)."""
     stored = db.find_db().get(handle.info.device_id, problem.key())
     if not stored or any(r.miopy_version != __version__ for r in stored):
         return None
-    allowed = {s.id: s for s in registry.solvers()}
-    known = {s.id for s in registry.ALL}
+    allowed = {s.id: s for s in problem.registry.solvers()}
+    known = {s.id for s in problem.registry.ALL}
     records = []
     for entry in stored:
         solver = allowed.get(entry.solver_id)
@@ -237,7 +235,7 @@ def _from_find_db(handle: Handle, problem: ConvProblem, workspace_limit: int | N
         params, source = params_for(solver, problem, handle)
         if params != entry.params:
             return None
-        records.append(ConvAlgoPerf(solver.id, solver.algorithm, entry.time_ms, solver.workspace_bytes(problem),
+        records.append(AlgoPerf(solver.id, solver.algorithm, entry.time_ms, solver.workspace_bytes(problem),
                                     params, problem.key(), source))
     if not records:
         return None
@@ -248,37 +246,38 @@ def _from_find_db(handle: Handle, problem: ConvProblem, workspace_limit: int | N
     return FindResult(records, skipped, from_db=True)
 
 
-def _heuristic(handle: Handle, problem: ConvProblem, workspace_limit: int | None) -> FindResult:
+def _heuristic(handle: Handle, problem: Problem, workspace_limit: int | None) -> FindResult:
     """Applicable solvers in the heuristic's order with their perf-DB params; nothing compiled or run."""
     candidates, skipped = _candidates(handle, problem, workspace_limit)
     if not candidates:
         reasons = "; ".join(f"{k}: {v}" for k, v in skipped.items())
         raise NotSupported(f"no solver applies to {problem.key()}: {reasons}")
-    logger.info("find %s: heuristic ranking (%s)", problem.key(), heuristic.preference(problem)[1])
-    return FindResult([_unmeasured(s, problem, handle) for s in heuristic.rank(problem, candidates)], skipped)
+    logger.info("find %s: heuristic ranking", problem.key())
+    ranked = problem.registry.rank(problem, candidates)
+    return FindResult([_unmeasured(s, problem, handle) for s in ranked], skipped)
 
 
-def _unmeasured(solver: Solver, problem: ConvProblem, handle: Handle) -> ConvAlgoPerf:
+def _unmeasured(solver: Solver, problem: Problem, handle: Handle) -> AlgoPerf:
     params, source = params_for(solver, problem, handle)
-    return ConvAlgoPerf(solver.id, solver.algorithm, math.nan, solver.workspace_bytes(problem), dict(params),
+    return AlgoPerf(solver.id, solver.algorithm, math.nan, solver.workspace_bytes(problem), dict(params),
                         problem.key(), source, measured=False)
 
 
-def _skip_reason(solver: Solver, problem: ConvProblem, handle: Handle, workspace_limit: int | None) -> str | None:
+def _skip_reason(solver: Solver, problem: Problem, handle: Handle, workspace_limit: int | None) -> str | None:
     reason = solver.not_applicable_reason(problem, handle.info)
     if reason is None and workspace_limit is not None and solver.workspace_bytes(problem) > workspace_limit:
         reason = f"needs {solver.workspace_bytes(problem)} bytes of workspace, limit is {workspace_limit}"
     return reason
 
 
-def _measure(solver: Solver, problem: ConvProblem, handle: Handle, buffers, timer: Timer,
-             skipped: dict[str, str]) -> ConvAlgoPerf | None:
+def _measure(solver: Solver, problem: Problem, handle: Handle, buffers, timer: Timer,
+             skipped: dict[str, str]) -> AlgoPerf | None:
     params, source = params_for(solver, problem, handle)
     try:
-        prepared = prepared_solution(handle, problem, solver.id, params)
-        time_ms = timer(handle, prepared, buffers)
+        plan = solution_plan(handle, problem, solver.id, params)
+        time_ms = timer(handle, plan, buffers)
     except MiopyError as exc:
         skipped[solver.id] = f"{type(exc).__name__}: {exc}"
         return None
-    return ConvAlgoPerf(solver.id, solver.algorithm, float(time_ms), solver.workspace_bytes(problem),
+    return AlgoPerf(solver.id, solver.algorithm, float(time_ms), solver.workspace_bytes(problem),
                         dict(params), problem.key(), source)

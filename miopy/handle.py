@@ -6,65 +6,29 @@ and honours PYOPENCL_CTX.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
-import re
 import shutil
 import statistics
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import platformdirs
 import pyopencl as cl
 import pyopencl.array as cl_array
+import pyopencl.tools as cl_tools
 
 from . import config
-from .errors import DeviceNotFound, LaunchError
+from .device import DeviceInfo
+from .errors import DeviceNotFound, LaunchError, OutOfResources
 from .kernel_cache import KernelCache
 from .log import warn_once
+from .plan import Sequence as PlanSequence
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class DeviceInfo:
-    """What solvers and DBs need to know of a device."""
-
-    platform: str
-    vendor: str
-    name: str
-    driver_version: str
-    device_type: str
-    compute_units: int
-    local_mem_bytes: int
-    max_work_group_size: int
-    max_work_item_sizes: tuple[int, ...]
-    global_mem_bytes: int
-    fp16: bool
-
-    @classmethod
-    def of(cls, device: cl.Device) -> "DeviceInfo":
-        return cls(
-            platform=device.platform.name.strip(), vendor=device.vendor.strip(), name=device.name.strip(),
-            driver_version=device.driver_version.strip(),
-            device_type=cl.device_type.to_string(device.type).split(" ")[-1],
-            compute_units=device.max_compute_units, local_mem_bytes=device.local_mem_size,
-            max_work_group_size=device.max_work_group_size,
-            max_work_item_sizes=tuple(device.max_work_item_sizes), global_mem_bytes=device.global_mem_size,
-            fp16="cl_khr_fp16" in device.extensions)
-
-    @property
-    def device_id(self) -> str:
-        """Stable id: platform, device name, driver version and compute units; keys every DB record."""
-        raw = f"{self.platform}|{self.name}|{self.driver_version}|{self.compute_units}CU"
-        return re.sub(r"\s+", " ", raw)
-
-    @property
-    def is_gpu(self) -> bool:
-        return "GPU" in self.device_type
 
 
 def _ensure_writable_user_cache() -> None:
@@ -141,8 +105,11 @@ class Handle:
                                      properties=cl.command_queue_properties.PROFILING_ENABLE)
         self.info = DeviceInfo.of(device)
         self.kernels = KernelCache(self.context, device, self.info.device_id)
-        self.prepared: dict = {}   # hot-path memo of ready-to-run solutions, filled by miopy.execute
-        self.chosen: dict = {}     # problem key -> ConvAlgoPerf chosen by calls without an algo
+        self.plans: dict[Any, Any] = {}   # plan memo: tuple keys -> Plan (see miopy.plan); never holds strings
+        self.chosen: dict = {}     # problem key -> the find record chosen by calls without an algo
+        self.recording: list | None = None   # set while a Sequence is being captured
+        # Outputs of the functional layer come from this pool: a fresh array costs no device allocation.
+        self.pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(self.queue))
         self._scratch: dict[str, cl.Buffer] = {}
 
     def __repr__(self) -> str:
@@ -159,11 +126,34 @@ class Handle:
     def empty(self, shape: Sequence[int], dtype=np.float32) -> cl_array.Array:
         return cl_array.empty(self.queue, tuple(shape), dtype)
 
+    def pooled(self, shape: tuple[int, ...], dtype: np.dtype) -> cl_array.Array:
+        """An uninitialised array from the handle's memory pool (the functional layer's outputs)."""
+        try:
+            return cl_array.Array(self.queue, shape, dtype, allocator=self.pool)
+        except cl.Error as exc:
+            raise OutOfResources(f"cannot allocate {shape} {dtype} on {self.info.name}: {exc}") from exc
+
+    @contextlib.contextmanager
+    def capture(self) -> Iterator[PlanSequence]:
+        """Record every plan run on this handle inside the block (the runs still happen) into a Sequence
+        whose replay() enqueues them again on the same buffers with one call."""
+        if self.recording is not None:
+            raise LaunchError("a capture is already in progress on this handle")
+        sequence = PlanSequence(self)
+        self.recording = sequence.steps
+        try:
+            yield sequence
+        finally:
+            self.recording = None
+
     def to_host(self, array: cl_array.Array) -> np.ndarray:
         return array.get(queue=self.queue)
 
     def alloc(self, nbytes: int) -> cl.Buffer:
-        return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, max(int(nbytes), 4))
+        try:
+            return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, max(int(nbytes), 4))
+        except cl.Error as exc:
+            raise OutOfResources(f"cannot allocate {nbytes} bytes on {self.info.name}: {exc}") from exc
 
     def scratch(self, slot: str, nbytes: int) -> cl.Buffer:
         """A buffer of at least nbytes kept for reuse under slot (workspace, blend temporaries)."""

@@ -89,9 +89,16 @@ class KernelCache:
         self.context, self.device, self.device_id = context, device, device_id
         self._programs: dict[str, cl.Program] = {}
         self._kernels: dict[tuple[str, str], cl.Kernel] = {}
+        self._keys: dict[KernelSpec, str] = {}
         self.stats = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}
 
     def program_key(self, spec: KernelSpec) -> str:
+        key = self._keys.get(spec)
+        if key is None:
+            key = self._keys[spec] = self._hash(spec)
+        return key
+
+    def _hash(self, spec: KernelSpec) -> str:
         h = hashlib.sha256()
         for part in (kernel_source(spec.file), spec.build_options(), self.device_id, __version__, FORMAT):
             h.update(part.encode())
@@ -117,6 +124,12 @@ class KernelCache:
             raise CompileError(f"{spec.file} has no kernel {spec.name}: {exc}") from exc
         self._kernels[(key, spec.name)] = knl
         return knl
+
+    def new_kernel(self, spec: KernelSpec) -> cl.Kernel:
+        """A kernel object of its own for spec (a plan sets its arguments once), from the cached program."""
+        self.kernel(spec)
+        prg = self._programs[self.program_key(spec)]
+        return cl.Kernel(prg, spec.name)
 
     def warm(self, spec: KernelSpec) -> None:
         """Make sure the binary for spec is in the disk cache (used by parallel compile workers)."""

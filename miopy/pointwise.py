@@ -1,5 +1,5 @@
-"""Element-wise kernels over one N x C x H x W tensor (activation.cl, batchnorm.cl): shape defines,
-launch geometry, argument checks and a memoised enqueue.
+"""Element-wise kernels over N x C x H x W tensors (activation.cl, fusion_pointwise.cl, ...): shape
+defines, launch geometry and argument checks, shared by every family.
 
 Each tensor's element strides are compile-time defines (``XS_N`` ... for prefix ``X``), so any layout
 works and index arithmetic folds; numbers (alpha, epsilon, ...) are kernel arguments, so new values
@@ -11,17 +11,15 @@ import math
 from typing import Mapping
 
 import numpy as np
-import pyopencl as cl
 
+from .device import INT_LIMIT
 from .errors import BadParam, NotSupported, check
-from .execute import Prepared, prepare
-from .handle import Handle
 from .kernel_cache import KernelSpec
-from .solvers.base import Arg, KernelLaunch, Solution, round_up
+from .solver import Arg, KernelLaunch, round_up
 from .tensor import DataType, TensorDesc
 
 WORK_GROUP = 256
-MAX_ELEMENTS = 2**31 - 1
+MAX_ELEMENTS = INT_LIMIT - 1
 
 
 def pointwise_defines(dims: tuple[int, ...], tensors: Mapping[str, TensorDesc]) -> dict[str, int]:
@@ -39,20 +37,6 @@ def pointwise_launch(file: str, name: str, tensors: Mapping[str, TensorDesc], de
     spec = KernelSpec.make(file, name, {**pointwise_defines(dims, tensors), **defines})
     count = math.prod(dims)
     return KernelLaunch(spec, (round_up(count, WORK_GROUP),), (WORK_GROUP,), args)
-
-
-def prepared(handle: Handle, solution: Solution) -> Prepared:
-    """solution with its kernels built, memoised on the handle (the hot path hashes no source)."""
-    key = ("pointwise", solution)
-    ready = handle.prepared.get(key)
-    if ready is None:
-        ready = handle.prepared[key] = prepare(handle, solution)
-    return ready
-
-
-def enqueue(handle: Handle, launch: KernelLaunch, buffers: Mapping[str, object]) -> list[cl.Event]:
-    """Enqueue launch with its roles bound from buffers (cl.Buffers and scalars)."""
-    return prepared(handle, Solution("pointwise", {}, (launch,))).enqueue(handle, buffers)
 
 
 def check_same_dims(reference_field: str, reference: TensorDesc, others: Mapping[str, TensorDesc]) -> None:

@@ -45,12 +45,25 @@ class DataType(enum.Enum):
         raise BadParam("dtype", f"unsupported data type {dt}")
 
 
-def int_tuple(values, field: str) -> tuple[int, ...]:
-    """values as a tuple of ints (Python or NumPy integers); BadParam(field) for anything else."""
+def as_int(value, field: str) -> int:
+    """value as an int (a Python or NumPy integer, never a bool); BadParam(field) for anything else."""
+    if isinstance(value, (bool, np.bool_)):
+        raise BadParam(field, f"expected an integer, got the boolean {value!r}")
     try:
-        return tuple(operator.index(v) for v in values)
+        return operator.index(value)
+    except TypeError:
+        raise BadParam(field, f"expected an integer, got {value!r}") from None
+
+
+def int_tuple(values, field: str) -> tuple[int, ...]:
+    """values as a tuple of ints (Python or NumPy integers, not bools); BadParam(field) for anything else."""
+    if isinstance(values, (str, bytes)):
+        raise BadParam(field, f"expected a sequence of integers, got {values!r}")
+    try:
+        items = tuple(values)
     except TypeError as exc:
         raise BadParam(field, f"expected a sequence of integers, got {values!r}") from exc
+    return tuple(as_int(v, field) for v in items)
 
 
 def packed_strides(dims: tuple[int, ...]) -> tuple[int, ...]:
@@ -62,9 +75,12 @@ def packed_strides(dims: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TensorDesc:
-    """A 4-D tensor: data type, dims (N, C, H, W) and element strides (packed NCHW by default)."""
+    """A 4-D tensor: data type, dims (N, C, H, W) and element strides (packed NCHW by default).
+
+    Descriptors are hashable and compare by value; the hash is computed once (plans are memoised by
+    tuples of descriptors, so a warm call hashes a few cached ints)."""
 
     dtype: DataType
     dims: tuple[int, int, int, int]
@@ -84,6 +100,21 @@ class TensorDesc:
         object.__setattr__(self, "dtype", dt)
         object.__setattr__(self, "dims", dims_t)
         object.__setattr__(self, "strides", strides_t)
+        object.__setattr__(self, "_hash", hash((dt, dims_t, strides_t)))
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, TensorDesc):
+            return NotImplemented
+        return (self._hash == other._hash and self.dims == other.dims and self.strides == other.strides
+                and self.dtype is other.dtype)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self):
+        return (TensorDesc, (self.dtype, self.dims, self.strides))   # the hash is recomputed per process
 
     @property
     def n(self) -> int:

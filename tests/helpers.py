@@ -4,9 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from miopy import reference
-from miopy.convolution import ConvDesc, ConvProblem, Direction
-from miopy.execute import OUTPUT_ROLE, prepare
+from miopy.conv import reference
+from miopy.conv.problem import ConvDesc, ConvProblem, Direction
+from miopy.conv.problem import OUTPUT_ROLE
+from miopy.plan import plan_of
 from miopy.tensor import TensorDesc
 
 DEFAULT_TOLERANCE = 1e-4  # hybrid |a-e|/(1+|e|) of solvers that set no tolerance of their own
@@ -53,7 +54,7 @@ def run_solution(handle, solution, problem: ConvProblem, t: dict[str, np.ndarray
         poison = np.full(solution.workspace_bytes // 4, np.nan, np.float32)
         cl.enqueue_copy(handle.queue, bufs["workspace"], poison)
     bufs.update(extra or {})
-    prepare(handle, solution).enqueue(handle, bufs)
+    plan_of(handle, problem, solution).enqueue(bufs)
     out = np.empty_like(host[out_role])
     cl.enqueue_copy(handle.queue, out, bufs[out_role])
     handle.finish()

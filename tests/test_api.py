@@ -3,7 +3,8 @@ import pyopencl.array as cl_array
 import pytest
 
 import miopy
-from miopy import BadParam, ConvDesc, Direction, MiopyError, TensorDesc, reference
+from miopy import BadParam, ConvDesc, Direction, MiopyError, TensorDesc
+from miopy.conv import reference
 from miopy.find import find_problem
 from tests.helpers import make_problem
 
@@ -99,7 +100,7 @@ def test_bad_field_is_named(handle):
 
 
 def test_workspace_too_small_is_rejected(handle):
-    from miopy.solvers import registry
+    from miopy.conv import registry
     xd, wd, yd, conv, x, wt = _setup(handle)
     rec = miopy.find_convolution(handle, xd, wd, conv, solvers=[registry.get("ConvIm2colGemm")])[0]
     assert rec.workspace_bytes > 4
@@ -121,7 +122,7 @@ def test_log_cmd(handle, monkeypatch, capsys):
 
 
 def test_registry_filters(monkeypatch):
-    from miopy.solvers import registry
+    from miopy.conv import registry
     monkeypatch.setenv("MIOPY_FIND_ONLY_SOLVER", "ConvDirectNaive")
     assert [s.id for s in registry.solvers()] == ["ConvDirectNaive"]
     monkeypatch.delenv("MIOPY_FIND_ONLY_SOLVER")

@@ -9,8 +9,8 @@ import sqlite3
 import pytest
 
 from miopy import config, db, find
-from miopy.convolution import Direction
-from miopy.solvers import registry
+from miopy.conv.problem import Direction
+from miopy.conv import registry
 from tests.helpers import make_problem
 
 DEVICE = "test-device"

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from miopy import BadParam, ConvDesc, ConvProblem, DataType, Direction, MiopyError, TensorDesc
-from miopy.execute import map_problem
+from miopy.conv.problem import map_problem
 
 
 def test_tensor_desc_packed_and_strided():
@@ -109,12 +109,12 @@ def test_transpose_maps_to_backward_data():
 
 
 def test_tolerance_grows_with_the_reduction_length():
-    from miopy import reference
-    from miopy.solvers import registry
+    from miopy.conv import reference
+    from miopy.conv import registry
     naive = registry.get("ConvDirectNaive")
     x, w = TensorDesc("FP32", (128, 96, 27, 27)), TensorDesc("FP32", (256, 96, 5, 5))
     fwd = ConvProblem.create(1, x, w, ConvDesc(2))
     wrw = fwd.with_direction(Direction.BACKWARD_WEIGHTS)
-    assert reference.reduction_length(fwd) == 96 * 25 and reference.reduction_length(wrw) == 128 * 27 * 27
+    assert fwd.reduction_length() == 96 * 25 and wrw.reduction_length() == 128 * 27 * 27
     assert reference.tolerance(naive) == 1e-3
     assert 1e-3 < reference.tolerance(naive, fwd) < reference.tolerance(naive, wrw) < 1e-2

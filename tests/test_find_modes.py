@@ -5,9 +5,11 @@ import numpy as np
 import pytest
 
 import miopy
-from miopy import BadParam, ConvDesc, Direction, TensorDesc, api, db, heuristic, reference
+from miopy import BadParam, ConvDesc, Direction, TensorDesc, db
+from miopy.conv import api, heuristic, reference
 from miopy.find import compile_solution, find_problem, get_solutions
-from miopy.solvers import Solver, registry
+from miopy.conv import registry
+from miopy.conv.solver import ConvSolver as Solver
 from tests.helpers import make_problem
 
 NAIVE = registry.get("ConvDirectNaive")
@@ -16,7 +18,7 @@ NAIVE = registry.get("ConvDirectNaive")
 @pytest.fixture(autouse=True)
 def naive_only_registry(monkeypatch):
     """Find-mode logic is tested over a one-solver registry, so timer counts and rankings are exact."""
-    monkeypatch.setattr(registry, "ALL", (NAIVE,))
+    monkeypatch.setattr(registry.REGISTRY, "ALL", (NAIVE,))
 
 
 class CountingTimer:
@@ -107,7 +109,7 @@ def test_search_tunes_each_solver_then_finds(fresh_dbs, handle, monkeypatch):
     monkeypatch.setattr("miopy.tuning.compile.default_jobs", lambda: 0)
     monkeypatch.setenv("MIOPY_FIND_ENFORCE", "search")
     problem, timer = _problem(c=5), CountingTimer()
-    result = find_problem(handle, problem, timer=timer)
+    result = api.find(handle, problem, timer=timer)   # the family's find tunes first (tuning sits above find)
     assert timer.calls == len(NAIVE.grid["WG"]) + 1  # every grid point, then find
     assert result[0].params_source == "user perf DB"
     assert len(db.tuning_log().get(handle.info.device_id, problem.key(), NAIVE.id)) == len(NAIVE.grid["WG"])
@@ -129,7 +131,7 @@ def test_immediate_mode_ranks_and_compiles_without_running(fresh_dbs, handle):
     solutions = get_solutions(handle, problem)
     assert not solutions.from_db and [r.solver_id for r in solutions] == [NAIVE.id]
     record = compile_solution(handle, problem, solutions[0].solver_id)
-    assert not record.measured and len(handle.prepared) > 0
+    assert not record.measured and len(handle.plans) > 0
     x, w = rng.standard_normal(xd.dims).astype(np.float32), rng.standard_normal(wd.dims).astype(np.float32)
     y = handle.empty(yd.dims)
     compiled = handle.cache_stats()["compiled"]

@@ -6,11 +6,13 @@ import pytest
 
 import miopy
 from miopy import (ActivationMode, BadParam, BatchNormMode, ConvDesc, Direction, FusionPlan, NotSupported,
-                   OperatorArgs, TensorDesc, reference)
-from miopy.epilogue import ACTIVATION_ROLES, BATCHNORM_ROLES, Epilogue, apply_reference
+                   OperatorArgs, TensorDesc)
+from miopy.conv import reference
+from miopy.fusion.epilogue import ACTIVATION_ROLES, BATCHNORM_ROLES, Epilogue, apply_reference
 from miopy.errors import CompileError
-from miopy.solvers import fused, registry
-from miopy.solvers.naive import ConvDirectNaive
+from miopy.conv import registry
+from miopy.fusion import solvers as fused
+from miopy.conv.solvers.naive import ConvDirectNaive
 from tests.helpers import DEFAULT_TOLERANCE, random_tensors, run_solution
 from tests.test_conformance import pool
 
@@ -179,7 +181,7 @@ class _NaiveWithoutBatchNorm(ConvDirectNaive):
 
 
 def test_conv_batchnorm_refused_when_no_solver_fuses_batchnorm(handle, monkeypatch):
-    monkeypatch.setattr(registry, "solvers", lambda: (_NaiveWithoutBatchNorm(),))
+    monkeypatch.setattr(registry.REGISTRY, "solvers", lambda: (_NaiveWithoutBatchNorm(),))
     plan, _ = _build(handle, X_DESC, [("conv",), ("bn", "spatial"), ("activ", "relu")])
     with pytest.raises(NotSupported, match="TestNaiveWithoutBatchNorm's epilogue does not fuse batchnorm"):
         plan.compile()
@@ -200,9 +202,9 @@ class _NaiveBroken(ConvDirectNaive):
 
 def test_compile_times_candidates_and_skips_failures(handle, monkeypatch):
     twin, broken, naive = _NaiveTwin(), _NaiveBroken(), ConvDirectNaive()
-    monkeypatch.setattr(registry, "solvers", lambda: (broken, naive, twin))
+    monkeypatch.setattr(registry.REGISTRY, "solvers", lambda: (broken, naive, twin))
     for s in (twin, broken):
-        monkeypatch.setitem(registry._BY_ID, s.id, s)
+        monkeypatch.setitem(registry.REGISTRY._by_id, s.id, s)
     timed = []
 
     def timer(h, prepared, buffers):

@@ -1,6 +1,7 @@
 import pytest
 
-from miopy import BadParam, networks
+from miopy import BadParam
+from miopy.conv import networks
 
 
 def test_layer_sets_build_valid_problems():

@@ -7,16 +7,18 @@ import numpy as np
 import pytest
 
 import miopy
-from miopy import BadParam, Direction, db, find, networks
+from miopy import BadParam, Direction, db, find
+from miopy.conv import networks
 from miopy.cli import driver as driver_cli
 from miopy.cli import tune as tune_cli
 from miopy.errors import LaunchError
-from miopy.execute import OUTPUT_ROLE
+from miopy.conv.problem import OUTPUT_ROLE
 from miopy.kernel_cache import KernelSpec
-from miopy.solvers import registry
-from miopy.solvers.base import KernelLaunch, Solution, round_up
-from miopy.solvers.naive import ConvDirectNaive
-from miopy.tuning import GuardedRunner, ReplayRunner, SearchSpace, TuneOptions, build_system_db, tune_solver
+from miopy.conv import registry
+from miopy.solver import KernelLaunch, Solution, round_up
+from miopy.conv.solvers.naive import ConvDirectNaive
+from miopy.cli import build_system_db
+from miopy.tuning import GuardedRunner, ReplayRunner, SearchSpace, TuneOptions, tune_solver
 from miopy.tuning.strategies import STRATEGIES
 from tests.helpers import make_problem
 
@@ -201,7 +203,7 @@ def test_build_system_db_writes_a_shippable_perf_file(fresh_dbs, handle, tmp_pat
 
 
 def test_system_db_merge_keeps_the_faster_record():
-    from miopy.tuning.build_system_db import faster
+    from miopy.cli.build_system_db import faster
     old = ("dev", "key", "ConvDirectLocal", '{"a": 1}', 1.0, "0.1.0", "d1")
     slower = ("dev", "key", "ConvDirectLocal", '{"a": 2}', 1.1, "0.1.0", "d2")
     quicker = ("dev", "key", "ConvDirectLocal", '{"a": 3}', 0.9, "0.1.0", "d3")

@@ -6,12 +6,14 @@ import sys
 
 import numpy as np
 
-from .. import api, reference
-from ..convolution import ConvDesc, Direction
+from .. import conv as api
+from ..conv import registry
+from ..conv.problem import OUTPUT_ROLE, ConvDesc, Direction, directions, map_problem
+from ..conv.reference import solve, tolerance
+from ..conv.solver import ConvSolver
 from ..errors import MiopyError
-from ..execute import OUTPUT_ROLE, map_problem
 from ..handle import Handle
-from ..solvers import registry
+from ..reference import max_error
 from ..tensor import TensorDesc
 
 NAMES = {Direction.FORWARD: "Forward Convolution", Direction.BACKWARD_DATA: "Backward Data Convolution",
@@ -51,10 +53,6 @@ def descriptors(a: argparse.Namespace) -> tuple[TensorDesc, TensorDesc, ConvDesc
     return x, TensorDesc("FP32", wdims), conv
 
 
-def directions(forw: int) -> list[Direction]:
-    return list(Direction) if forw == 0 else [Direction(forw)]
-
-
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="miopy-driver", description=__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -90,9 +88,9 @@ def run_direction(handle: Handle, direction: Direction, x_desc, w_desc, conv, ar
     if not args.verify:
         return True
     got = handle.to_host(dev[out_user])
-    expected = reference.solve(problem, {prole: host[urole] for prole, urole in mapping.roles.items()})
-    err = reference.max_error(got, expected)
-    tol = reference.tolerance(registry.get(rec.solver_id), problem)
+    expected = solve(problem, {prole: host[urole] for prole, urole in mapping.roles.items()})
+    err = max_error(got, expected)
+    tol = tolerance(registry.get(rec.solver_id), problem)
     ok = err <= tol
     print(f"{NAMES[direction]} {'Verifies OK' if ok else 'FAILED'} (max error {err:.2e}, tolerance {tol:.0e})")
     return ok
@@ -114,6 +112,7 @@ def _claimed(args, direction: Direction, x_desc, w_desc, conv) -> bool:
     if not (args.solver and args.forw == 0):
         return True
     solver = registry.get(args.solver)
+    assert isinstance(solver, ConvSolver)
     if map_problem(direction, x_desc, w_desc, conv).problem.direction in solver.directions:
         return True
     print(f"{NAMES[direction]}: skipped, {solver.id} does not implement it")

@@ -14,14 +14,13 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
-from .. import config, db, networks
-from ..convolution import ConvProblem
+from .. import config, db
+from ..conv import networks, registry
+from ..conv.problem import ConvProblem, directions, map_problem
 from ..errors import BadParam, MiopyError
-from ..execute import map_problem
 from ..handle import Handle
-from ..solvers import registry
 from ..tuning import DEFAULT_BUDGET, STRATEGIES, Compiler, SearchSpace, TuneOptions, TuneResult, tunable, tune_problem
-from .driver import conv_arguments, descriptors, directions
+from .driver import conv_arguments, descriptors
 
 DRIVER_PREFIXES = (("./bin/MIOpenDriver", "conv"), ("MIOpenDriver", "conv"), ("miopy-driver", "conv"))
 

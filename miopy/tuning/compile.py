@@ -16,11 +16,10 @@ from typing import Sequence
 import pyopencl as cl
 
 from .. import config
-from ..execute import prepare
 from ..handle import Handle
 from ..kernel_cache import KernelSpec
 from ..log import warn_once
-from ..solvers.base import Solution
+from ..solver import Solution
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +115,8 @@ class Compiler:
 
     def _build_here(self, solution: Solution) -> str | None:
         try:
-            prepare(self.handle, solution)
+            for launch in solution.launches:
+                self.handle.kernels.kernel(launch.spec)
         except Exception as exc:  # failures are data
             return f"{type(exc).__name__}: {exc}"
         return None

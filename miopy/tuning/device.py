@@ -6,12 +6,11 @@ from typing import Iterator, Sequence
 
 import pyopencl as cl
 
-from ..convolution import ConvProblem
 from ..errors import MiopyError
-from ..execute import prepare
 from ..find import Timer, default_timer
 from ..handle import Handle
-from ..solvers.base import Params, Solution, Solver
+from ..plan import plan_of
+from ..solver import Params, Problem, Solution, Solver
 from .compile import Compiler
 from .runner import Measurement
 from .workload import Workload
@@ -22,7 +21,7 @@ class DeviceRunner:
     timed alone on the device. A point that fails to build its solution, compile or launch is a Measurement
     with time inf and the reason."""
 
-    def __init__(self, handle: Handle, problem: ConvProblem, solver: Solver, workload: Workload,
+    def __init__(self, handle: Handle, problem: Problem, solver: Solver, workload: Workload,
                  compiler: Compiler, timer: Timer | None = None):
         self.handle, self.problem, self.solver = handle, problem, solver
         self.workload, self.compiler, self.timer = workload, compiler, timer or default_timer
@@ -50,8 +49,8 @@ class DeviceRunner:
 
     def _time(self, params: Params, solution: Solution) -> Measurement:
         try:
-            prepared = prepare(self.handle, solution)
-            ms = float(self.timer(self.handle, prepared, self.workload.buffers))
+            plan = plan_of(self.handle, self.problem, solution)
+            ms = float(self.timer(self.handle, plan, self.workload.buffers))
         except (MiopyError, cl.Error) as exc:
             return Measurement(params, math.inf, f"{type(exc).__name__}: {exc}")
         return Measurement(params, ms) if math.isfinite(ms) else Measurement(params, math.inf, "timer gave no time")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Protocol, Sequence
 
 from ..db import params_key
-from ..solvers.base import Params
+from ..solver import Params
 
 
 @dataclass(frozen=True)

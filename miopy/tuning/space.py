@@ -4,10 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ..convolution import ConvProblem
 from ..db import params_key
-from ..handle import DeviceInfo
-from ..solvers.base import Params, Solver
+from ..device import DeviceInfo
+from ..solver import Params, Problem, Solver
 
 
 @dataclass(frozen=True)
@@ -23,7 +22,7 @@ class SearchSpace:
         object.__setattr__(self, "_keys", frozenset(params_key(p) for p in self.points))
 
     @classmethod
-    def of(cls, solver: Solver, problem: ConvProblem, dev: DeviceInfo) -> "SearchSpace":
+    def of(cls, solver: Solver, problem: Problem, dev: DeviceInfo) -> "SearchSpace":
         return cls(dict(solver.grid), tuple(solver.search_space(problem, dev)), solver.default_params(problem, dev))
 
     def __len__(self) -> int:

@@ -16,14 +16,12 @@ from typing import Callable, Sequence
 import pyopencl as cl
 
 from .. import db
-from ..convolution import ConvProblem
 from ..errors import BadParam, MiopyError, NotApplicable
-from ..execute import prepare
 from ..find import Timer
 from ..handle import Handle
 from ..log import warn_once
-from ..solvers import registry
-from ..solvers.base import Params, Solver
+from ..plan import plan_of
+from ..solver import Params, Problem, Solver
 from .compile import Compiler
 from .device import DeviceRunner
 from .runner import GuardedRunner, Measurement, TuneOptions
@@ -67,7 +65,7 @@ def strategy(name: str) -> Callable:
         raise BadParam("strategy", f"unknown strategy {name!r}; known: {sorted(STRATEGIES)}") from None
 
 
-def tune_solver(handle: Handle, problem: ConvProblem, solver: Solver, *, strategy_name: str = "local",
+def tune_solver(handle: Handle, problem: Problem, solver: Solver, *, strategy_name: str = "local",
                 options: TuneOptions = DEFAULT_OPTIONS, timer: Timer | None = None,
                 compiler: Compiler | None = None, on_result: Progress | None = None) -> TuneResult:
     """Tune solver on problem with a strategy and limits; store the verified winner in the user perf DB."""
@@ -97,7 +95,7 @@ def tune_solver(handle: Handle, problem: ConvProblem, solver: Solver, *, strateg
     return _summary(solver, problem, space, runner, winner)
 
 
-def tune_problem(handle: Handle, problem: ConvProblem, *, solvers: Sequence[Solver] | None = None,
+def tune_problem(handle: Handle, problem: Problem, *, solvers: Sequence[Solver] | None = None,
                  strategy_name: str = "local", options: TuneOptions = DEFAULT_OPTIONS, timer: Timer | None = None,
                  jobs: int | None = None, compiler: Compiler | None = None,
                  on_result: Progress | None = None) -> list[TuneResult]:
@@ -108,9 +106,9 @@ def tune_problem(handle: Handle, problem: ConvProblem, *, solvers: Sequence[Solv
                 for s in tunable(handle, problem, solvers)]
 
 
-def tunable(handle: Handle, problem: ConvProblem, solvers: Sequence[Solver] | None = None) -> list[Solver]:
+def tunable(handle: Handle, problem: Problem, solvers: Sequence[Solver] | None = None) -> list[Solver]:
     """The solvers (default: the registry) that apply to problem and have something to tune."""
-    return [s for s in (registry.solvers() if solvers is None else solvers)
+    return [s for s in (problem.registry.solvers() if solvers is None else solvers)
             if s.grid and s.is_applicable(problem, handle.info)]
 
 
@@ -126,12 +124,12 @@ def _recorded(log: db.TuningLog, device: str, key: str, solver: Solver, space: S
     return recorded
 
 
-def _verified_winner(handle: Handle, problem: ConvProblem, solver: Solver, workload: Workload,
+def _verified_winner(handle: Handle, problem: Problem, solver: Solver, workload: Workload,
                      runner: GuardedRunner, log: db.TuningLog) -> Measurement | None:
     """The fastest measured point whose output matches float64; failures are recorded as such."""
     for m in sorted((m for m in runner.results.values() if m.ok), key=lambda m: m.time_ms):
         try:
-            error = workload.error_of(prepare(handle, solver.solution(problem, m.params)), solver)
+            error = workload.error_of(plan_of(handle, problem, solver.solution(problem, m.params)), solver)
         except (MiopyError, cl.Error) as exc:
             error = f"{type(exc).__name__}: {exc}"
         if error is None:
@@ -142,7 +140,7 @@ def _verified_winner(handle: Handle, problem: ConvProblem, solver: Solver, workl
     return None
 
 
-def _summary(solver: Solver, problem: ConvProblem, space: SearchSpace, runner: GuardedRunner,
+def _summary(solver: Solver, problem: Problem, space: SearchSpace, runner: GuardedRunner,
              winner: Measurement | None) -> TuneResult:
     results = list(runner.results.values())
     default = runner.results.get(db.params_key(space.default))

@@ -4,48 +4,47 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from .. import reference
-from ..convolution import ConvProblem
-from ..execute import OUTPUT_ROLE, Prepared
+from ..find import random_host
 from ..handle import Handle
+from ..plan import Plan
+from ..reference import max_error, strided_view
+from ..solver import Problem, Solver
 
 
 class Workload:
-    """Random normal x, w, y (and a workspace) on the device, with host copies for verification."""
+    """Random normal data for every tensor of a problem (and a workspace) on the device, with host copies
+    for verification against the problem family's float64 reference."""
 
-    def __init__(self, handle: Handle, problem: ConvProblem, workspace_bytes: int, seed: int = 0):
-        rng = np.random.default_rng(seed)
+    def __init__(self, handle: Handle, problem: Problem, workspace_bytes: int, seed: int = 0):
         self.handle, self.problem = handle, problem
-        self.host = {role: rng.standard_normal(desc.element_span, dtype=np.float32)
-                     for role, desc in (("x", problem.x), ("w", problem.w), ("y", problem.y))}
+        self.host = random_host(problem, seed)
         mf = cl.mem_flags
-        self.buffers = {role: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a)
-                        for role, a in self.host.items()}
+        self.buffers: dict = {role: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a)
+                              for role, a in self.host.items()}
         self.buffers["workspace"] = handle.alloc(workspace_bytes)
-        self._expected: np.ndarray | None = None
+        self._expected: dict[str, np.ndarray] | None = None
 
-    def error_of(self, prepared: Prepared, solver) -> str | None:
-        """Run prepared with its output poisoned (NaN); why it is wrong against float64, or None."""
-        role = OUTPUT_ROLE[self.problem.direction]
-        desc = getattr(self.problem, role)
-        out = self.buffers[role]
-        cl.enqueue_copy(self.handle.queue, out, np.full(desc.element_span, np.nan, np.float32))
-        prepared.enqueue(self.handle, self.buffers)
-        got = np.empty(desc.element_span, np.float32)
-        cl.enqueue_copy(self.handle.queue, got, out)
-        self.handle.finish()
-        err = reference.max_error(_view(got, desc), self.expected())
-        limit = reference.tolerance(solver, self.problem)
-        return None if err <= limit else f"wrong result: max error {err:.3g} > tolerance {limit:.0e}"
+    def error_of(self, plan: Plan, solver: Solver) -> str | None:
+        """Run plan with its outputs poisoned (NaN); why it is wrong against float64, or None."""
+        tensors = self.problem.tensors()
+        for role in self.problem.outputs():
+            poison = np.full(tensors[role].element_span, np.nan, tensors[role].dtype.numpy)
+            cl.enqueue_copy(self.handle.queue, self.buffers[role], poison)
+        plan.enqueue(self.buffers)
+        limit = self.problem.registry.tolerance(solver, self.problem)
+        for role, expected in self.expected().items():
+            desc = tensors[role]
+            got = np.empty(desc.element_span, desc.dtype.numpy)
+            cl.enqueue_copy(self.handle.queue, got, self.buffers[role])
+            self.handle.finish()
+            err = max_error(strided_view(got, desc.dims, desc.strides), expected)
+            if not err <= limit:
+                return f"wrong result in {role}: max error {err:.3g} > tolerance {limit:.0e}"
+        return None
 
-    def expected(self) -> np.ndarray:
+    def expected(self) -> dict[str, np.ndarray]:
         if self._expected is None:
-            tensors = {role: _view(self.host[role], getattr(self.problem, role)) for role in ("x", "w", "y")}
-            self._expected = reference.solve(self.problem, tensors)
+            views = {role: strided_view(self.host[role], desc.dims, desc.strides)
+                     for role, desc in self.problem.tensors().items()}
+            self._expected = self.problem.registry.reference(self.problem, views)
         return self._expected
-
-
-def _view(flat: np.ndarray, desc) -> np.ndarray:
-    """The logical (N, C, H, W) tensor of a buffer laid out by desc's strides."""
-    strides = tuple(s * flat.itemsize for s in desc.strides)
-    return np.lib.stride_tricks.as_strided(flat, shape=desc.dims, strides=strides)

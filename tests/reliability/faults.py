@@ -19,7 +19,7 @@ from typing import Callable
 import pyopencl as cl
 
 from miopy import db, kernel_cache
-from miopy.solvers import registry
+from miopy.conv import registry
 
 
 # -- the work done under every fault ------------------------------------------------------------------------
@@ -99,7 +99,7 @@ def _perf_fault(row: tuple) -> str | None:
     device, problem, solver, params, time_ms = row
     parsed = db._parsed_params(params)
     db._parsed_time(time_ms, 0.0)
-    known = {s.id: s for s in registry.ALL}
+    known = {s.id: s for s in registry.REGISTRY.ALL}
     if solver not in known or set(parsed) != set(known[solver].grid):
         return f"params {params} are not {solver}'s"
     return None

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 import miopy
-from miopy import ConvAlgoPerf, Direction, MiopyError, db, reference
-from miopy.execute import map_problem
-from miopy.solvers import registry
-from miopy.solvers.base import KernelLaunch, Solution
-from miopy.solvers.naive import ConvDirectNaive
+from miopy import ConvAlgoPerf, Direction, MiopyError, db
+from miopy.conv import reference
+from miopy.conv.problem import map_problem
+from miopy.conv import registry
+from miopy.solver import KernelLaunch, Solution
+from miopy.conv.solvers.naive import ConvDirectNaive
 from miopy.tuning import Compiler, TuneOptions, tune_problem
 from tests.reliability.faults import PROBLEMS, USER_DB, Outcome, stored_records
 from tests.reliability.worker import check_record, descriptors, run_checked
@@ -95,8 +96,8 @@ def broken_registry(monkeypatch, tmp_path):
     source.write_text("__kernel void naive_fwd(__global float* y) { y[0] = ; }\n")
     monkeypatch.setattr(BrokenSourceFile, "source", source)
     solvers = BROKEN + registry.ALL
-    monkeypatch.setattr(registry, "ALL", solvers)
-    monkeypatch.setattr(registry, "_BY_ID", {s.id: s for s in solvers})
+    monkeypatch.setattr(registry.REGISTRY, "ALL", solvers)
+    monkeypatch.setattr(registry.REGISTRY, "_by_id", {s.id: s for s in solvers})
     return solvers
 
 

@@ -18,10 +18,10 @@ import pytest
 
 import miopy
 from miopy import db, find
-from miopy.convolution import Direction
-from miopy.execute import map_problem
+from miopy.conv.problem import Direction
+from miopy.conv.problem import map_problem
 from miopy.kernel_cache import KernelCache
-from miopy.solvers import registry
+from miopy.conv import registry
 from miopy.tuning import Compiler, TuneOptions, tune_solver
 from tests.reliability import processes as procs
 from tests.reliability.faults import (DRIVER_FLAGS, KERNEL_CACHE, PROBLEMS, STORES, TAGS, TUNE_FLAGS, USER_DB, Outcome,

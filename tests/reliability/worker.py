@@ -37,9 +37,10 @@ from pathlib import Path
 import numpy as np
 
 import miopy
-from miopy import api, db, reference
+from miopy import db
+from miopy.conv import api, reference
 from miopy.cli import driver, tune
-from miopy.convolution import Direction
+from miopy.conv.problem import Direction
 from miopy.kernel_cache import KernelCache, KernelSpec
 
 TOLERANCE = 1e-3

@@ -5,10 +5,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from miopy import reference
-from miopy.convolution import Direction
-from miopy.handle import DeviceInfo
-from miopy.solvers.direct_local import ConvDirectLocal, gemm_shape, max_split
+from miopy.conv import reference
+from miopy.conv.problem import Direction
+from miopy.device import DeviceInfo
+from miopy.conv.solvers.direct_local import ConvDirectLocal, gemm_shape, max_split
 from tests.helpers import check_solution, expected, make_problem, random_problem, random_tensors, run_solution
 
 SOLVER = ConvDirectLocal()

@@ -6,15 +6,15 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-from miopy import reference
-from miopy.convolution import Direction
-from miopy.execute import prepare
+from miopy.conv import reference
+from miopy.conv.problem import Direction
+from miopy.plan import Plan
 from miopy.find import find_problem
-from miopy.solvers import im2col_gemm
-from miopy.solvers.base import Solution
-from miopy.solvers.gemm import GemmShape, IndexMap, gemm_launch, split_reduce_launch
-from miopy.solvers.gemm_1x1 import ConvGemm1x1
-from miopy.solvers.im2col_gemm import ConvIm2colGemm
+from miopy.conv.solvers import im2col_gemm
+from miopy.solver import Solution
+from miopy.gemm import GemmShape, IndexMap, gemm_launch, split_reduce_launch
+from miopy.conv.solvers.gemm_1x1 import ConvGemm1x1
+from miopy.conv.solvers.im2col_gemm import ConvIm2colGemm
 from tests.helpers import check_solution, expected, make_problem, random_tensors, run_solution
 
 SMALL = {"TILE_M": 16, "TILE_N": 16, "WPT_M": 2, "WPT_N": 2, "K_BLK": 4, "SPLIT_K": 1}
@@ -54,7 +54,7 @@ def _expected_gemm(shape: GemmShape, a, b, c, beta: float) -> np.ndarray:
 def _run_launches(handle, launches, host: dict[str, np.ndarray], out: str) -> np.ndarray:
     mf = cl.mem_flags
     bufs = {r: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=v) for r, v in host.items()}
-    prepare(handle, Solution("gemm-test", {}, tuple(launches))).enqueue(handle, bufs)
+    Plan(handle, Solution("gemm-test", {}, tuple(launches)), ()).enqueue(bufs)
     result = np.empty_like(host[out])
     cl.enqueue_copy(handle.queue, result, bufs[out])
     return result

@@ -4,10 +4,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from miopy import reference
-from miopy.convolution import ConvDesc, ConvProblem, Direction
-from miopy.handle import DeviceInfo
-from miopy.solvers.winograd import ConvWinograd3x3F2, ConvWinograd3x3F4
+from miopy.conv import reference
+from miopy.conv.problem import ConvDesc, ConvProblem, Direction
+from miopy.device import DeviceInfo
+from miopy.conv.solvers.winograd import ConvWinograd3x3F2, ConvWinograd3x3F4
 from miopy.tensor import TensorDesc
 from tests.helpers import check_solution, make_problem, run_solution
 

@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..convolution import ConvProblem, Direction
-from ..kernel_cache import KernelSpec
-from .base import KernelLaunch, Params, Solution, round_up
+from ..problem import ConvProblem, Direction
+from ...device import SPLIT_WORKSPACE_CAP
+from ...kernel_cache import KernelSpec
+from ...solver import KernelLaunch, Params, Solution, round_up
 from .common import problem_defines
-from .gemm import GemmShape, GemmSolver, IndexMap, gemm_launch, split_reduce_launch
+from ...gemm import GemmShape, IndexMap, gemm_launch, split_reduce_launch
+from .gemm import GemmSolver
 
-COLUMN_CAP_BYTES = 64 << 20   # column matrix size above which images are processed in chunks
+COLUMN_CAP_BYTES = SPLIT_WORKSPACE_CAP   # column matrix size above which images are processed in chunks
 
 
 class ConvIm2colGemm(GemmSolver):
@@ -93,13 +95,13 @@ def _partials_offset(problem: ConvProblem) -> int:
 
 def _im2col(problem: ConvProblem, n0: int) -> KernelLaunch:
     nb = images_per_chunk(problem)
-    spec = KernelSpec.make("im2col.cl", "im2col", {**problem_defines(problem), "NB": nb})
+    spec = KernelSpec.make("conv_im2col.cl", "im2col", {**problem_defines(problem), "NB": nb})
     return KernelLaunch(spec, (round_up(_column_floats(problem, nb), 256),), (256,),
                         ("x", "workspace", np.int32(0), np.int32(n0)))
 
 
 def _col2im(problem: ConvProblem, n0: int) -> KernelLaunch:
     nb = images_per_chunk(problem)
-    spec = KernelSpec.make("im2col.cl", "col2im", {**problem_defines(problem), "NB": nb})
+    spec = KernelSpec.make("conv_im2col.cl", "col2im", {**problem_defines(problem), "NB": nb})
     count = nb * problem.c * problem.in_h * problem.in_w
     return KernelLaunch(spec, (round_up(count, 256),), (256,), ("workspace", "x", np.int32(0), np.int32(n0)))

@@ -1,36 +1,10 @@
-"""Float64 NumPy ground truth for every direction (grouped, dilated, strided, padded).
+"""Float64 NumPy ground truth of convolution in every direction (grouped, dilated, strided, padded).
 
 Each function loops over the R*S filter taps and does one tensor contraction per tap and group.
 """
 from __future__ import annotations
 
 import numpy as np
-
-from .convolution import ConvProblem, Direction
-
-# Boda's hybrid |a-e|/(1+|e|) bound for an fp32 result, unless the solver declares its own (Winograd).
-DEFAULT_TOLERANCE = 1e-3
-# Sums up to this long keep the base bound; longer ones grow it like a random walk of rounding errors.
-BASE_REDUCTION = 1024
-
-
-def reduction_length(problem: ConvProblem) -> int:
-    """Terms summed into each output element: C/g*R*S forward, K/g*R*S backward-data, N*P*Q backward-weights."""
-    if problem.direction is Direction.FORWARD:
-        return problem.c_per_group * problem.r * problem.s
-    if problem.direction is Direction.BACKWARD_DATA:
-        return problem.k_per_group * problem.r * problem.s
-    return problem.n * problem.out_h * problem.out_w
-
-
-def tolerance(solver, problem: ConvProblem | None = None) -> float:
-    """The max_error a solver's fp32 result may have against the float64 reference: the solver's own bound
-    (else Boda's 1e-3), times sqrt(reduction length / 1024) for long sums (backward-weights over a batch)."""
-    base = getattr(solver, "tolerance", None) or DEFAULT_TOLERANCE
-    if problem is None:
-        return base
-    return base * max(1.0, (reduction_length(problem) / BASE_REDUCTION) ** 0.5)
-
 
 def _tap_slices(size_out: int, stride: int, start: int) -> slice:
     return slice(start, start + stride * (size_out - 1) + 1, stride)
@@ -98,23 +72,3 @@ def transpose_forward(x, w, pad=(0, 0), stride=(1, 1), dilation=(1, 1), groups=1
     out = [(size - 1) * st - 2 * p + d * (f - 1) + o + 1
            for size, st, p, d, f, o in zip((h, wd), stride, pad, dilation, (r, s), output_padding)]
     return conv_backward_data(x, w, (n, coutg * groups, out[0], out[1]), pad, stride, dilation, groups)
-
-
-def max_error(actual, expected) -> float:
-    """Largest |actual - expected| / (1 + |expected|): the hybrid relative/absolute error of Boda."""
-    actual, expected = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
-    if actual.size == 0:
-        return 0.0
-    err = np.abs(actual - expected) / (1.0 + np.abs(expected))
-    return float(np.nan_to_num(err, nan=np.inf).max())
-
-
-def solve(problem: ConvProblem, tensors) -> np.ndarray:
-    """Float64 output of problem's direction; tensors maps the forward roles x, w, y to host arrays."""
-    c = problem.conv
-    geo = dict(pad=c.pad, stride=c.stride, dilation=c.dilation, groups=c.groups)
-    if problem.direction is Direction.FORWARD:
-        return conv_forward(tensors["x"], tensors["w"], **geo)
-    if problem.direction is Direction.BACKWARD_DATA:
-        return conv_backward_data(tensors["y"], tensors["w"], problem.x.dims, **geo)
-    return conv_backward_weights(tensors["x"], tensors["y"], problem.w.dims, **geo)

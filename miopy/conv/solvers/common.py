@@ -1,7 +1,7 @@
 """Defines every convolution kernel shares: problem sizes as compile-time constants."""
 from __future__ import annotations
 
-from ..convolution import ConvProblem
+from ..problem import ConvProblem
 
 
 def problem_defines(p: ConvProblem) -> dict[str, int]:

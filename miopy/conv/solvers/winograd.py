@@ -17,10 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..convolution import ConvProblem, Direction
-from ..handle import DeviceInfo
-from ..kernel_cache import KernelSpec
-from .base import KernelLaunch, Params, Solution, Solver, require, round_up
+from ..problem import ConvProblem, Direction
+from ...device import DeviceInfo, index_reason, local_memory_reason, work_group_reason
+from ...kernel_cache import KernelSpec
+from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
+from ..solver import ConvSolver
 
 MAX_TILE = 128        # largest TILE_M / TILE_N of the grid: workspace padding, so it never depends on params
 MAX_K_BLK = 16        # largest K_BLK of the grid: the reduction axis is padded (with zeros) to a multiple
@@ -31,7 +32,7 @@ FLOAT_BYTES = 4
 
 
 @dataclass(frozen=True)
-class WinogradPlan:
+class WinogradLayout:
     """The forward-equivalent geometry of a problem and its workspace layout for output tile size m.
 
     Backward-data at stride 1 is the forward convolution of dy with the filters rotated 180 degrees, the
@@ -52,7 +53,7 @@ class WinogradPlan:
     filter_addressing: tuple[int, int, int, int, int]   # base, per out channel, per in channel, per r, per s
 
     @classmethod
-    def of(cls, p: ConvProblem, m: int) -> "WinogradPlan":
+    def of(cls, p: ConvProblem, m: int) -> "WinogradLayout":
         ws_k, ws_c, ws_r, ws_s = p.w.strides
         common = dict(m=m, batch=p.n)
         if p.direction is Direction.FORWARD:
@@ -109,7 +110,7 @@ class WinogradPlan:
 
 
 @dataclass(frozen=True)
-class GemmShape:
+class WinogradTiling:
     """The batched GEMM's tiling as the kernel sees it."""
 
     tile_m: int
@@ -119,7 +120,7 @@ class GemmShape:
     k_blk: int
 
     @classmethod
-    def of(cls, params: Params) -> "GemmShape":
+    def of(cls, params: Params) -> "WinogradTiling":
         return cls(params["TILE_M"], params["TILE_N"], params["WORK_M"], params["WORK_N"], params["K_BLK"])
 
     @property
@@ -141,7 +142,7 @@ class GemmShape:
         return self.work_m * self.work_n + self.work_m + self.work_n + 4 * loads + 16
 
 
-class _ConvWinograd3x3(Solver):
+class _ConvWinograd3x3(ConvSolver):
     """Shared machinery of the F(m x m, 3 x 3) solvers; subclasses set ``tile`` (m) and ``id``."""
 
     tile: ClassVar[int]
@@ -163,7 +164,7 @@ class _ConvWinograd3x3(Solver):
         require((problem.dil_h, problem.dil_w) == (1, 1), f"dilation {problem.conv.dilation} is not 1x1")
         require(max(problem.pad_h, problem.pad_w) <= 2, f"padding {problem.conv.pad} is over 2")
         require(problem.groups == 1, "grouped convolution is not implemented")
-        require(self.workspace_bytes(problem) // FLOAT_BYTES < 2**31, "workspace over 2^31 floats")
+        require_none(index_reason(self.workspace_bytes(problem) // FLOAT_BYTES))
         require(any(self.is_valid(problem, p, dev) for p in _FALLBACK_DEFAULTS),
                 "no GEMM tiling fits the device")
 
@@ -171,13 +172,10 @@ class _ConvWinograd3x3(Solver):
         reason = super().invalid_reason(problem, params, dev)
         if reason is not None:
             return reason
-        shape = GemmShape.of(params)
-        if shape.work_group_size > dev.max_work_group_size:
-            return f"work-group of {shape.work_group_size} exceeds the device's {dev.max_work_group_size}"
-        if any(size > limit for size, limit in zip(shape.local_size, dev.max_work_item_sizes)):
-            return f"work-group shape {shape.local_size} exceeds the device's {dev.max_work_item_sizes}"
-        if shape.local_mem_bytes > dev.local_mem_bytes:
-            return f"needs {shape.local_mem_bytes} bytes of local memory, the device has {dev.local_mem_bytes}"
+        shape = WinogradTiling.of(params)
+        device_reason = work_group_reason(dev, shape.local_size) or local_memory_reason(dev, shape.local_mem_bytes)
+        if device_reason is not None:
+            return device_reason
         if shape.registers_per_item > REGISTERS_PER_ITEM:
             return f"needs about {shape.registers_per_item} registers per work-item, over {REGISTERS_PER_ITEM}"
         if shape.registers_per_item * shape.work_group_size > REGISTERS_PER_GROUP:
@@ -186,15 +184,15 @@ class _ConvWinograd3x3(Solver):
         return None
 
     def default_params(self, problem: ConvProblem, dev: DeviceInfo) -> Params:
-        candidates = _gpu_defaults(WinogradPlan.of(problem, self.tile), dev) if dev.is_gpu else ()
+        candidates = _gpu_defaults(WinogradLayout.of(problem, self.tile), dev) if dev.is_gpu else ()
         return next(dict(p) for p in (*candidates, *_FALLBACK_DEFAULTS) if self.is_valid(problem, p, dev))
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
-        return WinogradPlan.of(problem, self.tile).offsets[3] * FLOAT_BYTES
+        return WinogradLayout.of(problem, self.tile).offsets[3] * FLOAT_BYTES
 
     def solution(self, problem: ConvProblem, params: Params, epilogue=None) -> Solution:
-        plan = WinogradPlan.of(problem, self.tile)
-        launches = (_filter_launch(plan), _input_launch(plan), _gemm_launch(plan, GemmShape.of(params)),
+        plan = WinogradLayout.of(problem, self.tile)
+        launches = (_filter_launch(plan), _input_launch(plan), _gemm_launch(plan, WinogradTiling.of(params)),
                     _output_launch(plan, epilogue))
         return Solution(self.id, dict(params), launches, self.workspace_bytes(problem))
 
@@ -205,7 +203,7 @@ _FALLBACK_DEFAULTS = (
 )
 
 
-def _gpu_defaults(plan: WinogradPlan, dev: DeviceInfo) -> tuple[Params, ...]:
+def _gpu_defaults(plan: WinogradLayout, dev: DeviceInfo) -> tuple[Params, ...]:
     """GPU choices, best first: 128x128 blocks of 8x8 (256 work-items) when the output channels fill them
     and the blocks fill the device twice over; else 64-row blocks; 64x64 of 4x4 for small problems."""
     tiles = plan.tiles
@@ -218,34 +216,34 @@ def _gpu_defaults(plan: WinogradPlan, dev: DeviceInfo) -> tuple[Params, ...]:
     return ({"TILE_M": 64, "TILE_N": 64, "WORK_M": 4, "WORK_N": 4, "K_BLK": 16},)
 
 
-def _filter_launch(plan: WinogradPlan) -> KernelLaunch:
+def _filter_launch(plan: WinogradLayout) -> KernelLaunch:
     in_cp, out_cp, _ = plan.padded
-    spec = KernelSpec.make("winograd.cl", "wino_filter_transform", plan.transform_defines(), ("-cl-mad-enable",))
+    spec = KernelSpec.make("conv_winograd.cl", "wino_filter_transform", plan.transform_defines(), ("-cl-mad-enable",))
     return KernelLaunch(spec, (out_cp, in_cp), (TRANSFORM_WG, 1), ("w", "workspace"))
 
 
-def _input_launch(plan: WinogradPlan) -> KernelLaunch:
+def _input_launch(plan: WinogradLayout) -> KernelLaunch:
     in_cp, _, tiles_p = plan.padded
-    spec = KernelSpec.make("winograd.cl", "wino_input_transform", plan.transform_defines(), ("-cl-mad-enable",))
+    spec = KernelSpec.make("conv_winograd.cl", "wino_input_transform", plan.transform_defines(), ("-cl-mad-enable",))
     return KernelLaunch(spec, (tiles_p, in_cp), (TRANSFORM_WG, 1), (plan.in_role, "workspace"))
 
 
-def _gemm_launch(plan: WinogradPlan, shape: GemmShape) -> KernelLaunch:
+def _gemm_launch(plan: WinogradLayout, shape: WinogradTiling) -> KernelLaunch:
     defines = {**plan.gemm_defines(), "TILE_M": shape.tile_m, "TILE_N": shape.tile_n, "WORK_M": shape.work_m,
                "WORK_N": shape.work_n, "K_BLK": shape.k_blk}
-    spec = KernelSpec.make("winograd_gemm.cl", "wino_gemm", defines, ("-cl-mad-enable",))
+    spec = KernelSpec.make("conv_winograd_gemm.cl", "wino_gemm", defines, ("-cl-mad-enable",))
     local_n, local_m = shape.local_size
     global_size = (-(-plan.tiles // shape.tile_n) * local_n, -(-plan.out_c // shape.tile_m) * local_m,
                    plan.alpha ** 2)
     return KernelLaunch(spec, global_size, (local_n, local_m, 1), ("workspace",))
 
 
-def _output_launch(plan: WinogradPlan, epilogue) -> KernelLaunch:
+def _output_launch(plan: WinogradLayout, epilogue) -> KernelLaunch:
     defines, args = plan.transform_defines(), ("workspace", plan.out_role)
     if epilogue is not None:
         defines.update(epilogue.defines())
         args = args + tuple(epilogue.args)
-    spec = KernelSpec.make("winograd.cl", "wino_output_transform", defines, ("-cl-mad-enable",))
+    spec = KernelSpec.make("conv_winograd.cl", "wino_output_transform", defines, ("-cl-mad-enable",))
     global_size = (round_up(plan.tiles, TRANSFORM_WG), plan.out_c)
     return KernelLaunch(spec, global_size, (TRANSFORM_WG, 1), args)
 

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..convolution import ConvProblem, Direction
-from ..epilogue import Epilogue
-from ..execute import Prepared, prepared_solution
+from ..conv import REGISTRY as CONV_REGISTRY
+from ..conv.problem import ConvProblem, Direction
+from ..conv.solver import ConvSolver
+from ..device import DeviceInfo
 from ..find import params_for
-from ..handle import DeviceInfo, Handle
-from ..pointwise import MAX_ELEMENTS, pointwise_launch, prepared
+from ..handle import Handle
+from ..plan import checked_solution
+from ..pointwise import MAX_ELEMENTS, pointwise_launch
+from ..solver import Applicable, Params, Solution, require
 from ..tensor import DataType, TensorDesc
-from . import registry
-from .base import Applicable, Params, Solution, Solver, require
+from .epilogue import Epilogue
 
 
 @dataclass(frozen=True)
@@ -64,8 +66,8 @@ class FusedSolver(Applicable):
         """(params, source) for fp; untunable by default."""
         return {}, "default"
 
-    def prepare(self, handle: Handle, fp: FusedProblem, params: Params) -> Prepared:
-        """The solution built, memoised on the handle (so execute compiles nothing)."""
+    def solution(self, handle: Handle, fp: FusedProblem, params: Params) -> Solution:
+        """The solution for fp (its launches name the roles x, y, w and the epilogue's args)."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -80,7 +82,7 @@ class ConvEpilogueFused(FusedSolver):
     applies in the forward direction and its hook serves every op of the epilogue.
     """
 
-    def __init__(self, conv: Solver):
+    def __init__(self, conv: ConvSolver):
         self.conv = conv
         self.id = f"{conv.id}Fused"
         self.algorithm = conv.algorithm
@@ -97,9 +99,10 @@ class ConvEpilogueFused(FusedSolver):
     def params(self, fp: FusedProblem, handle: Handle) -> tuple[Params, str]:
         return params_for(self.conv, fp.conv, handle)
 
-    def prepare(self, handle: Handle, fp: FusedProblem, params: Params) -> Prepared:
+    def solution(self, handle: Handle, fp: FusedProblem, params: Params) -> Solution:
+        assert fp.conv is not None
         epilogue = fp.epilogue if fp.epilogue.ops else None
-        return prepared_solution(handle, fp.conv, self.conv.id, params, epilogue)
+        return checked_solution(handle, fp.conv, self.conv.id, params, epilogue)
 
 
 class BatchNormActivInference(FusedSolver):
@@ -119,17 +122,14 @@ class BatchNormActivInference(FusedSolver):
         require(not fp.epilogue.bias, "a bias needs a convolution before it")
         require(fp.x.element_count <= MAX_ELEMENTS, "more than 2^31 - 1 elements")
 
-    def solution(self, fp: FusedProblem) -> Solution:
-        launch = pointwise_launch("batchnorm.cl", "pointwise_epilogue", {"X": fp.x, "Y": fp.y},
+    def solution(self, handle: Handle, fp: FusedProblem, params: Params) -> Solution:
+        launch = pointwise_launch("fusion_pointwise.cl", "pointwise_epilogue", {"X": fp.x, "Y": fp.y},
                                   fp.epilogue.defines(), ("x", "y", *fp.epilogue.args))
         return Solution(self.id, {}, (launch,))
-
-    def prepare(self, handle: Handle, fp: FusedProblem, params: Params) -> Prepared:
-        return prepared(handle, self.solution(fp))
 
 
 def solvers() -> tuple[FusedSolver, ...]:
     """Every fused solver, in preference order: each epilogue-capable convolution solver of the registry
     (after MIOPY_FIND_ONLY_SOLVER / MIOPY_DISABLE_SOLVERS), then the pointwise batch-norm solver."""
-    conv = tuple(ConvEpilogueFused(s) for s in registry.solvers() if s.supports_epilogue)
+    conv = tuple(ConvEpilogueFused(s) for s in CONV_REGISTRY.solvers() if isinstance(s, ConvSolver) and s.supports_epilogue)
     return conv + (BatchNormActivInference(),)

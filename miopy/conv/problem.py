@@ -1,12 +1,17 @@
-"""Convolution descriptor, direction and problem (the unit find, the DBs and the solvers work on)."""
+"""Convolution descriptor, direction and problem (the unit find, the DBs and the solvers work on), and the
+mapping of a user's call (any direction, convolution or transpose) onto a problem."""
 from __future__ import annotations
 
 import enum
 import operator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Mapping
 
-from .errors import BadParam, check
-from .tensor import TensorDesc, int_tuple
+from ..errors import BadParam, check
+from ..tensor import TensorDesc, as_int, int_tuple
+
+if TYPE_CHECKING:
+    from ..solver import Registry
 
 
 class Direction(enum.IntEnum):
@@ -23,16 +28,17 @@ class Direction(enum.IntEnum):
 
 def _pair(value, field: str) -> tuple[int, int]:
     """An int or a pair of ints (Python or NumPy integers) as a pair; BadParam(field) for anything else."""
-    try:
-        return (operator.index(value),) * 2
-    except TypeError:
-        pass
+    if not isinstance(value, bool):
+        try:
+            return (operator.index(value),) * 2
+        except TypeError:
+            pass
     pair = int_tuple(value, field)
     check(len(pair) == 2, field, f"expected an int or a pair of ints, got {value!r}")
     return pair
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ConvDesc:
     """Padding, stride, dilation (each an int or an (h, w) pair), groups, and mode.
 
@@ -53,10 +59,7 @@ class ConvDesc:
         check(all(p >= 0 for p in self.pad), "pad", f"must be >= 0, got {self.pad}")
         check(all(s > 0 for s in self.stride), "stride", f"must be > 0, got {self.stride}")
         check(all(d > 0 for d in self.dilation), "dilation", f"must be > 0, got {self.dilation}")
-        try:
-            groups = operator.index(self.groups)
-        except TypeError:
-            groups = 0
+        groups = as_int(self.groups, "groups")
         check(groups > 0, "groups", f"must be a positive int, got {self.groups!r}")
         object.__setattr__(self, "groups", groups)
         check(self.mode in ("conv", "transpose"), "mode", f"must be 'conv' or 'transpose', got {self.mode!r}")
@@ -65,6 +68,19 @@ class ConvDesc:
         check(self.mode == "transpose" or op == (0, 0), "output_padding", "only applies to mode='transpose'")
         check(all(o < max(s, d) for o, s, d in zip(op, self.stride, self.dilation)), "output_padding",
               f"must be smaller than stride or dilation, got {op}")
+        object.__setattr__(self, "_key", (self.pad, self.stride, self.dilation, self.groups, self.mode, op))
+        object.__setattr__(self, "_hash", hash(self._key))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConvDesc):
+            return NotImplemented
+        return self is other or self._key == other._key
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self):
+        return (ConvDesc, (self.pad, self.stride, self.dilation, self.groups, self.mode, self.output_padding))
 
     def output_desc(self, x_desc: TensorDesc, w_desc: TensorDesc) -> TensorDesc:
         """Descriptor of the output for input x and weights w (PyTorch's shape formulas)."""
@@ -116,16 +132,16 @@ class ConvProblem:
     w: TensorDesc
     y: TensorDesc
     conv: ConvDesc
+    registry: ClassVar["Registry"]   # set by miopy.conv.registry
 
     @classmethod
     def create(cls, direction: Direction | int, x: TensorDesc, w: TensorDesc, conv: ConvDesc,
                y: TensorDesc | None = None) -> "ConvProblem":
         """Validate and build; y is derived from x, w and conv unless given (then it must match)."""
+        check(isinstance(conv, ConvDesc), "conv_desc", "must be a ConvDesc")
         check(conv.mode == "conv", "conv.mode", "ConvProblem is in convolution terms; map transpose first")
-        try:
-            direction = Direction(direction)
-        except ValueError as exc:
-            raise BadParam("direction", f"must be 1, 2 or 4, got {direction!r}") from exc
+        direction = direction_of(direction)
+        check(y is None or isinstance(y, TensorDesc), "y_desc", "must be a TensorDesc")
         expected = conv.output_desc(x, w)
         if y is None:
             y = expected
@@ -169,6 +185,13 @@ class ConvProblem:
 
     def key(self) -> str:
         """MIOpen-like readable key: C-H-W-RxS-K-P-Q-N-pads-strides-dilations-bias-layout-dtype-dir[-gG]."""
+        key = self.__dict__.get("_key")
+        if key is None:
+            key = self._make_key()
+            object.__setattr__(self, "_key", key)
+        return key
+
+    def _make_key(self) -> str:
         parts = [self.c, self.in_h, self.in_w, f"{self.r}x{self.s}", self.k, self.out_h, self.out_w, self.n,
                  f"{self.pad_h}x{self.pad_w}", f"{self.stride_h}x{self.stride_w}",
                  f"{self.dil_h}x{self.dil_w}", 0, "NCHW", self.dtype.value, self.direction.letter]
@@ -178,6 +201,21 @@ class ConvProblem:
         if not self.is_packed:
             key += "-s" + "_".join(",".join(map(str, d.strides)) for d in (self.x, self.w, self.y))
         return key
+
+    # -- what the shared machinery asks of a problem (miopy.solver.Problem) ------------------------------
+    def tensors(self) -> Mapping[str, TensorDesc]:
+        return {"x": self.x, "w": self.w, "y": self.y}
+
+    def outputs(self) -> tuple[str, ...]:
+        return (OUTPUT_ROLE[self.direction],)
+
+    def reduction_length(self) -> int:
+        """Terms summed into each output: C/g*R*S forward, K/g*R*S backward-data, N*P*Q backward-weights."""
+        if self.direction is Direction.FORWARD:
+            return self.c_per_group * self.r * self.s
+        if self.direction is Direction.BACKWARD_DATA:
+            return self.k_per_group * self.r * self.s
+        return self.n * self.out_h * self.out_w
 
     def flops(self) -> int:
         """Useful FLOPs: 2*N*K*P*Q*(C/groups)*R*S, the same for every direction."""
@@ -196,3 +234,65 @@ class ConvProblem:
     def __str__(self) -> str:
         return self.key()
 
+
+
+# Which problem tensor each direction writes.
+OUTPUT_ROLE = {Direction.FORWARD: "y", Direction.BACKWARD_DATA: "x", Direction.BACKWARD_WEIGHTS: "w"}
+# User-facing names of the forward roles x, w, y, per direction.
+FIELDS = {Direction.FORWARD: {"x": "x", "w": "w", "y": "y"},
+          Direction.BACKWARD_DATA: {"x": "dx", "w": "w", "y": "dy"},
+          Direction.BACKWARD_WEIGHTS: {"x": "x", "w": "dw", "y": "dy"}}
+
+
+def direction_of(value, field: str = "direction") -> Direction:
+    """A Direction from a member or its MIOpenDriver value (1, 2, 4); BadParam(field) otherwise."""
+    if isinstance(value, Direction):
+        return value
+    try:
+        return Direction(as_int(value, field))
+    except ValueError:
+        raise BadParam(field, f"must be 1, 2 or 4, got {value!r}") from None
+
+
+def directions(forw: int) -> list[Direction]:
+    """MIOpenDriver's -F value as directions: 0 is all three."""
+    return list(Direction) if forw == 0 else [direction_of(forw, "-F")]
+
+
+@dataclass(frozen=True)
+class ProblemMapping:
+    """A user-level call mapped onto a ConvProblem; roles[problem_role] = the user's tensor (x, w or y)."""
+
+    problem: ConvProblem
+    roles: Mapping[str, str]
+
+    def fields(self, direction: Direction) -> dict[str, str]:
+        """Problem role -> the user's field name in this call (dx, dy, dw ... for messages)."""
+        names = FIELDS[direction]
+        return {prole: names[urole] for prole, urole in self.roles.items()}
+
+
+def map_problem(direction, x_desc: TensorDesc, w_desc: TensorDesc, conv: ConvDesc,
+                y_desc: TensorDesc | None = None) -> ProblemMapping:
+    """Map (direction, user descriptors) to a ConvProblem. x is the op's input, y its output.
+
+    A transpose convolution's forward is the backward-data of the convolution whose input is the
+    transpose's output; its backward-data is that convolution's forward; backward-weights swaps x and y.
+    """
+    check(isinstance(conv, ConvDesc), "conv_desc", "must be a ConvDesc")
+    direction = direction_of(direction)
+    if conv.mode == "conv":
+        return ProblemMapping(ConvProblem.create(direction, x_desc, w_desc, conv, y_desc),
+                              {"x": "x", "w": "w", "y": "y"})
+    expected = conv.output_desc(x_desc, w_desc)
+    if y_desc is not None:
+        check(isinstance(y_desc, TensorDesc), "y_desc", "must be a TensorDesc")
+        check(y_desc.dims == expected.dims, "y_desc.dims", f"expected {expected.dims}, got {y_desc.dims}")
+    conv_as_conv = ConvDesc(conv.pad, conv.stride, conv.dilation, conv.groups, "conv")
+    out = y_desc or expected
+    problem = ConvProblem.create(_TRANSPOSE_DIRECTION[direction], out, w_desc, conv_as_conv, x_desc)
+    return ProblemMapping(problem, {"x": "y", "w": "w", "y": "x"})
+
+
+_TRANSPOSE_DIRECTION = {Direction.FORWARD: Direction.BACKWARD_DATA, Direction.BACKWARD_DATA: Direction.FORWARD,
+                        Direction.BACKWARD_WEIGHTS: Direction.BACKWARD_WEIGHTS}

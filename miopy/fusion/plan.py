@@ -20,17 +20,17 @@ from typing import ClassVar, Mapping
 import numpy as np
 import pyopencl as cl
 
-from .activation import ActivationMode
-from .convolution import ConvDesc, ConvProblem, Direction
+from ..activation import ActivationMode
+from ..conv.problem import ConvDesc, ConvProblem, Direction
+from ..errors import MiopyError, NotSupported, check
+from ..find import Timer, default_timer
+from ..handle import Handle
+from ..plan import Operand, Plan, buffer_of
+from ..pointwise import scalar
+from ..tensor import TensorDesc
+from . import solvers as fused
 from .epilogue import ACTIVATION_ROLES, BATCHNORM_ROLES, BatchNormMode, Epilogue
-from .errors import MiopyError, NotSupported, check
-from .execute import Prepared, buffer_of
-from .find import Timer, default_timer
-from .handle import Handle
-from .pointwise import check_same_dims, enqueue, pointwise_launch, scalar
-from .solvers import fused
-from .solvers.fused import FusedProblem, FusedSolver
-from .tensor import TensorDesc
+from .solvers import FusedProblem, FusedSolver
 
 
 # -- ops ---------------------------------------------------------------------------------------------------
@@ -44,7 +44,11 @@ class ConvForwardOp:
     rank: ClassVar[int] = 0
 
     def bind(self, w) -> dict:
-        return {"w": buffer_of(w, "args.w", self.w_desc)}
+        buffer_of(w, "args.w", self.w_desc)
+        return {"w": w}
+
+    def operands(self) -> tuple[Operand, ...]:
+        return (Operand("w", "args.w", self.w_desc),)
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,7 +60,11 @@ class BiasForwardOp:
     rank: ClassVar[int] = 1
 
     def bind(self, bias) -> dict:
-        return {"bias": buffer_of(bias, "args.bias", self.bias_desc)}
+        buffer_of(bias, "args.bias", self.bias_desc)
+        return {"bias": bias}
+
+    def operands(self) -> tuple[Operand, ...]:
+        return (Operand("bias", "args.bias", self.bias_desc),)
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,10 +77,14 @@ class BatchNormInferenceOp:
     rank: ClassVar[int] = 2
 
     def bind(self, scale, shift, mean, variance, epsilon) -> dict:
-        roles = dict(zip(BATCHNORM_ROLES, (scale, shift, mean, variance)))
-        bound = {role: buffer_of(value, f"args.{role}", self.param_desc) for role, value in roles.items()}
+        bound = dict(zip(BATCHNORM_ROLES, (scale, shift, mean, variance)))
+        for role, value in bound.items():
+            buffer_of(value, f"args.{role}", self.param_desc)
         bound["bn_epsilon"] = scalar(epsilon, "args.bn_epsilon", minimum=0.0)
         return bound
+
+    def operands(self) -> tuple[Operand, ...]:
+        return tuple(Operand(role, f"args.{role}", self.param_desc) for role in BATCHNORM_ROLES[:4])
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,6 +97,9 @@ class ActivationForwardOp:
 
     def bind(self, alpha, beta, gamma) -> dict:
         return {role: scalar(value, f"args.{role}") for role, value in zip(ACTIVATION_ROLES, (alpha, beta, gamma))}
+
+    def operands(self) -> tuple[Operand, ...]:
+        return ()
 
 
 Op = ConvForwardOp | BiasForwardOp | BatchNormInferenceOp | ActivationForwardOp
@@ -115,7 +130,7 @@ class OperatorArgs:
         return self._set(op, ActivationForwardOp, alpha, beta, gamma)
 
     def bound(self, op: Op) -> dict:
-        """Role -> cl.Buffer or scalar for op; BadParam when its arguments were never set."""
+        """Role -> the Array / Buffer or scalar set for op; BadParam when its arguments were never set."""
         values = self._bound.get(op)
         check(values is not None, f"args.{op.name}", f"not set: call set_{op.name}() for this op")
         return values
@@ -135,7 +150,7 @@ class FusedChoice:
     algorithm: str
     params: dict
     time_ms: float
-    prepared: Prepared = field(repr=False)
+    plan: Plan = field(repr=False)
 
 
 class FusionPlan:
@@ -199,7 +214,7 @@ class FusionPlan:
 
     def _param_desc(self, field: str, desc: TensorDesc | None, dims: tuple[int, ...]) -> TensorDesc:
         desc = desc if desc is not None else TensorDesc(self.input_desc.dtype, dims)
-        return _checked_param_desc(field, desc, dims, self.input_desc)
+        return checked_param_desc(field, desc, dims, self.input_desc)
 
     def _add(self, op: Op, dims: tuple[int, ...] | None = None) -> Op:
         self.ops.append(op)
@@ -240,7 +255,11 @@ class FusionPlan:
             else:
                 skipped[solver.id] = reason
         timing = benchmark and (timer is not None or len(candidates) > 1)
-        choices = _measure(self.handle, fp, candidates, (timer or default_timer) if timing else None, skipped)
+        ops = (Operand("x", "x", self.input_desc), Operand("y", "y", self.output_desc, written=True),
+               *(operand for op in self.ops for operand in op.operands()))
+        alias = [("x", "y")] if fp.conv is None and fp.x == fp.y else []   # element-wise: in place is safe
+        choices = _measure(self.handle, fp, candidates, ops, alias, (timer or default_timer) if timing else None,
+                           skipped)
         self.skipped = skipped
         if not choices:
             raise NotSupported(f"no fused solver runs {fp.describe()} on {fp.key()}: "
@@ -253,16 +272,15 @@ class FusionPlan:
         """y = plan(x) with the op arguments in args; checks everything before enqueueing anything."""
         check(self._choice is not None, "plan", "not compiled: call compile() first")
         check(isinstance(args, OperatorArgs), "args", "must be an OperatorArgs")
-        buffers = {"x": buffer_of(x, "x", self.input_desc), "y": buffer_of(y, "y", self.output_desc)}
+        bound = {"x": x, "y": y}
         for op in self.ops:
-            buffers.update(args.bound(op))
-        ready = self._choice.prepared
-        if ready.solution.workspace_bytes:
-            buffers["workspace"] = self.handle.scratch("workspace", ready.solution.workspace_bytes)
-        return ready.enqueue(self.handle, buffers)
+            bound.update(args.bound(op))
+        plan = self._choice.plan
+        return plan.run_values(tuple(bound[op.role] for op in plan.operands),
+                               scalars={r: v for r, v in bound.items() if r in _SCALAR_ROLES})
 
 
-def _checked_param_desc(field: str, desc: TensorDesc, dims: tuple[int, ...], data: TensorDesc) -> TensorDesc:
+def checked_param_desc(field: str, desc: TensorDesc, dims: tuple[int, ...], data: TensorDesc) -> TensorDesc:
     """desc (of bias or batch-norm operands) is packed, has dims, and data's dtype; else BadParam(field...)."""
     check(isinstance(desc, TensorDesc), field, "must be a TensorDesc")
     check(desc.dims == dims, f"{field}.dims", f"expected {dims} for this point of the data flow, got {desc.dims}")
@@ -271,8 +289,11 @@ def _checked_param_desc(field: str, desc: TensorDesc, dims: tuple[int, ...], dat
     return desc
 
 
-def _measure(handle: Handle, fp: FusedProblem, candidates: list[FusedSolver], timer: Timer | None,
-             skipped: dict[str, str]) -> list[FusedChoice]:
+_SCALAR_ROLES = frozenset(ACTIVATION_ROLES + BATCHNORM_ROLES[4:])
+
+
+def _measure(handle: Handle, fp: FusedProblem, candidates: list[FusedSolver], ops: tuple[Operand, ...],
+             alias: list, timer: Timer | None, skipped: dict[str, str]) -> list[FusedChoice]:
     """With a timer: build and time every candidate. Without: the first candidate that builds, untimed.
     A candidate that fails to build or run is recorded in skipped and left out (failures are data)."""
     buffers = _random_buffers(handle, fp) if timer is not None else {}
@@ -280,12 +301,12 @@ def _measure(handle: Handle, fp: FusedProblem, candidates: list[FusedSolver], ti
     for solver in candidates:
         try:
             params, _ = solver.params(fp, handle)
-            ready = solver.prepare(handle, fp, params)
-            time_ms = timer(handle, ready, _with_workspace(handle, buffers, ready)) if timer is not None else 0.0
+            plan = Plan(handle, solver.solution(handle, fp, params), ops, may_alias=alias)
+            time_ms = timer(handle, plan, _with_workspace(buffers, plan)) if timer is not None else 0.0
         except MiopyError as exc:
             skipped[solver.id] = f"{type(exc).__name__}: {exc}"
             continue
-        choices.append(FusedChoice(solver.id, solver.algorithm, dict(params), float(time_ms), ready))
+        choices.append(FusedChoice(solver.id, solver.algorithm, dict(params), float(time_ms), plan))
         if timer is None:
             break
     return choices
@@ -309,43 +330,5 @@ def _random_buffers(handle: Handle, fp: FusedProblem) -> dict:
     return out
 
 
-def _with_workspace(handle: Handle, buffers: Mapping, ready: Prepared) -> dict:
-    need = ready.solution.workspace_bytes
-    return {**buffers, "workspace": handle.scratch("workspace", need)} if need else dict(buffers)
-
-
-# -- one-call ops ------------------------------------------------------------------------------------------
-def conv_bias_activation_forward(handle: Handle, x_desc: TensorDesc, x, w_desc: TensorDesc, w,
-                                 conv_desc: ConvDesc, bias_desc: TensorDesc, bias, mode, alpha: float,
-                                 beta: float, gamma: float, y_desc: TensorDesc, y) -> list[cl.Event]:
-    """y = activation(conv(x, w) + bias) in one kernel (MIOpen's ConvolutionBiasActivationForward).
-
-    The plan is built and compiled once per handle and problem, then reused: repeated calls compile nothing.
-    """
-    check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
-    mode = ActivationMode.of(mode)
-    key = ("conv_bias_activation", x_desc, w_desc, conv_desc, bias_desc, mode)
-    cached = handle.prepared.get(key)
-    if cached is None:
-        plan = FusionPlan(handle, x_desc)
-        ops = (plan.add_conv_forward(conv_desc, w_desc), plan.add_bias_forward(bias_desc),
-               plan.add_activation_forward(mode))
-        plan.compile()
-        cached = handle.prepared[key] = (plan, ops)
-    plan, (conv_op, bias_op, activ_op) = cached
-    check(isinstance(y_desc, TensorDesc), "y_desc", "must be a TensorDesc")
-    check(y_desc == plan.output_desc, "y_desc", f"expected {plan.output_desc} (packed), got {y_desc}")
-    args = (OperatorArgs().set_conv_forward(conv_op, w).set_bias_forward(bias_op, bias)
-            .set_activation_forward(activ_op, alpha, beta, gamma))
-    return plan.execute(x, y, args)
-
-
-def convolution_forward_bias(handle: Handle, bias_desc: TensorDesc, bias, y_desc: TensorDesc, y) -> list[cl.Event]:
-    """y += bias[k] in place, as its own kernel (MIOpen's ConvolutionForwardBias; the unfused path)."""
-    check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
-    check_same_dims("y_desc", y_desc, {})
-    _checked_param_desc("bias_desc", bias_desc, (1, y_desc.c, 1, 1), y_desc)
-    buffers = {"y": buffer_of(y, "y", y_desc), "bias": buffer_of(bias, "bias", bias_desc)}
-    launch = pointwise_launch("batchnorm.cl", "pointwise_epilogue", {"X": y_desc, "Y": y_desc},
-                              Epilogue(bias=True).defines(), ("y", "y", "bias"))
-    return enqueue(handle, launch, buffers)
+def _with_workspace(buffers: Mapping, plan: Plan) -> dict:
+    return {**buffers, "workspace": plan.workspace} if plan.workspace is not None else dict(buffers)

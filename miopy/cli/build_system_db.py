@@ -1,6 +1,6 @@
 """Build the system perf DB: tune named layer sets on this device and write their winners to a DB file.
 
-    python -m miopy.tuning.build_system_db --out miopy/data/system_perf.db --networks alexnet,resnet50 \\
+    python -m miopy.cli.build_system_db --out miopy/data/system_perf.db --networks alexnet,resnet50 \\
         -n 1 --budget 4 [-F 1] [-S SOLVER] [--limit LAYERS] [--layers NAME,...] [--merge]
 
 Tuning runs against a temporary user DB, so the machine's own user DB is left alone; only the perf records
@@ -17,18 +17,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from .. import db, networks
-from ..cli.driver import directions
+from .. import db
+from ..conv import networks, registry
+from ..conv.problem import directions
 from ..errors import MiopyError
 from ..handle import Handle
-from ..solvers import registry
-from .compile import Compiler
-from .runner import TuneOptions
-from .tuner import tune_problem
+from ..tuning import Compiler, TuneOptions, tune_problem
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m miopy.tuning.build_system_db", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m miopy.cli.build_system_db", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True, help="DB file to write")
     ap.add_argument("--networks", default="alexnet,resnet50", help="comma-separated layer sets")

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .convolution import ConvDesc, ConvProblem, Direction
-from .errors import BadParam
-from .tensor import TensorDesc
+from ..errors import BadParam
+from ..tensor import TensorDesc
+from .problem import ConvDesc, ConvProblem, Direction
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """The shared SGEMM (kernels/gemm.cl): matrix shapes, tunable tiling, validity rules and launch builders.
 
-A GEMM-based solver describes its matrix product as a ``GemmShape`` (sizes, layouts, batch, index maps)
+Shared machinery that knows no family: a GEMM-based solver (convolution's 1x1 and im2col today) describes its matrix product as a ``GemmShape`` (sizes, layouts, batch, index maps)
 and turns it into kernel launches with ``gemm_launch`` and, for a product split along its inner dimension,
 ``split_reduce_launch``. The tiling params (``GEMM_GRID``), their validity rules and the default heuristic
-live here, so every GEMM-based solver tunes the same way; ``GemmSolver`` wires them into the Solver API.
+live here, so every GEMM-based solver tunes the same way.
 """
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..convolution import ConvProblem, Direction
-from ..handle import DeviceInfo
-from ..kernel_cache import KernelSpec
-from .base import KernelLaunch, Params, Solver, require, round_up
+from .device import SPLIT_WORKSPACE_CAP, DeviceInfo, grid_reason, local_memory_reason, work_group_reason
+from .kernel_cache import KernelSpec
+from .solver import KernelLaunch, Params, round_up
 
 GEMM_GRID = {
     "TILE_M": (16, 32, 64, 128),
@@ -36,10 +35,7 @@ LOCAL_PAD = 4                          # floats of padding per local row (gemm.c
 GPU_REGISTER_FILE = 65536              # 32-bit registers per compute unit (NVIDIA since Kepler, AMD CU)
 GPU_MAX_REGISTERS_PER_ITEM = 255
 REGISTER_OVERHEAD = 24                 # estimated registers beyond accumulators and operands
-SPLIT_PARTIALS_CAP_BYTES = 64 << 20    # workspace a solver may reserve for split partial results
 MIN_SPLIT_CHUNK = 256                  # the default splits only when each split still sums this many terms
-INT_LIMIT = 2**31                      # kernels index with 32-bit ints
-MAX_GROUPS_PER_DIM = 65535             # work-groups along dims 1 and 2 (CUDA's grid limit, under NVIDIA's OpenCL)
 _MIN_TILE = min(GEMM_GRID["TILE_M"])
 _MIN_K_BLK = min(GEMM_GRID["K_BLK"])
 
@@ -128,10 +124,10 @@ def k_chunk(shape: GemmShape, k_blk: int, split: int) -> int:
 
 
 def split_limit(shape: GemmShape) -> int:
-    """The largest SPLIT_K whose partial results fit in SPLIT_PARTIALS_CAP_BYTES (1 when C is not packed)."""
+    """The largest SPLIT_K whose partial results fit in SPLIT_WORKSPACE_CAP (1 when C is not packed)."""
     if not shape.c_is_packed:
         return 1
-    return max(s for s in GEMM_GRID["SPLIT_K"] if s == 1 or s * shape.c_count * 4 <= SPLIT_PARTIALS_CAP_BYTES)
+    return max(s for s in GEMM_GRID["SPLIT_K"] if s == 1 or s * shape.c_count * 4 <= SPLIT_WORKSPACE_CAP)
 
 
 def split_workspace_bytes(shape: GemmShape) -> int:
@@ -166,26 +162,15 @@ def _device_reason(shape: GemmShape, params: Params, dev: DeviceInfo) -> str | N
 
 
 def _work_group_reason(shape: GemmShape, params: Params, dev: DeviceInfo) -> str | None:
-    rows, cols = params["TILE_M"] // params["WPT_M"], params["TILE_N"] // params["WPT_N"]
-    if rows * cols > dev.max_work_group_size:
-        return f"{rows * cols} work-items exceed the device's work-group size {dev.max_work_group_size}"
-    if cols > dev.max_work_item_sizes[0] or rows > dev.max_work_item_sizes[1]:
-        return f"work-group {cols}x{rows} exceeds the device's work-item sizes {dev.max_work_item_sizes}"
-    return None
+    return work_group_reason(dev, (params["TILE_N"] // params["WPT_N"], params["TILE_M"] // params["WPT_M"]))
 
 
 def _launch_grid_reason(shape: GemmShape, params: Params, dev: DeviceInfo) -> str | None:
-    along_m, along_batch = _ceil_div(shape.m, params["TILE_M"]), shape.batch * params["SPLIT_K"]
-    if along_m > MAX_GROUPS_PER_DIM or along_batch > MAX_GROUPS_PER_DIM:
-        return f"more than {MAX_GROUPS_PER_DIM} work-groups along the M or batch dimension"
-    return None
+    return grid_reason((0, _ceil_div(shape.m, params["TILE_M"]), shape.batch * params["SPLIT_K"]))
 
 
 def _local_memory_reason(shape: GemmShape, params: Params, dev: DeviceInfo) -> str | None:
-    local = 4 * params["K_BLK"] * (params["TILE_M"] + params["TILE_N"] + 2 * LOCAL_PAD)
-    if local > dev.local_mem_bytes:
-        return f"needs {local} bytes of local memory, the device has {dev.local_mem_bytes}"
-    return None
+    return local_memory_reason(dev, 4 * params["K_BLK"] * (params["TILE_M"] + params["TILE_N"] + 2 * LOCAL_PAD))
 
 
 def _register_reason(shape: GemmShape, params: Params, dev: DeviceInfo) -> str | None:
@@ -281,47 +266,3 @@ def split_reduce_launch(shape: GemmShape, split: int, partial: str, out: str, pa
                         (partial, out, np.int32(partial_offset), np.int32(0), np.float32(beta)))
 
 
-# -- solver base ------------------------------------------------------------------------------------
-class GemmSolver(Solver):
-    """A solver whose work is one GEMM shape per problem (possibly repeated over chunks of images).
-
-    Subclasses give ``gemm_shape``; tuning space, validity and defaults are the shared GEMM ones. Only
-    backward-weights may split the inner dimension (its partials need workspace and a reduction; forward
-    stores through the epilogue and backward-data scatters, so they never split).
-    """
-
-    algorithm = "gemm"
-    directions = frozenset(Direction)
-    grid = GEMM_GRID
-    param_doc = GEMM_PARAM_DOC
-
-    def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
-        super().applicability(problem, dev)
-        require(problem.is_packed, "tensors must be packed NCHW")
-        require(max(d.element_span for d in (problem.x, problem.w, problem.y)) < INT_LIMIT,
-                "a tensor has 2^31 elements or more")
-        require(self.workspace_bytes(problem) // 4 < INT_LIMIT, "the workspace has 2^31 floats or more")
-        shape = self.gemm_shape(problem)
-        require(shape.batch <= MAX_GROUPS_PER_DIM and _ceil_div(shape.m, _MIN_TILE) <= MAX_GROUPS_PER_DIM,
-                f"the GEMM ({shape.m} rows, batch {shape.batch}) exceeds the launch grid")
-
-    def gemm_shape(self, problem: ConvProblem) -> GemmShape:
-        raise NotImplementedError
-
-    def max_split(self, problem: ConvProblem) -> int:
-        if problem.direction is not Direction.BACKWARD_WEIGHTS:
-            return 1
-        return split_limit(self.gemm_shape(problem))
-
-    def invalid_reason(self, problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
-        reason = super().invalid_reason(problem, params, dev)
-        if reason is None:
-            reason = gemm_invalid_reason(self.gemm_shape(problem), params, dev, self.max_split(problem))
-        return reason
-
-    def default_params(self, problem: ConvProblem, dev: DeviceInfo) -> Params:
-        return gemm_default_params(self.gemm_shape(problem), dev, self.max_split(problem))
-
-    def split_workspace_bytes(self, problem: ConvProblem) -> int:
-        """Workspace reserved for split partials: only backward-weights splits."""
-        return split_workspace_bytes(self.gemm_shape(problem)) if self.max_split(problem) > 1 else 0

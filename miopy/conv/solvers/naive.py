@@ -1,10 +1,11 @@
 """ConvDirectNaive: one work-item per output element."""
 from __future__ import annotations
 
-from ..convolution import ConvProblem, Direction
-from ..handle import DeviceInfo
-from ..kernel_cache import KernelSpec
-from .base import KernelLaunch, Params, Solution, Solver, require, round_up
+from ..problem import ConvProblem, Direction
+from ...device import INT_LIMIT, DeviceInfo, index_reason, work_group_reason
+from ...kernel_cache import KernelSpec
+from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
+from ..solver import ConvSolver
 from .common import problem_defines, stride_defines
 
 _KERNELS = {
@@ -14,7 +15,7 @@ _KERNELS = {
 }
 
 
-class ConvDirectNaive(Solver):
+class ConvDirectNaive(ConvSolver):
     """Direct convolution, one work-item per output element, in all three directions.
 
     Computes every pad / stride / dilation / groups combination and any tensor strides, reading each
@@ -31,13 +32,12 @@ class ConvDirectNaive(Solver):
 
     def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
         super().applicability(problem, dev)
-        require(_work_items(problem) < 2**31, "more than 2^31 work-items")
+        require(_work_items(problem) < INT_LIMIT, "more than 2^31 work-items")
+        require_none(index_reason(*(d.element_span for d in (problem.x, problem.w, problem.y))))
 
     def invalid_reason(self, problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
         reason = super().invalid_reason(problem, params, dev)
-        if reason is None and params["WG"] > dev.max_work_group_size:
-            reason = f"WG={params['WG']} exceeds the device's max work-group size {dev.max_work_group_size}"
-        return reason
+        return reason or work_group_reason(dev, (params["WG"],))
 
     def default_params(self, problem: ConvProblem, dev: DeviceInfo) -> Params:
         return {"WG": 64}
@@ -48,7 +48,7 @@ class ConvDirectNaive(Solver):
         if epilogue is not None:
             defines.update(epilogue.defines())
             args = args + tuple(epilogue.args)
-        spec = KernelSpec.make("naive.cl", name, defines, ("-cl-mad-enable",))
+        spec = KernelSpec.make("conv_naive.cl", name, defines, ("-cl-mad-enable",))
         wg = params["WG"]
         launch = KernelLaunch(spec, (round_up(_work_items(problem), wg),), (wg,), args)
         return Solution(self.id, dict(params), (launch,))

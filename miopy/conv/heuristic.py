@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .convolution import ConvProblem
-from .solvers.base import Solver
+from ..solver import Solver
+from .problem import ConvProblem
 
 WINOGRAD_MIN_CHANNELS = 16
 

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..convolution import ConvProblem, Direction
-from ..handle import DeviceInfo
-from ..kernel_cache import KernelSpec
-from .base import KernelLaunch, Params, Solution, require, round_up
-from .gemm import GemmShape, GemmSolver, IndexMap, gemm_launch, split_reduce_launch
+from ..problem import ConvProblem, Direction
+from ...device import DeviceInfo
+from ...kernel_cache import KernelSpec
+from ...solver import KernelLaunch, Params, Solution, require, round_up
+from ...gemm import GemmShape, IndexMap, gemm_launch, split_reduce_launch
+from .gemm import GemmSolver
 
 
 

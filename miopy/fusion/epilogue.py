@@ -14,8 +14,9 @@ from typing import Mapping
 
 import numpy as np
 
-from .activation import ActivationMode, enum_member, forward_reference
-from .errors import check
+from ..activation import ActivationMode, enum_member
+from ..errors import check
+from ..reference.activation import forward_reference
 
 BIAS_ROLES = ("bias",)
 BATCHNORM_ROLES = ("bn_scale", "bn_shift", "bn_mean", "bn_var", "bn_epsilon")

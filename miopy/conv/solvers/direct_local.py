@@ -3,25 +3,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..convolution import ConvProblem, Direction
-from ..handle import DeviceInfo
-from ..kernel_cache import KernelSpec
-from .base import KernelLaunch, Params, Solution, Solver, require, round_up
+from ..problem import ConvProblem, Direction
+from ...device import (MAX_GRID_DIM, SPLIT_WORKSPACE_CAP, DeviceInfo, grid_reason, index_reason,
+                       local_memory_reason, work_group_reason)
+from ...kernel_cache import KernelSpec
+from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
+from ..solver import ConvSolver
 from .common import problem_defines, stride_defines
 
-KERNEL_FILE = "direct_local.cl"
+KERNEL_FILE = "conv_direct_local.cl"
 LOCAL_PAD = 4                 # floats of padding per local-memory row (bank spread, keeps float4 alignment)
 MAX_ACCUMULATORS = 64         # sums per work-item: beyond this registers spill
 MIN_TILE = 4                  # smallest tile side the grid can form (4 work-items x 1)
-MAX_GRID_DIM = 65535          # work-groups along dims 1 and 2 (CUDA's limit, which NVIDIA's OpenCL inherits)
 MAX_SPLIT = 32
 MIN_SPLIT_CHUNK = 256         # backward-weights: N*P*Q elements per split, at least
-MAX_SPLIT_BYTES = 64 << 20    # backward-weights: workspace for partial sums, at most
 REDUCE_WG = 64
 
 
 @dataclass(frozen=True)
-class GemmShape:
+class ImplicitGemm:
     """The implicit GEMM of one group: out (m x n) = A (m x k) * B (k x n)."""
 
     m: int
@@ -29,14 +29,14 @@ class GemmShape:
     k: int
 
 
-def gemm_shape(p: ConvProblem) -> GemmShape:
+def gemm_shape(p: ConvProblem) -> ImplicitGemm:
     """Per-group GEMM sizes of p's direction (see direct_local.cl for the index mapping)."""
     crs, krs = p.c_per_group * p.r * p.s, p.k_per_group * p.r * p.s
     if p.direction is Direction.FORWARD:
-        return GemmShape(p.k_per_group, p.n * p.out_h * p.out_w, crs)
+        return ImplicitGemm(p.k_per_group, p.n * p.out_h * p.out_w, crs)
     if p.direction is Direction.BACKWARD_DATA:
-        return GemmShape(p.c_per_group, p.n * p.in_h * p.in_w, krs)
-    return GemmShape(p.k_per_group, crs, p.n * p.out_h * p.out_w)
+        return ImplicitGemm(p.c_per_group, p.n * p.in_h * p.in_w, krs)
+    return ImplicitGemm(p.k_per_group, crs, p.n * p.out_h * p.out_w)
 
 
 def inner_channels(p: ConvProblem) -> int:
@@ -55,7 +55,7 @@ def max_split(p: ConvProblem) -> int:
     """Most partial sums backward-weights may use on p (a power of two; 1 for the other directions)."""
     if p.direction is not Direction.BACKWARD_WEIGHTS:
         return 1
-    cap = min(MAX_SPLIT, gemm_shape(p).k // MIN_SPLIT_CHUNK, MAX_SPLIT_BYTES // (4 * p.w.element_count))
+    cap = min(MAX_SPLIT, gemm_shape(p).k // MIN_SPLIT_CHUNK, SPLIT_WORKSPACE_CAP // (4 * p.w.element_count))
     return _pow2_floor(max(cap, 1))
 
 
@@ -85,7 +85,7 @@ def _fetch_divides(k_blk: int, blk: int, threads: int, kk_fast: bool) -> bool:
     return fast % step == 0 and slow % (threads // step) == 0 and threads % step == 0
 
 
-class ConvDirectLocal(Solver):
+class ConvDirectLocal(ConvSolver):
     """Direct convolution as an implicit GEMM (no im2col buffer) tiled through local memory.
 
     Forward is K/G x N*P*Q over C/G*R*S; backward-data C/G x N*H*W over K/G*R*S; backward-weights
@@ -124,7 +124,7 @@ class ConvDirectLocal(Solver):
 
     def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
         super().applicability(problem, dev)
-        require(max(d.element_span for d in (problem.x, problem.w, problem.y)) < 2**31, "a tensor spans >= 2^31 elements")
+        require_none(index_reason(*(d.element_span for d in (problem.x, problem.w, problem.y))))
         require(problem.groups <= MAX_GRID_DIM, f"more than {MAX_GRID_DIM} groups")
 
     def invalid_reason(self, problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
@@ -176,14 +176,8 @@ def _work_item_reason(params: Params) -> str | None:
 
 def _device_reason(params: Params, dev: DeviceInfo) -> str | None:
     """Work-group size and local memory against dev (two work-groups per compute unit must fit)."""
-    threads = params["M_DIM"] * params["N_DIM"]
-    if threads > dev.max_work_group_size:
-        return f"work-group of {threads} > device max {dev.max_work_group_size}"
-    if params["N_DIM"] > dev.max_work_item_sizes[0] or params["M_DIM"] > dev.max_work_item_sizes[1]:
-        return f"work-group shape ({params['N_DIM']}, {params['M_DIM']}) exceeds {dev.max_work_item_sizes[:2]}"
-    if 2 * local_bytes(params) > dev.local_mem_bytes:
-        return f"2 work-groups x {local_bytes(params)} B local memory > {dev.local_mem_bytes} B"
-    return None
+    return (work_group_reason(dev, (params["N_DIM"], params["M_DIM"]))
+            or local_memory_reason(dev, local_bytes(params), groups_per_unit=2))
 
 
 def _shape_reason(problem: ConvProblem, params: Params) -> str | None:
@@ -201,9 +195,7 @@ def _shape_reason(problem: ConvProblem, params: Params) -> str | None:
             return f"{name} tile {blk} > {size} rounded up to a power of two"
     if params["SPLIT"] > max_split(problem):
         return f"SPLIT={params['SPLIT']} > {max_split(problem)} (1 unless backward-weights)"
-    if -(-shape.m // m_blk) > MAX_GRID_DIM or problem.groups * params["SPLIT"] > MAX_GRID_DIM:
-        return f"more than {MAX_GRID_DIM} work-groups along NDRange dims 1 or 2"
-    return None
+    return grid_reason((0, -(-shape.m // m_blk), problem.groups * params["SPLIT"]))
 
 
 # -- default params ---------------------------------------------------------------------------------------

@@ -1,0 +1,5 @@
+"""Activation: MIOpen's ten activation modes, standalone forward and backward ops."""
+from .api import activation_backward, activation_forward
+from .modes import ActivationMode, enum_member
+
+__all__ = ["ActivationMode", "activation_backward", "activation_forward", "enum_member"]

@@ -1,0 +1,36 @@
+"""miopenActivationMode_t and the enum parser every family's mode enums share."""
+from __future__ import annotations
+
+import enum
+
+from ..errors import BadParam
+
+
+def enum_member(cls, value, field: str, what: str):
+    """The member of an int enum given as a member, its value or its name (any case); else BadParam(field)."""
+    if isinstance(value, str) and value.upper() in cls.__members__:
+        return cls[value.upper()]
+    try:
+        return cls(value)
+    except ValueError:
+        raise BadParam(field, f"unknown {what} {value!r}; known: {[m.name for m in cls]}") from None
+
+
+class ActivationMode(enum.IntEnum):
+    """miopenActivationMode_t: values are MIOpen's."""
+
+    PASSTHRU = 0        # x
+    LOGISTIC = 1        # 1 / (1 + e^-x)
+    TANH = 2            # beta * tanh(alpha * x)
+    RELU = 3            # max(0, x)
+    SOFTRELU = 4        # log(1 + e^x)
+    ABS = 5             # |x|
+    POWER = 6           # (alpha + beta * x)^gamma, 0 where alpha + beta * x <= EPSILON
+    CLIPPED_RELU = 7    # min(alpha, max(0, x))
+    LEAKY_RELU = 8      # x > 0 ? x : alpha * x
+    ELU = 9             # x > 0 ? x : alpha * (e^x - 1)
+
+    @classmethod
+    def of(cls, value: "ActivationMode | int | str", field: str = "mode") -> "ActivationMode":
+        """Accept a member, its int value or its name (any case); else BadParam(field)."""
+        return enum_member(cls, value, field, "activation mode")

@@ -1,0 +1,75 @@
+"""PyTorch-style functional convolution on pyopencl arrays, running on memoised plans.
+
+The memo key is the call's shapes, dtypes and geometry as given (no descriptor is built on a warm call);
+outputs come from the handle's memory pool, so a warm call allocates no device memory.
+"""
+from __future__ import annotations
+
+import pyopencl.array as cl_array
+
+from ..errors import BadParam, check
+from ..handle import Handle
+from ..plan import Plan
+from ..tensor import TensorDesc
+from .api import convolution_plan
+from .problem import ConvDesc, Direction
+
+_HANDLES: dict = {}
+
+
+def handle_for(array: cl_array.Array) -> Handle:
+    """A Handle on the array's context (one per context per process)."""
+    ctx = array.context
+    handle = _HANDLES.get(ctx)
+    if handle is None:
+        handle = _HANDLES[ctx] = Handle(context=ctx)
+    return handle
+
+
+def conv2d(x: cl_array.Array, w: cl_array.Array, stride=1, padding=0, dilation=1, groups: int = 1,
+           handle: Handle | None = None) -> cl_array.Array:
+    """PyTorch-style conv2d on pyopencl arrays (no bias). Finds once per problem, then reuses the answer."""
+    return _call(x, w, handle, (stride, padding, dilation, groups, "conv", 0))
+
+
+def conv_transpose2d(x: cl_array.Array, w: cl_array.Array, stride=1, padding=0, output_padding=0,
+                     groups: int = 1, dilation=1, handle: Handle | None = None) -> cl_array.Array:
+    """PyTorch-style conv_transpose2d on pyopencl arrays (no bias); w is (C_in, C_out/groups, R, S)."""
+    return _call(x, w, handle, (stride, padding, dilation, groups, "transpose", output_padding))
+
+
+def _call(x, w, handle: Handle | None, geometry: tuple) -> cl_array.Array:
+    if handle is None:
+        if not isinstance(x, cl_array.Array):
+            raise BadParam("x", f"expected a pyopencl Array, got {type(x).__name__}")
+        handle = handle_for(x)
+    try:
+        key = ("conv2d", x.shape, x.dtype, w.shape, w.dtype, geometry)
+        memo = handle.plans.get(key)
+    except (AttributeError, TypeError):   # not arrays, or unhashable geometry (lists): the cold path says which
+        key, memo = None, None
+    if memo is None:
+        memo = _cold(handle, x, w, geometry)
+        if key is not None:
+            handle.plans[key] = memo
+    plan, shape = memo
+    y = handle.pooled(shape, x.dtype)
+    plan.run_values((x, w, y))
+    return y
+
+
+def _cold(handle: Handle, x, w, geometry: tuple) -> tuple[Plan, tuple[int, ...]]:
+    check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
+    x_desc, w_desc = _desc_of(x, "x"), _desc_of(w, "w")
+    stride, padding, dilation, groups, mode, output_padding = geometry
+    conv = ConvDesc(padding, stride, dilation, groups, mode, output_padding)
+    y_desc = conv.output_desc(x_desc, w_desc)
+    return convolution_plan(handle, Direction.FORWARD, x_desc, w_desc, conv, y_desc), y_desc.dims
+
+
+def _desc_of(array, field: str) -> TensorDesc:
+    if not isinstance(array, cl_array.Array):
+        raise BadParam(field, f"expected a pyopencl Array, got {type(array).__name__}")
+    check(array.ndim == 4, field, f"expected a 4-D array, got shape {array.shape}")
+    check(array.flags.c_contiguous, field, "must be C-contiguous")
+    return TensorDesc(array.dtype, array.shape)

@@ -1,0 +1,35 @@
+"""The convolution family's ordered solver registry. Order is the tie-break and the heuristic's preference:
+most specialised first, the naive fallback last. Ids are stable strings; a retired id is never reused.
+"""
+from __future__ import annotations
+
+from ..solver import Registry, Solver
+from .heuristic import rank
+from .problem import ConvProblem
+from .reference import reference_outputs
+from .solvers.direct_local import ConvDirectLocal
+from .solvers.gemm_1x1 import ConvGemm1x1
+from .solvers.im2col_gemm import ConvIm2colGemm
+from .solvers.naive import ConvDirectNaive
+from .solvers.winograd import ConvWinograd3x3F2, ConvWinograd3x3F4
+
+REGISTRY = Registry("convolution", ConvProblem, (
+    ConvWinograd3x3F4(),
+    ConvWinograd3x3F2(),
+    ConvGemm1x1(),
+    ConvDirectLocal(),
+    ConvIm2colGemm(),
+    ConvDirectNaive(),
+), reference=reference_outputs, rank=rank)
+
+ALL: tuple[Solver, ...] = REGISTRY.ALL
+
+
+def solvers() -> tuple[Solver, ...]:
+    """The convolution registry after MIOPY_FIND_ONLY_SOLVER / MIOPY_DISABLE_SOLVERS."""
+    return REGISTRY.solvers()
+
+
+def get(solver_id: str) -> Solver:
+    """The convolution solver with this id."""
+    return REGISTRY.get(solver_id)

@@ -1,0 +1,98 @@
+"""What solvers and DBs know of a device, and the device-limit rules every solver shares.
+
+One place for the limits: the 32-bit index range kernels address with, the launch-grid limit, work-group
+sizes and shapes, and local memory. Each rule returns the reason a launch cannot run (or None), so solvers
+state their validity as one-line checks and find reports why a candidate was skipped.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+import pyopencl as cl
+
+INT_LIMIT = 2**31               # kernels index with 32-bit signed ints: element offsets must stay below
+MAX_GRID_DIM = 65535            # work-groups along NDRange dims 1 and 2 (CUDA's grid limit, under NVIDIA's OpenCL)
+SPLIT_WORKSPACE_CAP = 64 << 20  # bytes a solver may reserve for split partial results (or a column chunk)
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What solvers and DBs need to know of a device."""
+
+    platform: str
+    vendor: str
+    name: str
+    driver_version: str
+    device_type: str
+    compute_units: int
+    local_mem_bytes: int
+    max_work_group_size: int
+    max_work_item_sizes: tuple[int, ...]
+    global_mem_bytes: int
+    fp16: bool
+    max_alloc_bytes: int = 0       # CL_DEVICE_MAX_MEM_ALLOC_SIZE (0: unknown)
+    local_mem_is_global: bool = False
+
+    @classmethod
+    def of(cls, device: cl.Device) -> "DeviceInfo":
+        return cls(
+            platform=device.platform.name.strip(), vendor=device.vendor.strip(), name=device.name.strip(),
+            driver_version=device.driver_version.strip(),
+            device_type=cl.device_type.to_string(device.type).split(" ")[-1],
+            compute_units=device.max_compute_units, local_mem_bytes=device.local_mem_size,
+            max_work_group_size=device.max_work_group_size,
+            max_work_item_sizes=tuple(device.max_work_item_sizes), global_mem_bytes=device.global_mem_size,
+            fp16="cl_khr_fp16" in device.extensions, max_alloc_bytes=device.max_mem_alloc_size,
+            local_mem_is_global=device.local_mem_type == cl.device_local_mem_type.GLOBAL)
+
+    @property
+    def device_id(self) -> str:
+        """Stable id: platform, device name, driver version and compute units; keys every DB record."""
+        raw = f"{self.platform}|{self.name}|{self.driver_version}|{self.compute_units}CU"
+        return re.sub(r"\s+", " ", raw)
+
+    @property
+    def is_gpu(self) -> bool:
+        return "GPU" in self.device_type
+
+    @property
+    def is_nvidia(self) -> bool:
+        return "NVIDIA" in self.platform.upper() or "NVIDIA" in self.vendor.upper()
+
+
+# -- rules: each returns why a launch cannot run on dev, or None -------------------------------------------
+def work_group_reason(dev: DeviceInfo, local_size: Sequence[int]) -> str | None:
+    """A work-group of local_size (dims 0, 1, ...) against the device's size and shape limits."""
+    threads = 1
+    for size in local_size:
+        threads *= size
+    if threads > dev.max_work_group_size:
+        return f"work-group of {threads} > device max {dev.max_work_group_size}"
+    for dim, (size, limit) in enumerate(zip(local_size, dev.max_work_item_sizes)):
+        if size > limit:
+            return f"work-group size {size} along dim {dim} > device max {limit}"
+    return None
+
+
+def local_memory_reason(dev: DeviceInfo, nbytes: int, groups_per_unit: int = 1) -> str | None:
+    """nbytes of local memory per work-group, groups_per_unit work-groups resident per compute unit."""
+    if groups_per_unit * nbytes > dev.local_mem_bytes:
+        count = f"{groups_per_unit} work-groups x " if groups_per_unit > 1 else ""
+        return f"{count}{nbytes} B local memory > {dev.local_mem_bytes} B"
+    return None
+
+
+def grid_reason(groups_along: Sequence[int]) -> str | None:
+    """Work-group counts along NDRange dims 1 and 2 (dim 0 is unlimited) against MAX_GRID_DIM."""
+    if any(count > MAX_GRID_DIM for count in groups_along[1:]):
+        return f"more than {MAX_GRID_DIM} work-groups along NDRange dims 1 or 2"
+    return None
+
+
+def index_reason(*element_counts: int) -> str | None:
+    """Element offsets of every tensor (or workspace) must fit a 32-bit signed int."""
+    if max(element_counts, default=0) >= INT_LIMIT:
+        return "a tensor or workspace spans 2^31 elements or more (32-bit indices)"
+    return None

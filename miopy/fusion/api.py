@@ -1,0 +1,58 @@
+"""One-call fused ops (MIOpen's ConvolutionBiasActivationForward and ConvolutionForwardBias), on plans."""
+from __future__ import annotations
+
+import pyopencl as cl
+
+from ..activation import ActivationMode
+from ..conv.problem import ConvDesc
+from ..errors import check
+from ..handle import Handle
+from ..plan import Operand, Plan, memo_plan
+from ..pointwise import check_same_dims, pointwise_launch
+from ..solver import Solution
+from ..tensor import TensorDesc
+from .epilogue import ACTIVATION_ROLES, Epilogue
+from .plan import FusionPlan, checked_param_desc
+from ..pointwise import scalar
+
+
+def conv_bias_activation_forward(handle: Handle, x_desc: TensorDesc, x, w_desc: TensorDesc, w,
+                                 conv_desc: ConvDesc, bias_desc: TensorDesc, bias, mode, alpha: float,
+                                 beta: float, gamma: float, y_desc: TensorDesc, y) -> list[cl.Event]:
+    """y = activation(conv(x, w) + bias) in one kernel (MIOpen's ConvolutionBiasActivationForward).
+
+    The fusion plan is built and compiled once per handle and problem, then reused: repeated calls compile
+    nothing and only check buffers.
+    """
+    plan = memo_plan(handle, ("conv_bias_activation", x_desc, w_desc, conv_desc, bias_desc, mode, y_desc),
+                     lambda: _fused_plan(handle, x_desc, w_desc, conv_desc, bias_desc, mode, y_desc))
+    scalars = {role: scalar(value, name) for role, name, value in
+               zip(ACTIVATION_ROLES, ("alpha", "beta", "gamma"), (alpha, beta, gamma))}
+    return plan.run_values((x, y, w, bias), scalars=scalars)
+
+
+def _fused_plan(handle: Handle, x_desc, w_desc, conv_desc, bias_desc, mode, y_desc) -> Plan:
+    check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
+    fusion = FusionPlan(handle, x_desc)
+    fusion.add_conv_forward(conv_desc, w_desc)
+    fusion.add_bias_forward(bias_desc)
+    fusion.add_activation_forward(ActivationMode.of(mode))
+    check(isinstance(y_desc, TensorDesc), "y_desc", "must be a TensorDesc")
+    check(y_desc == fusion.output_desc, "y_desc", f"expected {fusion.output_desc} (packed), got {y_desc}")
+    return fusion.compile().plan
+
+
+def convolution_forward_bias(handle: Handle, bias_desc: TensorDesc, bias, y_desc: TensorDesc, y) -> list[cl.Event]:
+    """y += bias[k] in place, as its own kernel (MIOpen's ConvolutionForwardBias; the unfused path)."""
+    plan = memo_plan(handle, ("conv_forward_bias", bias_desc, y_desc), lambda: _bias_plan(handle, bias_desc, y_desc))
+    return plan.run_values((y, bias))
+
+
+def _bias_plan(handle: Handle, bias_desc: TensorDesc, y_desc: TensorDesc) -> Plan:
+    check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
+    check_same_dims("y_desc", y_desc, {})
+    checked_param_desc("bias_desc", bias_desc, (1, y_desc.c, 1, 1), y_desc)
+    launch = pointwise_launch("fusion_pointwise.cl", "pointwise_epilogue", {"X": y_desc, "Y": y_desc},
+                              Epilogue(bias=True).defines(), ("y", "y", "bias"))
+    ops = (Operand("y", "y", y_desc, written=True), Operand("bias", "bias", bias_desc))
+    return Plan(handle, Solution("ConvolutionForwardBias", {}, (launch,)), ops)

@@ -1,0 +1,360 @@
+"""Plans: a solution bound to a handle once, then run many times (MIOpen's invokers, cuDNN's plans).
+
+Building a plan validates nothing about the problem (the family did that) but does all the remaining
+work once: it builds (or fetches from the kernel cache) every kernel into kernel objects of its own, sets
+every scalar argument, fixes the launch sizes and takes its workspace. ``Plan.run`` then checks only what
+can change per call (each buffer's type, dtype, size, layout and context, and that no output aliases an
+input) with cheap comparisons, sets the buffer arguments that changed since the last run and enqueues
+every kernel back to back with no host synchronisation. Error messages are formatted only on failure.
+
+A ``Sequence`` records plan runs with their buffers (``with handle.capture() as seq``) and replays them
+with one call, for fixed-shape loops such as an inference pass.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence as Seq
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from .errors import BadParam, LaunchError, NotApplicable, OutOfResources, check
+from .kernel_cache import KernelSpec
+from .solver import KernelLaunch, Solution, round_up
+from .tensor import TensorDesc
+
+_ARRAY = cl_array.Array
+_MEMORY = cl.MemoryObjectHolder
+
+
+@dataclass(frozen=True)
+class Operand:
+    """What a plan expects of one buffer: the kernel role it binds, the user's name for it (in errors),
+    its descriptor and whether the plan writes it."""
+
+    role: str
+    field: str
+    desc: TensorDesc
+    written: bool = False
+
+    @property
+    def nbytes(self) -> int:
+        return self.desc.nbytes
+
+
+def operands(tensors: Mapping[str, TensorDesc], outputs: Seq[str],
+             fields: Mapping[str, str] | None = None) -> tuple[Operand, ...]:
+    """Operands for a problem's tensors (role -> desc); fields renames roles for the user's messages."""
+    fields = fields or {}
+    return tuple(Operand(role, fields.get(role, role), desc, role in outputs) for role, desc in tensors.items())
+
+
+def buffer_of(value: Any, field: str, desc: TensorDesc | None = None, nbytes: int | None = None,
+              context: cl.Context | None = None) -> cl.Buffer:
+    """The cl.Buffer behind value (a pyopencl Array or Buffer), checked against desc / nbytes / context."""
+    if isinstance(value, _ARRAY):
+        if desc is not None and value.dtype != desc.dtype.numpy:
+            raise BadParam(field, f"dtype {value.dtype} != descriptor {desc.dtype.value}")
+        if value.offset != 0:
+            raise BadParam(field, "arrays with an offset (views into another array) are not supported")
+        if desc is not None and not value.flags.c_contiguous:
+            raise BadParam(field, f"array with strides {value.strides} is not C-contiguous: pass a contiguous "
+                                  "copy, or a Buffer with a descriptor whose strides describe it")
+        size, buf = value.nbytes, value.base_data
+        ctx = value.context
+    elif isinstance(value, _MEMORY):
+        size, buf, ctx = value.size, value, None
+    else:
+        raise BadParam(field, f"expected a pyopencl Array or Buffer, got {type(value).__name__}")
+    need = desc.nbytes if desc is not None else (nbytes or 0)
+    if size < need:
+        raise BadParam(field, f"buffer holds {size} bytes, descriptor needs {need}")
+    if context is not None:
+        if ctx is None:
+            ctx = buf.context
+        if ctx is not context and ctx != context:
+            raise BadParam(field, "buffer belongs to another OpenCL context than the handle's")
+    return buf
+
+
+class Plan:
+    """One solution on one handle, ready to run: build once (``Handle.plan`` memoises), run many times.
+
+    run(**buffers) takes the operands by their user names (x, w, y; dy, dx, dw; ...) as pyopencl Arrays or
+    Buffers; alpha / beta blend the primary output (out = alpha * result + beta * out) through a
+    temporary; workspace overrides the plan's own. Returns the enqueued events.
+    """
+
+    def __init__(self, handle, solution: Solution, ops: Seq[Operand], *, workspace: Any = None,
+                 blend_output: str | None = None, may_alias: Seq[tuple[str, str]] = (), problem: Any = None):
+        self.handle, self.solution, self.problem = handle, solution, problem
+        self.context = handle.context
+        self.operands = tuple(ops)
+        self._by_field = {op.field: op for op in self.operands}
+        self._inputs = tuple(op for op in self.operands if not op.written)
+        self._outputs = tuple(op for op in self.operands if op.written)
+        self._may_alias = frozenset(frozenset(pair) for pair in may_alias)
+        self._blend = self._by_field_or_role(blend_output) if blend_output else None
+        self._steps = tuple(_Step(handle, launch) for launch in solution.launches)
+        need = solution.workspace_bytes
+        self.workspace = (buffer_of(workspace, "workspace", nbytes=need, context=self.context)
+                          if workspace is not None else handle.scratch("workspace", need) if need else None)
+        self._blend_steps: tuple[_Step, ...] | None = None
+        self._lock = threading.Lock()
+        self.released = False
+
+    # -- introspection -----------------------------------------------------------------------------
+    @property
+    def solver_id(self) -> str:
+        return self.solution.solver_id
+
+    @property
+    def params(self) -> dict:
+        return dict(self.solution.params)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The operand names run() takes, in the plan's order."""
+        return tuple(op.field for op in self.operands)
+
+    def __repr__(self) -> str:
+        return f"Plan({self.solver_id}, {', '.join(self.fields)})"
+
+    def release(self) -> None:
+        """Drop the kernels and workspace; a released plan refuses to run."""
+        self.released = True
+        self._steps = ()
+        self.workspace = None
+
+    # -- running -------------------------------------------------------------------------------------
+    def run(self, alpha: float = 1.0, beta: float = 0.0, workspace: Any = None, **buffers: Any) -> list[cl.Event]:
+        """Check the buffers (cheaply) and enqueue; the plan's operands by their user names."""
+        if len(buffers) != len(self.operands) or any(f not in buffers for f in self._by_field):
+            self._bad_fields(buffers)
+        return self.run_values(tuple(buffers[op.field] for op in self.operands), alpha, beta, workspace)
+
+    def run_values(self, values: tuple, alpha: float = 1.0, beta: float = 0.0, workspace: Any = None,
+                   scalars: Mapping[str, Any] | None = None) -> list[cl.Event]:
+        """run() with the operands positionally, in self.operands order (the descriptor API's path);
+        scalars binds per-call kernel arguments by role (already checked: activation's alpha, ...)."""
+        if self.released:
+            raise BadParam("plan", "released: build a new plan")
+        bound = {op.role: self._checked(op, value) for op, value in zip(self.operands, values)}
+        if scalars:
+            bound.update(scalars)
+        self._check_aliasing(bound)
+        if workspace is not None:
+            bound["workspace"] = buffer_of(workspace, "workspace", nbytes=self.solution.workspace_bytes,
+                                           context=self.context)
+        elif self.workspace is not None:
+            bound["workspace"] = self.workspace
+        if alpha == 1.0 and beta == 0.0:
+            return self.enqueue(bound)
+        return self._run_blended(bound, _scalar(alpha, "alpha"), _scalar(beta, "beta"))
+
+    def enqueue(self, bound: Mapping[str, Any]) -> list[cl.Event]:
+        """Enqueue with buffers and scalars already checked, by kernel role (find's and tuning's timers,
+        sequences). Sets only the arguments that changed since this plan's last launch."""
+        recording = self.handle.recording
+        if recording is not None:
+            recording.append((self, dict(bound)))
+        with self._lock:
+            return [step.launch(self.handle.queue, bound) for step in self._steps]
+
+    # -- checks ----------------------------------------------------------------------------------------
+    def _checked(self, op: Operand, value: Any) -> Any:
+        """The buffer behind value if it fits op; the fast path is a handful of attribute comparisons."""
+        if value.__class__ is _ARRAY:
+            if (value.dtype == op.desc.dtype.numpy and value.offset == 0 and value.nbytes >= op.nbytes
+                    and value.flags.c_contiguous):
+                ctx = value.context
+                if ctx is self.context or ctx == self.context:
+                    return value.base_data
+        return buffer_of(value, op.field, op.desc, context=self.context)
+
+    def _check_aliasing(self, bound: Mapping[str, Any]) -> None:
+        for out in self._outputs:
+            target = bound[out.role]
+            for op in self.operands:
+                if op is out or (not op.written and frozenset((op.role, out.role)) in self._may_alias):
+                    continue
+                other = bound[op.role]
+                if other is target or other.int_ptr == target.int_ptr:
+                    raise BadParam(out.field, f"{out.field} and {op.field} are the same buffer: this operation "
+                                              "does not run in place; pass a separate output")
+
+    def _bad_fields(self, buffers: Mapping[str, Any]) -> None:
+        missing = [f for f in self._by_field if f not in buffers]
+        extra = [f for f in buffers if f not in self._by_field]
+        field = (missing or extra)[0]
+        raise BadParam(field, f"plan takes {', '.join(self._by_field)}; missing {missing}, unexpected {extra}")
+
+    def _by_field_or_role(self, name: str) -> Operand:
+        for op in self.operands:
+            if name in (op.field, op.role):
+                return op
+        raise BadParam("blend_output", f"no operand {name!r}")
+
+    # -- alpha / beta ------------------------------------------------------------------------------------
+    def _run_blended(self, bound: dict, alpha: np.float32, beta: np.float32) -> list[cl.Event]:
+        out = self._blend
+        if out is None:
+            raise BadParam("beta", f"{self.solver_id} has no single output to blend into")
+        if not out.desc.is_packed:
+            raise BadParam("beta", "alpha/beta blending needs a packed output")
+        tmp = self.handle.scratch("blend", out.nbytes)
+        events = self.enqueue({**bound, out.role: tmp})
+        if self._blend_steps is None:
+            self._blend_steps = (_Step(self.handle, blend_launch(out.desc.element_count, out.desc)),)
+        recording = self.handle.recording
+        blend_args = {"out": bound[out.role], "result": tmp, "alpha": alpha, "beta": beta}
+        if recording is not None:
+            recording.append((_BlendStep(self), blend_args))
+        with self._lock:
+            return events + [self._blend_steps[0].launch(self.handle.queue, blend_args)]
+
+
+class _BlendStep:
+    """The blend launch of a plan, as a recorded sequence entry."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+
+    def enqueue(self, bound: Mapping[str, Any]) -> list[cl.Event]:
+        assert self.plan._blend_steps is not None
+        with self.plan._lock:
+            return [self.plan._blend_steps[0].launch(self.plan.handle.queue, bound)]
+
+
+class _Step:
+    """One launch with its own kernel object: scalars set once, buffer arguments set when they change."""
+
+    __slots__ = ("kernel", "global_size", "local_size", "slots", "last", "name")
+
+    def __init__(self, handle, launch):
+        self.kernel = handle.kernels.new_kernel(launch.spec)
+        self.global_size, self.local_size = launch.global_size, launch.local_size
+        self.name = launch.spec.name
+        slots = []
+        for index, arg in enumerate(launch.args):
+            if isinstance(arg, str):
+                slots.append((index, arg))
+            else:
+                self.kernel.set_arg(index, arg)
+        self.slots = tuple(slots)
+        self.last: list[Any] = [None] * len(launch.args)
+
+    def launch(self, queue: cl.CommandQueue, bound: Mapping[str, Any]) -> cl.Event:
+        kernel, last = self.kernel, self.last
+        try:
+            for index, role in self.slots:
+                value = bound[role]
+                if last[index] is not value:
+                    kernel.set_arg(index, value)
+                    last[index] = value
+            return cl.enqueue_nd_range_kernel(queue, kernel, self.global_size, self.local_size)
+        except KeyError as exc:
+            raise BadParam(str(exc.args[0]), f"kernel {self.name} needs a buffer for role {exc.args[0]!r}") from None
+        except cl.Error as exc:
+            self.last = [None] * len(last)
+            raise _launch_error(exc, self) from exc
+
+
+def _launch_error(exc: cl.Error, step: _Step) -> Exception:
+    text = str(exc)
+    if "MEM_OBJECT_ALLOCATION_FAILURE" in text or "OUT_OF_RESOURCES" in text or "OUT_OF_HOST_MEMORY" in text:
+        return OutOfResources(f"launch of {step.name} ran out of device resources: {exc}")
+    return LaunchError(f"launch of {step.name} global={step.global_size} local={step.local_size} failed: {exc}")
+
+
+def _scalar(value: Any, field: str) -> np.float32:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise BadParam(field, f"must be a finite real number, got {value!r}") from None
+    check(isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool)
+          and number - number == 0.0, field, f"must be a finite real number, got {value!r}")
+    return np.float32(number)
+
+
+BLEND_WG = 256
+
+
+def blend_launch(count: int, desc: TensorDesc) -> KernelLaunch:
+    """out = alpha * result + beta * out over count elements (scale.cl)."""
+    spec = KernelSpec.make("scale.cl", "blend")
+    return KernelLaunch(spec, (round_up(count, BLEND_WG),), (BLEND_WG,),
+                        ("out", "result", "alpha", "beta", np.int32(count)))
+
+
+def memo_plan(handle, key: tuple, build) -> Plan:
+    """handle's plan under key, built by build() on the first call (keys are tuples of hashable
+    descriptors and enums: a warm call hashes cached ints and formats nothing)."""
+    plan = handle.plans.get(key)
+    if plan is None:
+        plan = handle.plans[key] = build()
+    return plan
+
+
+# -- building plans from a family's registry (the slow path, memoised per handle) -------------------------
+def checked_solution(handle, problem, solver_id: str, params: dict, epilogue: Any = None) -> Solution:
+    """solver_id's solution with params on problem, memoised per handle. Raises NotApplicable, or
+    BadParam("params") for tuning values outside the solver's valid space. The slow path: it formats keys."""
+    check(isinstance(params, dict), "params", f"must be a dict, got {type(params).__name__}")
+    key = ("solution", problem.key(), solver_id, tuple(sorted((k, repr(v)) for k, v in params.items())),
+           epilogue.key() if epilogue is not None else None)
+    solution = handle.plans.get(key)
+    if solution is None:
+        solver = problem.registry.get(solver_id)
+        reason = solver.not_applicable_reason(problem, handle.info)
+        if reason is not None:
+            raise NotApplicable(f"{solver_id}: {reason}")
+        invalid = solver.invalid_reason(problem, params, handle.info)
+        if invalid is not None:
+            raise BadParam("params", f"{solver_id}: {invalid}")
+        solution = (solver.solution(problem, params, epilogue) if epilogue is not None
+                    else solver.solution(problem, params))
+        handle.plans[key] = solution
+    return solution
+
+
+def plan_of(handle, problem, solution: Solution) -> Plan:
+    """A plan of solution on problem with kernel roles as operand names (not memoised: tuning's candidates)."""
+    return Plan(handle, solution, operands(problem.tensors(), problem.outputs()),
+                blend_output=problem.outputs()[0], problem=problem)
+
+
+def solution_plan(handle, problem, solver_id: str, params: dict, epilogue: Any = None) -> Plan:
+    """The plan (kernel roles as operand names) of solver_id with params on problem, memoised per handle;
+    what find and tuning time. Raises as checked_solution."""
+    solution = checked_solution(handle, problem, solver_id, params, epilogue)
+    key = ("plan", problem.key(), solution)
+    plan = handle.plans.get(key)
+    if plan is None:
+        plan = handle.plans[key] = plan_of(handle, problem, solution)
+    return plan
+
+
+class Sequence:
+    """Plan runs recorded with their buffers, replayed with one call (see Handle.capture).
+
+    Replaying enqueues exactly the recorded launches on the recorded buffers: outputs are written to the
+    same arrays the captured calls returned. Shapes and buffers are fixed; new inputs are copied into the
+    captured input arrays before a replay.
+    """
+
+    def __init__(self, handle):
+        self.handle = handle
+        self.steps: list[tuple[Any, dict]] = []
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def replay(self) -> list[cl.Event]:
+        """Enqueue every recorded run again, back to back; returns the events of the last one."""
+        events: list[cl.Event] = []
+        for runner, bound in self.steps:
+            events = runner.enqueue(bound)
+        return events

@@ -1,0 +1,75 @@
+"""Float64 formulas of MIOpen's activation modes (by the modes' int values), forward and derivative."""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+EPSILON = 1e-6                 # power: (alpha + beta * x) at or below this gives 0 (as MIOpen)
+SOFTRELU_THRESHOLD = 50.0      # softrelu's derivative clamps x here before exp (as MIOpen)
+
+Formula = Callable[[np.ndarray, float, float, float], np.ndarray]
+_NAMES = ("PASSTHRU", "LOGISTIC", "TANH", "RELU", "SOFTRELU", "ABS", "POWER", "CLIPPED_RELU", "LEAKY_RELU", "ELU")
+
+
+def _mode(mode) -> int:
+    """A mode given as miopenActivationMode_t's value or name (any case)."""
+    return _NAMES.index(mode.upper()) if isinstance(mode, str) else int(mode)
+
+
+def _power(x, a, b, g):
+    arg = a + b * x
+    return np.where(arg <= EPSILON, 0.0, np.power(np.maximum(arg, EPSILON), g))
+
+
+def _power_derivative(x, a, b, g):
+    arg = a + b * x
+    return np.where(arg <= EPSILON, 0.0, g * b * np.power(np.maximum(arg, EPSILON), g - 1.0))
+
+
+def _logistic(x):
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+# Keyed by miopenActivationMode_t: 0 PASSTHRU, 1 LOGISTIC, 2 TANH, 3 RELU, 4 SOFTRELU, 5 ABS, 6 POWER,
+# 7 CLIPPED_RELU, 8 LEAKY_RELU, 9 ELU (see miopy.activation.ActivationMode).
+_FORWARD: dict[int, Formula] = {
+    0: lambda x, a, b, g: x,
+    1: lambda x, a, b, g: _logistic(x),
+    2: lambda x, a, b, g: b * np.tanh(a * x),
+    3: lambda x, a, b, g: np.maximum(x, 0.0),
+    4: lambda x, a, b, g: np.logaddexp(0.0, x),
+    5: lambda x, a, b, g: np.abs(x),
+    6: _power,
+    7: lambda x, a, b, g: np.minimum(a, np.maximum(x, 0.0)),
+    8: lambda x, a, b, g: np.where(x > 0, x, a * x),
+    9: lambda x, a, b, g: np.where(x > 0, x, a * np.expm1(np.minimum(x, 0.0))),
+}
+
+_DERIVATIVE: dict[int, Formula] = {
+    0: lambda x, a, b, g: np.ones_like(x),
+    1: lambda x, a, b, g: _logistic(x) * (1.0 - _logistic(x)),
+    2: lambda x, a, b, g: a * b * (1.0 - np.tanh(a * x) ** 2),
+    3: lambda x, a, b, g: (x > 0).astype(np.float64),
+    4: lambda x, a, b, g: _logistic(np.minimum(x, SOFTRELU_THRESHOLD)),
+    5: lambda x, a, b, g: np.where(x > 0, 1.0, -1.0),
+    6: _power_derivative,
+    7: lambda x, a, b, g: ((x > 0) & (x <= a)).astype(np.float64),
+    8: lambda x, a, b, g: np.where(x > 0, 1.0, a),
+    9: lambda x, a, b, g: np.where(x > 0, 1.0, a * np.exp(np.minimum(x, 0.0))),
+}
+
+
+def forward_reference(mode, x, alpha: float = 1.0, beta: float = 1.0, gamma: float = 1.0) -> np.ndarray:
+    """y = f(x) in float64."""
+    return _FORWARD[_mode(mode)](np.asarray(x, np.float64), alpha, beta, gamma)
+
+
+def derivative_reference(mode, x, alpha: float = 1.0, beta: float = 1.0, gamma: float = 1.0) -> np.ndarray:
+    """f'(x) in float64 (the one-sided value MIOpen uses at kinks)."""
+    return _DERIVATIVE[_mode(mode)](np.asarray(x, np.float64), alpha, beta, gamma)
+
+
+def backward_reference(mode, dy, x, alpha: float = 1.0, beta: float = 1.0, gamma: float = 1.0) -> np.ndarray:
+    """dx = dy * f'(x) in float64."""
+    return np.asarray(dy, np.float64) * derivative_reference(mode, x, alpha, beta, gamma)

@@ -1,0 +1,236 @@
+"""The solver interface every primitive family shares, the pure data a solver returns, and registries.
+
+A solver is stateless: everything it returns derives from (problem, device info, params). ``solution``
+touches no device, so it is unit-testable anywhere. Params are flat dicts of ints / strs / bools whose
+keys are the solver's ``grid`` keys. Nothing here knows a family: a family (convolution, pooling, ...)
+supplies its Problem type, its Solver subclasses and one Registry, and find, the DBs, tuning and plans
+work on it unchanged.
+"""
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Generic, Iterator, Mapping, Protocol, Sequence, TypeVar
+
+import numpy as np
+
+from . import config
+from .device import DeviceInfo
+from .errors import BadParam, NotApplicable
+from .kernel_cache import KernelSpec
+from .tensor import DataType, TensorDesc
+
+Params = dict[str, Any]
+# A kernel argument: a buffer role name ("x", "w", "y", "workspace", or an epilogue operand) or a scalar.
+Arg = str | np.int32 | np.float32 | np.uint32 | np.int64 | np.uint64
+
+
+class Problem(Protocol):
+    """What a family's problem offers the shared machinery."""
+
+    registry: ClassVar["Registry"]
+
+    @property
+    def dtype(self) -> DataType: ...
+
+    def key(self) -> str:
+        """Readable DB key, unique within the family and distinct from other families' keys."""
+
+    def tensors(self) -> Mapping[str, TensorDesc]:
+        """Every buffer role a solution reads or writes, with its descriptor (workspace excluded)."""
+
+    def outputs(self) -> tuple[str, ...]:
+        """The roles a solution writes."""
+
+    def reduction_length(self) -> int:
+        """Terms summed into each output (1 for element-wise ops): scales the verification tolerance."""
+
+
+P = TypeVar("P")
+
+
+def require(cond: bool, reason: str) -> None:
+    """Raise NotApplicable(reason) unless cond holds; each applicability guard is one line."""
+    if not cond:
+        raise NotApplicable(reason)
+
+
+def require_none(reason: str | None) -> None:
+    """Raise NotApplicable(reason) when a device rule (miopy.device) gives one."""
+    if reason is not None:
+        raise NotApplicable(reason)
+
+
+@dataclass(frozen=True)
+class KernelLaunch:
+    """One NDRange: which kernel, its global and local sizes, and its arguments by role."""
+
+    spec: KernelSpec
+    global_size: tuple[int, ...]
+    local_size: tuple[int, ...] | None
+    args: tuple[Arg, ...]
+
+
+@dataclass(frozen=True)
+class Solution:
+    """Everything needed to run one solver with one set of params on one problem."""
+
+    solver_id: str
+    params: Params = field(hash=False)
+    launches: tuple[KernelLaunch, ...]
+    workspace_bytes: int = 0
+
+
+def round_up(value: int, multiple: int) -> int:
+    return (value + multiple - 1) // multiple * multiple
+
+
+class Applicable:
+    """Applicability as data: subclasses raise NotApplicable in ``applicability``; these turn it into a
+    reason or a bool (shared by every solver, fused ones included)."""
+
+    def applicability(self, problem, dev: DeviceInfo) -> None:
+        raise NotImplementedError
+
+    def not_applicable_reason(self, problem, dev: DeviceInfo) -> str | None:
+        try:
+            self.applicability(problem, dev)
+        except NotApplicable as exc:
+            return str(exc)
+        return None
+
+    def is_applicable(self, problem, dev: DeviceInfo) -> bool:
+        return self.not_applicable_reason(problem, dev) is None
+
+
+class Solver(Applicable, Generic[P]):
+    """A family of kernels for one primitive's problems. Subclasses set the class attributes and override
+    ``applicability``, ``default_params``, ``solution`` and, when tunable, ``grid`` and ``invalid_reason``.
+    """
+
+    id: ClassVar[str]                      # stable forever: the DB key
+    algorithm: ClassVar[str]               # "naive", "direct", "gemm", "winograd", ...
+    dtypes: ClassVar[frozenset[DataType]] = frozenset({DataType.FLOAT32})
+    grid: ClassVar[Mapping[str, tuple]] = {}
+    param_doc: ClassVar[Mapping[str, str]] = {}
+    deterministic: ClassVar[bool] = True
+    # Bound on the hybrid error |a-e|/(1+|e|) vs float64 for solvers whose arithmetic rounds more than a
+    # direct sum (Winograd transforms); None: the checker's default for a direct sum.
+    tolerance: ClassVar[float | None] = None
+
+    # -- applicability ------------------------------------------------------------------------------
+    def applicability(self, problem: P, dev: DeviceInfo) -> None:
+        """Raise NotApplicable with a reason when the solver cannot run problem on dev."""
+        dtype = problem.dtype  # type: ignore[attr-defined]
+        require(dtype in self.dtypes, f"{dtype.value} is not implemented")
+
+    # -- tuning space ---------------------------------------------------------------------------------
+    def invalid_reason(self, problem: P, params: Params, dev: DeviceInfo) -> str | None:
+        """Why params cannot run problem on dev, or None. Subclasses extend with device limits.
+
+        A value must be a grid value of the same type: 64.0 or True read from a DB is not 64 or 1."""
+        if set(params) != set(self.grid):
+            return f"params keys {sorted(params)} != grid keys {sorted(self.grid)}"
+        for name, value in params.items():
+            if not any(type(value) is type(v) and value == v for v in self.grid[name]):
+                return f"{name}={value!r} not in grid {self.grid[name]}"
+        return None
+
+    def is_valid(self, problem: P, params: Params, dev: DeviceInfo) -> bool:
+        return self.invalid_reason(problem, params, dev) is None
+
+    def search_space(self, problem: P, dev: DeviceInfo) -> Iterator[Params]:
+        """Every valid grid point, in grid order."""
+        names = list(self.grid)
+        for values in itertools.product(*(self.grid[n] for n in names)):
+            params = dict(zip(names, values))
+            if self.is_valid(problem, params, dev):
+                yield params
+
+    def sample_space(self, problem: P, dev: DeviceInfo, count: int, seed: int = 0) -> list[Params]:
+        """Up to count valid grid points drawn at random (without enumerating huge grids twice)."""
+        space = list(self.search_space(problem, dev))
+        random.Random(seed).shuffle(space)
+        return space[:count]
+
+    def default_params(self, problem: P, dev: DeviceInfo) -> Params:
+        """Constant-time heuristic; always valid for an applicable problem."""
+        return {}
+
+    def workspace_bytes(self, problem: P) -> int:
+        """Workspace the solver needs; never depends on params."""
+        return 0
+
+    def solution(self, problem: P, params: Params) -> Solution:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return self.id
+
+
+Reference = Callable[[Any, Mapping[str, np.ndarray]], dict[str, np.ndarray]]
+Ranker = Callable[[Any, Sequence[Solver]], list[Solver]]
+
+_REGISTRIES: list["Registry"] = []
+
+# Boda's hybrid |a-e|/(1+|e|) bound for an fp32 result, unless the solver declares its own (Winograd).
+DEFAULT_TOLERANCE = 1e-3
+# Sums up to this long keep the base bound; longer ones grow it like a random walk of rounding errors.
+BASE_REDUCTION = 1024
+
+
+class Registry:
+    """A family's ordered solvers. Order is the tie-break and the default ranking: most specialised first,
+    the naive fallback last. Ids are stable strings, unique across every family; a retired id is never
+    reused. ``reference`` gives the float64 outputs a solution is checked against (tuning's final check);
+    ``rank`` orders candidates when nothing was measured (immediate mode)."""
+
+    def __init__(self, family: str, problem_type: type, solvers: Sequence[Solver], reference: Reference,
+                 rank: Ranker | None = None):
+        self.family, self.ALL = family, tuple(solvers)
+        self._by_id = {s.id: s for s in self.ALL}
+        assert len(self._by_id) == len(self.ALL), f"duplicate solver id in {family}"
+        for other in _REGISTRIES:
+            clash = set(self._by_id) & set(other._by_id)
+            assert not clash or other.family == family, f"solver ids {clash} in {family} and {other.family}"
+        _REGISTRIES[:] = [r for r in _REGISTRIES if r.family != family] + [self]
+        self.reference = reference
+        self._rank = rank
+        problem_type.registry = self
+
+    def solvers(self) -> tuple[Solver, ...]:
+        """The registry after MIOPY_FIND_ONLY_SOLVER and MIOPY_DISABLE_SOLVERS (ids of any family)."""
+        only, disabled = config.find_only_solver(), config.disabled_solvers()
+        known = {sid for r in _REGISTRIES for sid in r._by_id}
+        for name, ids in (("MIOPY_FIND_ONLY_SOLVER", {only} if only else set()),
+                          ("MIOPY_DISABLE_SOLVERS", disabled)):
+            unknown = ids - known
+            if unknown:
+                raise BadParam(name, f"unknown solver id(s) {sorted(unknown)}; known: {sorted(known)}")
+        if only is not None and only not in self._by_id:
+            only = None  # names another family's solver: this family is not restricted
+        return tuple(s for s in self.ALL if (only is None or s.id == only) and s.id not in disabled)
+
+    def get(self, solver_id: str) -> Solver:
+        """The solver with this id (whether or not the environment filters it out)."""
+        try:
+            return self._by_id[solver_id]
+        except KeyError:
+            raise BadParam("solver", f"unknown {self.family} solver id {solver_id!r}; "
+                                     f"known: {sorted(self._by_id)}") from None
+
+    def rank(self, problem, candidates: Sequence[Solver]) -> list[Solver]:
+        """candidates in the order immediate mode tries them (registry order unless the family ranks)."""
+        return list(candidates) if self._rank is None else self._rank(problem, candidates)
+
+    def tolerance(self, solver: Solver, problem) -> float:
+        """The max_error solver's result may have against float64: the solver's own bound (else 1e-3),
+        times sqrt(reduction length / 1024) for long sums (backward-weights over a batch)."""
+        base = solver.tolerance or DEFAULT_TOLERANCE
+        return base * max(1.0, (problem.reduction_length() / BASE_REDUCTION) ** 0.5)
+
+
+def registries() -> tuple[Registry, ...]:
+    """Every registered family's registry (those whose package was imported)."""
+    return tuple(_REGISTRIES)
