@@ -16,12 +16,19 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from miopy import Handle, networks, reference  # noqa: E402
-from miopy.conv.problem import Direction  # noqa: E402
+from miopy import Handle  # noqa: E402
+from miopy.conv import (  # noqa: E402
+    networks,
+    reference,
+    registry,  # noqa: E402
+)
+from miopy.conv.problem import (
+    OUTPUT_ROLE,  # noqa: E402
+    Direction,  # noqa: E402
+)
 from miopy.errors import MiopyError  # noqa: E402
-from miopy.execute import OUTPUT_ROLE, prepared_solution  # noqa: E402
 from miopy.find import params_for  # noqa: E402
-from miopy.conv import registry  # noqa: E402
+from miopy.plan import solution_plan as prepared_solution  # noqa: E402
 
 LETTERS = {"F": Direction.FORWARD, "B": Direction.BACKWARD_DATA, "W": Direction.BACKWARD_WEIGHTS}
 
@@ -56,7 +63,7 @@ def run(handle, solver, problem, t, bufs) -> np.ndarray:
     role = OUTPUT_ROLE[problem.direction]
     cl.enqueue_copy(handle.queue, bufs[role], np.full(t[role].size, np.nan, np.float32))
     ws = handle.scratch("workspace", prepared.solution.workspace_bytes)
-    prepared.enqueue(handle, {**bufs, "workspace": ws})
+    prepared.enqueue({**bufs, "workspace": ws})
     out = np.empty_like(t[role])
     cl.enqueue_copy(handle.queue, out, bufs[role])
     handle.finish()

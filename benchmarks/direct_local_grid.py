@@ -17,15 +17,16 @@ import time
 import numpy as np
 import pyopencl as cl
 
+from miopy.cli.driver import conv_arguments, descriptors
 from miopy.conv import reference
-from miopy.cli.driver import conv_arguments, descriptors, directions
-from miopy.conv.problem import ConvProblem, Direction
+from miopy.conv.problem import OUTPUT_ROLE, ConvProblem, Direction, directions, map_problem
+from miopy.conv.solvers.direct_local import ConvDirectLocal
 from miopy.errors import MiopyError
-from miopy.execute import OUTPUT_ROLE, Prepared, map_problem, prepare
 from miopy.find import random_buffers
 from miopy.handle import Handle
+from miopy.plan import Plan as Prepared
+from miopy.plan import plan_of
 from miopy.solver import Params
-from miopy.conv.solvers.direct_local import ConvDirectLocal
 
 SOLVER = ConvDirectLocal()
 
@@ -52,8 +53,8 @@ def candidates(problem: ConvProblem, handle: Handle, sample: int, seed: int) -> 
 
 
 def time_point(handle: Handle, problem: ConvProblem, params: Params, buffers, iters: int) -> tuple[float, Prepared]:
-    prepared = prepare(handle, SOLVER.solution(problem, params))
-    return handle.time_ms(lambda: prepared.enqueue(handle, buffers), warmup=1, iters=iters), prepared
+    prepared = plan_of(handle, problem, SOLVER.solution(problem, params))
+    return handle.time_ms(lambda: prepared.enqueue(buffers), warmup=1, iters=iters), prepared
 
 
 def host_copy(handle: Handle, buffer: cl.Buffer, shape) -> np.ndarray:
@@ -65,7 +66,7 @@ def host_copy(handle: Handle, buffer: cl.Buffer, shape) -> np.ndarray:
 
 def verify(handle: Handle, problem: ConvProblem, prepared: Prepared, buffers) -> float:
     """Run prepared once more and return its max error against the float64 reference."""
-    prepared.enqueue(handle, buffers)
+    prepared.enqueue(buffers)
     t = {role: host_copy(handle, buffers[role], desc.dims) for role, desc in
          (("x", problem.x), ("w", problem.w), ("y", problem.y))}
     geo = dict(pad=problem.conv.pad, stride=problem.conv.stride, dilation=problem.conv.dilation,

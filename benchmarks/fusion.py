@@ -23,9 +23,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import miopy  # noqa: E402
-from miopy import ActivationMode, ConvDesc, FusionPlan, OperatorArgs, TensorDesc, networks, reference  # noqa: E402
+from miopy import ActivationMode, ConvDesc, FusionPlan, OperatorArgs, TensorDesc  # noqa: E402
+from miopy.conv import networks, reference  # noqa: E402
 from miopy.conv.networks import Layer  # noqa: E402
-
 
 NETWORKS = {"resnet50": networks.RESNET50, "vgg16": networks.VGG16}
 

@@ -11,10 +11,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from miopy import Handle, networks  # noqa: E402
-from miopy.execute import prepared_solution  # noqa: E402
+from miopy import Handle  # noqa: E402
+from miopy.conv import (
+    networks,  # noqa: E402
+    registry,  # noqa: E402
+)
 from miopy.find import params_for, random_buffers  # noqa: E402
-from miopy.conv import registry  # noqa: E402
+from miopy.plan import solution_plan as prepared_solution  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -25,16 +28,17 @@ def main(argv=None) -> int:
     ap.add_argument("-F", type=int, default=1)
     args = ap.parse_args(argv)
     handle = Handle()
-    layer = next(l for l in networks.layer_set(args.set) if l.name == args.layer)
+    layer = next(x for x in networks.layer_set(args.set) if x.name == args.layer)
     problem = layer.problem(networks.DEFAULT_BATCH[args.set], args.F)
     solver = registry.get(args.solver)
     params, source = params_for(solver, problem, handle)
     prepared = prepared_solution(handle, problem, solver.id, params)
     buffers = random_buffers(handle, problem, prepared.solution.workspace_bytes)
-    ms = handle.time_ms(lambda: prepared.enqueue(handle, buffers), warmup=1, iters=3)
+    ms = handle.time_ms(lambda: prepared.enqueue(buffers), warmup=1, iters=3)
     print(f"{problem.key()} {solver.id} ({source}) {params}: {ms:.3f} ms, "
           f"{problem.flops() / ms / 1e9:.1f} TFLOP/s; launches "
-          + ", ".join(f"{l.spec.name} global={l.global_size} local={l.local_size}" for l in prepared.solution.launches))
+          + ", ".join(f"{ln.spec.name} global={ln.global_size} local={ln.local_size}"
+                      for ln in prepared.solution.launches))
     return 0
 
 

@@ -24,11 +24,17 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import miopy  # noqa: E402
-from miopy import networks, reference  # noqa: E402
-from miopy.conv.problem import Direction  # noqa: E402
-from miopy.execute import OUTPUT_ROLE  # noqa: E402
+from miopy.conv import (  # noqa: E402
+    networks,
+    reference,
+    registry,  # noqa: E402
+)
+from miopy.conv.problem import (
+    OUTPUT_ROLE,  # noqa: E402
+    Direction,  # noqa: E402
+)
 from miopy.find import find_problem  # noqa: E402
-from miopy.conv import registry  # noqa: E402
+from miopy.plan import solution_plan  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from crosscheck import float64_reference, torch_call  # noqa: E402
@@ -63,16 +69,16 @@ def cudnn_ms(problem, tensors, tf32: bool, iters: int) -> tuple[float, np.ndarra
 
 def miopy_layer(handle, problem, tensors, iters: int) -> dict:
     """find, then time the winner over iters runs and return its output for the cross-check."""
-    mf = miopy.handle.cl.mem_flags
-    cl = miopy.handle.cl
+    import pyopencl as cl
+    mf = cl.mem_flags
     bufs = {r: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=tensors[r]) for r in "xwy"}
     t0 = time.perf_counter()
     found = find_problem(handle, problem, buffers={**bufs, "workspace": handle.alloc(_max_ws(problem, handle))})
     find_s = time.perf_counter() - t0
     best = found[0]
-    prepared = miopy.execute.prepared_solution(handle, problem, best.solver_id, best.params)
+    prepared = solution_plan(handle, problem, best.solver_id, best.params)
     ws = handle.alloc(prepared.solution.workspace_bytes)
-    run = lambda: prepared.enqueue(handle, {**bufs, "workspace": ws})
+    run = lambda: prepared.enqueue({**bufs, "workspace": ws})
     ms = handle.time_ms(run, warmup=2, iters=iters)
     out = np.empty_like(tensors[OUTPUT_ROLE[problem.direction]])
     cl.enqueue_copy(handle.queue, out, bufs[OUTPUT_ROLE[problem.direction]])
@@ -147,8 +153,9 @@ def _print(rec: dict) -> None:
         print(f"{rec['set']:9s} {rec['layer']:8s} {rec['direction']} ERROR {rec.get('error')}", flush=True)
         return
     m = rec["miopy"]
-    cud = f"cudnn {rec['cudnn_fp32_ms']:.3f}/{rec['cudnn_tf32_ms']:.3f} ms x{rec['ratio_fp32']:.2f} " \
-          f"err {rec['max_err']:.1e} (cuDNN {rec['cudnn_fp32_max_err']:.1e})" if "cudnn_fp32_ms" in rec else rec.get("cudnn_error", "")
+    cud = (f"cudnn {rec['cudnn_fp32_ms']:.3f}/{rec['cudnn_tf32_ms']:.3f} ms x{rec['ratio_fp32']:.2f} "
+           f"err {rec['max_err']:.1e} (cuDNN {rec['cudnn_fp32_max_err']:.1e})") if "cudnn_fp32_ms" in rec \
+        else rec.get("cudnn_error", "")
     print(f"{rec['set']:9s} {rec['layer']:8s} {rec['direction']} {m['solver']:22s} {m['time_ms']:8.3f} ms "
           f"{m['gflops']:8.0f} GF/s {m['pct_peak']:5.1f}% | {cud} | find {m['find_s']:.1f}s {m['all']}", flush=True)
 

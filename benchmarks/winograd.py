@@ -16,11 +16,11 @@ import statistics
 import sys
 
 import miopy
+from miopy.conv import registry
 from miopy.conv.problem import ConvDesc, ConvProblem, Direction
 from miopy.errors import MiopyError
-from miopy.execute import prepared_solution
 from miopy.find import default_timer, find_problem, random_buffers
-from miopy.conv import registry
+from miopy.plan import solution_plan as prepared_solution
 from miopy.tensor import TensorDesc
 
 LAYERS = {  # name -> (C, H=W, K) of its 3x3 pad-1 stride-1 convolutions
@@ -41,7 +41,7 @@ def kernel_times(handle, problem: ConvProblem, solver_id: str, params: dict, buf
     prepared = prepared_solution(handle, problem, solver_id, params)
     samples = []
     for i in range(iters + 2):
-        events = prepared.enqueue(handle, buffers)
+        events = prepared.enqueue(buffers)
         handle.finish()
         if i >= 2:
             samples.append([(e.profile.end - e.profile.start) * 1e-6 for e in events])

@@ -1,15 +1,42 @@
 """miopy: deep-learning primitives for OpenCL devices, in the mould of MIOpen."""
 from .activation import ActivationMode, activation_backward, activation_forward
-from .conv import (ConvAlgoPerf, ConvDesc, ConvProblem, Direction, conv2d, conv_transpose2d,
-                   convolution_backward_data, convolution_backward_weights, convolution_forward, convolution_plan,
-                   find_convolution)
+from .conv import (
+                   ConvAlgoPerf,
+                   ConvDesc,
+                   ConvProblem,
+                   Direction,
+                   conv2d,
+                   conv_transpose2d,
+                   convolution_backward_data,
+                   convolution_backward_weights,
+                   convolution_forward,
+                   convolution_plan,
+                   find_convolution,
+)
 from .conv.problem import map_problem
 from .device import DeviceInfo
-from .errors import (BadParam, CompileError, DeviceNotFound, LaunchError, MiopyError, NotApplicable,
-                     NotSupported, OutOfResources)
+from .errors import (
+                   BadParam,
+                   CompileError,
+                   DeviceNotFound,
+                   LaunchError,
+                   MiopyError,
+                   NotApplicable,
+                   NotSupported,
+                   OutOfResources,
+)
 from .find import AlgoPerf, FindResult, compile_solution, find_problem, get_solutions
-from .fusion import (ActivationForwardOp, BatchNormInferenceOp, BatchNormMode, BiasForwardOp, ConvForwardOp,
-                     FusionPlan, OperatorArgs, conv_bias_activation_forward, convolution_forward_bias)
+from .fusion import (
+                   ActivationForwardOp,
+                   BatchNormInferenceOp,
+                   BatchNormMode,
+                   BiasForwardOp,
+                   ConvForwardOp,
+                   FusionPlan,
+                   OperatorArgs,
+                   conv_bias_activation_forward,
+                   convolution_forward_bias,
+)
 from .handle import Handle
 from .plan import Plan, Sequence
 from .tensor import DataType, TensorDesc

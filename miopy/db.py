@@ -28,10 +28,11 @@ import random
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import filelock
 
@@ -150,7 +151,7 @@ class Store:
         return conn
 
     def _open_readonly(self) -> sqlite3.Connection | None:
-        if not self.path.is_file():
+        if self.path is None or not self.path.is_file():
             return None  # no system DB shipped: every lookup misses
         conn = _connect_readonly(self.path)
         try:
@@ -192,6 +193,7 @@ class Store:
     def _move_aside(self, exc: Exception) -> bool:
         """Rename a corrupt file (under a file lock, unless another process already replaced it)."""
         self._close()
+        assert self.path is not None   # a path-less store lives in memory and is never moved aside
         try:
             with filelock.FileLock(str(self.path) + ".lock", timeout=BUSY_TIMEOUT_S):
                 if _unusable(self.path):
@@ -281,7 +283,7 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[tuple]:
     return [(name, kind, pk) for _, name, kind, _, _, pk in conn.execute(f"PRAGMA table_info({table})")]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _expected_columns() -> dict[str, list[tuple]]:
     """(name, type, primary-key position) of each table's columns, as this version creates them."""
     conn = _connect(":memory:")

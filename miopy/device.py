@@ -7,8 +7,8 @@ state their validity as one-line checks and find reports why a candidate was ski
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import pyopencl as cl
 
@@ -36,11 +36,11 @@ class DeviceInfo:
     local_mem_is_global: bool = False
 
     @classmethod
-    def of(cls, device: cl.Device) -> "DeviceInfo":
+    def of(cls, device: cl.Device) -> DeviceInfo:
         return cls(
             platform=device.platform.name.strip(), vendor=device.vendor.strip(), name=device.name.strip(),
             driver_version=device.driver_version.strip(),
-            device_type=cl.device_type.to_string(device.type).split(" ")[-1],
+            device_type=cl.device_type.to_string(device.type).split(" ")[-1],  # type: ignore[operator]
             compute_units=device.max_compute_units, local_mem_bytes=device.local_mem_size,
             max_work_group_size=device.max_work_group_size,
             max_work_item_sizes=tuple(device.max_work_item_sizes), global_mem_bytes=device.global_mem_size,

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pyopencl as cl
@@ -208,7 +208,8 @@ def _complete(handle: Handle, problem: Problem, workspace_limit: int | None) -> 
     """Whether a benchmark considered every solver: none filtered out by the environment or the limit."""
     if config.find_only_solver() or config.disabled_solvers():
         return False
-    return workspace_limit is None or all(s.workspace_bytes(problem) <= workspace_limit for s in problem.registry.solvers()
+    return workspace_limit is None or all(s.workspace_bytes(problem) <= workspace_limit
+                                          for s in problem.registry.solvers()
                                           if s.is_applicable(problem, handle.info))
 
 

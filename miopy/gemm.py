@@ -1,9 +1,10 @@
 """The shared SGEMM (kernels/gemm.cl): matrix shapes, tunable tiling, validity rules and launch builders.
 
-Shared machinery that knows no family: a GEMM-based solver (convolution's 1x1 and im2col today) describes its matrix product as a ``GemmShape`` (sizes, layouts, batch, index maps)
-and turns it into kernel launches with ``gemm_launch`` and, for a product split along its inner dimension,
-``split_reduce_launch``. The tiling params (``GEMM_GRID``), their validity rules and the default heuristic
-live here, so every GEMM-based solver tunes the same way.
+Shared machinery that knows no family: a GEMM-based solver (convolution's 1x1 and im2col today) describes
+its matrix product as a ``GemmShape`` (sizes, layouts, batch, index maps) and turns it into kernel launches
+with ``gemm_launch`` and, for a product split along its inner dimension, ``split_reduce_launch``. The tiling
+params (``GEMM_GRID``), their validity rules and the default heuristic live here, so every GEMM-based solver
+tunes the same way.
 """
 from __future__ import annotations
 
@@ -56,12 +57,12 @@ class IndexMap:
     step_outer: int = 0
 
     @classmethod
-    def images(cls, plane: int, image_stride: int) -> "IndexMap":
+    def images(cls, plane: int, image_stride: int) -> IndexMap:
         """i = image * plane + offset_in_plane -> image * image_stride + offset_in_plane."""
         return cls(plane, 1, 1, 0, image_stride)
 
     @classmethod
-    def strided_plane(cls, rows: int, cols: int, row_step: int, col_step: int, image_stride: int) -> "IndexMap":
+    def strided_plane(cls, rows: int, cols: int, row_step: int, col_step: int, image_stride: int) -> IndexMap:
         """i = (image, row, col) over rows x cols planes -> image*image_stride + row*row_step + col*col_step."""
         return cls(cols, rows, col_step, row_step, image_stride)
 

@@ -12,8 +12,9 @@ import os
 import shutil
 import statistics
 import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import platformdirs

@@ -20,6 +20,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import filelock
 import pyopencl as cl
@@ -49,7 +50,7 @@ class KernelSpec:
     options: tuple[str, ...] = ()
 
     @classmethod
-    def make(cls, file: str, name: str, defines: dict | None = None, options=()) -> "KernelSpec":
+    def make(cls, file: str, name: str, defines: dict | None = None, options=()) -> KernelSpec:
         items = tuple(sorted((str(k), _define_value(v)) for k, v in (defines or {}).items()))
         return cls(file, name, items, tuple(options))
 
@@ -65,7 +66,7 @@ def _define_value(value) -> str:
     return str(value)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kernel_source(file: str) -> str:
     """The kernel file's text with every #include "x.h" inlined (recursively, once each)."""
     return _inline(file, set())
@@ -196,7 +197,8 @@ class KernelCache:
         return prg, None
 
     def _write(self, path: Path, key: str, prg: cl.Program) -> None:
-        payload = bytes(prg.get_info(cl.program_info.BINARIES)[0])
+        binaries: Any = prg.get_info(cl.program_info.BINARIES)
+        payload = bytes(binaries[0])
         if not payload:
             return
         try:
@@ -216,7 +218,7 @@ class KernelCache:
         logger.debug("kernel cache miss: compiling %s from %s", spec.name, spec.file)
         try:
             prg = cl.Program(self.context, kernel_source(spec.file)).build(
-                spec.build_options(), devices=[self.device], cache_dir=False)
+                spec.build_options(), devices=[self.device], cache_dir=False)  # type: ignore[arg-type]
         except cl.Error as exc:
             raise CompileError(f"{spec.file}:{spec.name} with '{spec.build_options()}' failed to build:\n"
                                f"{exc}") from exc

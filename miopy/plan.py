@@ -13,8 +13,10 @@ with one call, for fixed-shape loops such as an inference pass.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
+from collections.abc import Sequence as Seq
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence as Seq
+from typing import Any
 
 import numpy as np
 import pyopencl as cl
@@ -52,7 +54,7 @@ def operands(tensors: Mapping[str, TensorDesc], outputs: Seq[str],
 
 
 def buffer_of(value: Any, field: str, desc: TensorDesc | None = None, nbytes: int | None = None,
-              context: cl.Context | None = None) -> cl.Buffer:
+              context: cl.Context | None = None) -> Any:
     """The cl.Buffer behind value (a pyopencl Array or Buffer), checked against desc / nbytes / context."""
     if isinstance(value, _ARRAY):
         if desc is not None and value.dtype != desc.dtype.numpy:
@@ -62,8 +64,7 @@ def buffer_of(value: Any, field: str, desc: TensorDesc | None = None, nbytes: in
         if desc is not None and not value.flags.c_contiguous:
             raise BadParam(field, f"array with strides {value.strides} is not C-contiguous: pass a contiguous "
                                   "copy, or a Buffer with a descriptor whose strides describe it")
-        size, buf = value.nbytes, value.base_data
-        ctx = value.context
+        size, buf, ctx = value.nbytes, value.base_data, value.context
     elif isinstance(value, _MEMORY):
         size, buf, ctx = value.size, value, None
     else:
@@ -73,7 +74,7 @@ def buffer_of(value: Any, field: str, desc: TensorDesc | None = None, nbytes: in
         raise BadParam(field, f"buffer holds {size} bytes, descriptor needs {need}")
     if context is not None:
         if ctx is None:
-            ctx = buf.context
+            ctx = buf.context  # type: ignore[union-attr]
         if ctx is not context and ctx != context:
             raise BadParam(field, "buffer belongs to another OpenCL context than the handle's")
     return buf

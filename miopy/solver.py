@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Generic, Iterator, Mapping, Protocol, Sequence, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -29,7 +30,7 @@ Arg = str | np.int32 | np.float32 | np.uint32 | np.int64 | np.uint64
 class Problem(Protocol):
     """What a family's problem offers the shared machinery."""
 
-    registry: ClassVar["Registry"]
+    registry: ClassVar[Registry]
 
     @property
     def dtype(self) -> DataType: ...
@@ -172,7 +173,7 @@ class Solver(Applicable, Generic[P]):
 Reference = Callable[[Any, Mapping[str, np.ndarray]], dict[str, np.ndarray]]
 Ranker = Callable[[Any, Sequence[Solver]], list[Solver]]
 
-_REGISTRIES: list["Registry"] = []
+_REGISTRIES: list[Registry] = []
 
 # Boda's hybrid |a-e|/(1+|e|) bound for an fp32 result, unless the solver declares its own (Winograd).
 DEFAULT_TOLERANCE = 1e-3
@@ -197,7 +198,7 @@ class Registry:
         _REGISTRIES[:] = [r for r in _REGISTRIES if r.family != family] + [self]
         self.reference = reference
         self._rank = rank
-        problem_type.registry = self
+        problem_type.registry = self  # type: ignore[attr-defined]
 
     def solvers(self) -> tuple[Solver, ...]:
         """The registry after MIOPY_FIND_ONLY_SOLVER and MIOPY_DISABLE_SOLVERS (ids of any family)."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import enum
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -29,7 +29,7 @@ class DataType(enum.Enum):
         return "float" if self is DataType.FLOAT32 else "half"
 
     @classmethod
-    def of(cls, value: "DataType | str | np.dtype | type") -> "DataType":
+    def of(cls, value: DataType | str | np.dtype | type) -> DataType:
         """Accept a DataType, 'FP32'/'float32', or a NumPy dtype."""
         if isinstance(value, DataType):
             return value
@@ -85,6 +85,7 @@ class TensorDesc:
     dtype: DataType
     dims: tuple[int, int, int, int]
     strides: tuple[int, int, int, int]
+    _hash: int = field(init=False, repr=False, compare=False)
 
     def __init__(self, dtype, dims, strides=None):
         dt = DataType.of(dtype)

@@ -5,8 +5,7 @@ import numpy as np
 import pyopencl as cl
 
 from miopy.conv import reference
-from miopy.conv.problem import ConvDesc, ConvProblem, Direction
-from miopy.conv.problem import OUTPUT_ROLE
+from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction
 from miopy.plan import plan_of
 from miopy.tensor import TensorDesc
 
@@ -26,7 +25,8 @@ def random_problem(rng: np.random.Generator, direction=Direction.FORWARD) -> Con
         c, k = groups * int(rng.integers(1, 5)), groups * int(rng.integers(1, 5))
         r, s = int(rng.integers(1, 4)), int(rng.integers(1, 4))
         pad = (int(rng.integers(0, 3)), int(rng.integers(0, 3)))
-        stride, dil = (int(rng.integers(1, 3)), int(rng.integers(1, 3))), (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        dil = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
         h, w = int(rng.integers(3, 11)), int(rng.integers(3, 11))
         if all((size + 2 * p - d * (f - 1) - 1) >= 0 for size, p, d, f in zip((h, w), pad, dil, (r, s))):
             return make_problem(direction, int(rng.integers(1, 3)), c, h, w, k, r, s, pad, stride, dil, groups)

@@ -4,8 +4,8 @@ import pytest
 
 import miopy
 from miopy import ActivationMode, BadParam, NotSupported, TensorDesc
-from miopy.conv import reference
 from miopy.activation import activation_backward, activation_forward
+from miopy.conv import reference
 from miopy.reference.activation import backward_reference, derivative_reference, forward_reference
 
 ALPHA, BETA, GAMMA = 1.3, 0.8, 1.7   # power: (1.3 + 0.8 x)^1.7 is 0 for x below -1.625, so both branches run

@@ -8,8 +8,8 @@ points, and invalid points must be rejected by is_valid without compiling.
 import numpy as np
 import pytest
 
-from miopy.conv.problem import Direction
 from miopy.conv import registry
+from miopy.conv.problem import Direction
 from tests.helpers import check_solution, make_problem, random_problem
 
 SHAPES = [  # (n, c, h, w, k, r, s, pad, stride, dilation, groups): structured cases every family can claim

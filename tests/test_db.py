@@ -9,8 +9,8 @@ import sqlite3
 import pytest
 
 from miopy import config, db, find
-from miopy.conv.problem import Direction
 from miopy.conv import registry
+from miopy.conv.problem import Direction
 from tests.helpers import make_problem
 
 DEVICE = "test-device"

@@ -109,8 +109,7 @@ def test_transpose_maps_to_backward_data():
 
 
 def test_tolerance_grows_with_the_reduction_length():
-    from miopy.conv import reference
-    from miopy.conv import registry
+    from miopy.conv import reference, registry
     naive = registry.get("ConvDirectNaive")
     x, w = TensorDesc("FP32", (128, 96, 27, 27)), TensorDesc("FP32", (256, 96, 5, 5))
     fwd = ConvProblem.create(1, x, w, ConvDesc(2))

@@ -6,10 +6,9 @@ import pytest
 
 import miopy
 from miopy import BadParam, ConvDesc, Direction, TensorDesc, db
-from miopy.conv import api, heuristic, reference
-from miopy.find import compile_solution, find_problem, get_solutions
-from miopy.conv import registry
+from miopy.conv import api, heuristic, reference, registry
 from miopy.conv.solver import ConvSolver as Solver
+from miopy.find import compile_solution, find_problem, get_solutions
 from tests.helpers import make_problem
 
 NAIVE = registry.get("ConvDirectNaive")

@@ -5,14 +5,22 @@ import pyopencl as cl
 import pytest
 
 import miopy
-from miopy import (ActivationMode, BadParam, BatchNormMode, ConvDesc, Direction, FusionPlan, NotSupported,
-                   OperatorArgs, TensorDesc)
-from miopy.conv import reference
-from miopy.fusion.epilogue import ACTIVATION_ROLES, BATCHNORM_ROLES, Epilogue, apply_reference
-from miopy.errors import CompileError
-from miopy.conv import registry
-from miopy.fusion import solvers as fused
+from miopy import (
+    ActivationMode,
+    BadParam,
+    BatchNormMode,
+    ConvDesc,
+    Direction,
+    FusionPlan,
+    NotSupported,
+    OperatorArgs,
+    TensorDesc,
+)
+from miopy.conv import reference, registry
 from miopy.conv.solvers.naive import ConvDirectNaive
+from miopy.errors import CompileError
+from miopy.fusion import solvers as fused
+from miopy.fusion.epilogue import ACTIVATION_ROLES, BATCHNORM_ROLES, Epilogue, apply_reference
 from tests.helpers import DEFAULT_TOLERANCE, random_tensors, run_solution
 from tests.test_conformance import pool
 

@@ -7,7 +7,7 @@ from miopy.conv import networks
 def test_layer_sets_build_valid_problems():
     assert len(networks.BODA) == 43 and len(networks.ALEXNET) == 5 and len(networks.RESNET50) == 23
     for name, layers in networks.LAYER_SETS.items():
-        assert len({l.name for l in layers}) == len(layers), name
+        assert len({layer.name for layer in layers}) == len(layers), name
         for layer in layers:
             p = layer.problem(2)
             assert p.out_h > 0 and p.flops() > 0
@@ -25,7 +25,7 @@ def test_unknown_set():
 
 def test_sets_hold_each_shape_once_except_boda():
     for name in ("alexnet", "vgg16", "resnet50", "googlenet"):
-        shapes = [networks._shape(l) for l in networks.layer_set(name)]
+        shapes = [networks._shape(layer) for layer in networks.layer_set(name)]
         assert len(set(shapes)) == len(shapes), name
 
 

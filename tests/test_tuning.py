@@ -8,16 +8,15 @@ import pytest
 
 import miopy
 from miopy import BadParam, Direction, db, find
-from miopy.conv import networks
+from miopy.cli import build_system_db
 from miopy.cli import driver as driver_cli
 from miopy.cli import tune as tune_cli
-from miopy.errors import LaunchError
+from miopy.conv import networks, registry
 from miopy.conv.problem import OUTPUT_ROLE
-from miopy.kernel_cache import KernelSpec
-from miopy.conv import registry
-from miopy.solver import KernelLaunch, Solution, round_up
 from miopy.conv.solvers.naive import ConvDirectNaive
-from miopy.cli import build_system_db
+from miopy.errors import LaunchError
+from miopy.kernel_cache import KernelSpec
+from miopy.solver import KernelLaunch, Solution, round_up
 from miopy.tuning import GuardedRunner, ReplayRunner, SearchSpace, TuneOptions, tune_solver
 from miopy.tuning.strategies import STRATEGIES
 from tests.helpers import make_problem

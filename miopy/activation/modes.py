@@ -31,6 +31,6 @@ class ActivationMode(enum.IntEnum):
     ELU = 9             # x > 0 ? x : alpha * (e^x - 1)
 
     @classmethod
-    def of(cls, value: "ActivationMode | int | str", field: str = "mode") -> "ActivationMode":
+    def of(cls, value: ActivationMode | int | str, field: str = "mode") -> ActivationMode:
         """Accept a member, its int value or its name (any case); else BadParam(field)."""
         return enum_member(cls, value, field, "activation mode")

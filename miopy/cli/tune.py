@@ -11,8 +11,8 @@ import argparse
 import math
 import shlex
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from .. import config, db
 from ..conv import networks, registry
@@ -89,7 +89,8 @@ def table(problem: ConvProblem, results: list[TuneResult]) -> str:
              f"  {'solver':<28}{'default ms':>12}{'tuned ms':>12}{'speedup':>9}{'GFLOP/s':>10}  params / points"]
     for r in results:
         gflops = problem.flops() / r.best_ms / 1e6 if math.isfinite(r.best_ms) and r.best_ms > 0 else math.nan
-        where = (db.params_key(r.best_params) if r.stored else "not stored: no point verified")
+        where = (db.params_key(r.best_params) if r.stored and r.best_params is not None
+                 else "not stored: no point verified")
         lines.append(f"  {r.solver_id:<28}{r.default_ms:>12.4f}{r.best_ms:>12.4f}{r.speedup:>8.2f}x{gflops:>10.1f}  "
                      f"{where}; {r.measured} measured, {r.recorded} from the log, {r.failed} failed")
     if not results:

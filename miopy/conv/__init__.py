@@ -1,6 +1,13 @@
 """Convolution: descriptors, the problem, solvers and their registry, the descriptor API and functional ops."""
-from .api import (ConvAlgoPerf, convolution_backward_data, convolution_backward_weights, convolution_forward,
-                  convolution_plan, find, find_convolution)
+from .api import (
+                  ConvAlgoPerf,
+                  convolution_backward_data,
+                  convolution_backward_weights,
+                  convolution_forward,
+                  convolution_plan,
+                  find,
+                  find_convolution,
+)
 from .functional import conv2d, conv_transpose2d
 from .problem import ConvDesc, ConvProblem, Direction, map_problem
 from .registry import REGISTRY

@@ -9,8 +9,9 @@ enqueues: it compiles nothing, reads no DB, allocates nothing and formats no str
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import pyopencl as cl
 
@@ -22,7 +23,6 @@ from ..plan import Operand, Plan, buffer_of, checked_solution
 from ..solver import Solver
 from ..tensor import TensorDesc
 from .problem import FIELDS, ConvDesc, ConvProblem, Direction, ProblemMapping, map_problem
-from .registry import REGISTRY
 
 ConvAlgoPerf = AlgoPerf   # MIOpen's miopenConvAlgoPerf_t: a find record of a convolution
 MAX_RECORDS_PER_CALL = 8  # plans kept per descriptor tuple for different find records

@@ -10,7 +10,7 @@ Algorithms the table does not name come after the named ones and before naive.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..solver import Solver
 from .problem import ConvProblem

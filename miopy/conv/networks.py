@@ -3,8 +3,8 @@ against. Each layer is (C, H, W, K, R, S, pad, stride); the batch size is chosen
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..errors import BadParam
 from ..tensor import TensorDesc

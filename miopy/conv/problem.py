@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import enum
 import operator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
 from ..errors import BadParam, check
 from ..tensor import TensorDesc, as_int, int_tuple
@@ -26,6 +27,9 @@ class Direction(enum.IntEnum):
         return {1: "F", 2: "B", 4: "W"}[int(self)]
 
 
+IntPair: TypeAlias = "int | tuple[int, int] | Sequence[int]"
+
+
 def _pair(value, field: str) -> tuple[int, int]:
     """An int or a pair of ints (Python or NumPy integers) as a pair; BadParam(field) for anything else."""
     if not isinstance(value, bool):
@@ -35,7 +39,7 @@ def _pair(value, field: str) -> tuple[int, int]:
             pass
     pair = int_tuple(value, field)
     check(len(pair) == 2, field, f"expected an int or a pair of ints, got {value!r}")
-    return pair
+    return pair[0], pair[1]
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,30 +50,33 @@ class ConvDesc:
     conv_transpose2d, whose weights are laid out (C_in, C_out / groups, R, S).
     """
 
-    pad: tuple[int, int] = (0, 0)
-    stride: tuple[int, int] = (1, 1)
-    dilation: tuple[int, int] = (1, 1)
-    groups: int = 1
-    mode: str = "conv"
-    output_padding: tuple[int, int] = (0, 0)
+    pad: tuple[int, int]
+    stride: tuple[int, int]
+    dilation: tuple[int, int]
+    groups: int
+    mode: str
+    output_padding: tuple[int, int]
+    _key: tuple = field(repr=False, compare=False)
+    _hash: int = field(repr=False, compare=False)
 
-    def __post_init__(self):
-        for field in ("pad", "stride", "dilation", "output_padding"):
-            object.__setattr__(self, field, _pair(getattr(self, field), field))
-        check(all(p >= 0 for p in self.pad), "pad", f"must be >= 0, got {self.pad}")
-        check(all(s > 0 for s in self.stride), "stride", f"must be > 0, got {self.stride}")
-        check(all(d > 0 for d in self.dilation), "dilation", f"must be > 0, got {self.dilation}")
-        groups = as_int(self.groups, "groups")
-        check(groups > 0, "groups", f"must be a positive int, got {self.groups!r}")
-        object.__setattr__(self, "groups", groups)
-        check(self.mode in ("conv", "transpose"), "mode", f"must be 'conv' or 'transpose', got {self.mode!r}")
-        op = self.output_padding
+    def __init__(self, pad: IntPair = 0, stride: IntPair = 1, dilation: IntPair = 1, groups: int = 1,
+                 mode: str = "conv", output_padding: IntPair = 0):
+        pad_, stride_, dil_, op = (_pair(v, f) for v, f in ((pad, "pad"), (stride, "stride"),
+                                                            (dilation, "dilation"), (output_padding, "output_padding")))
+        check(all(p >= 0 for p in pad_), "pad", f"must be >= 0, got {pad_}")
+        check(all(s > 0 for s in stride_), "stride", f"must be > 0, got {stride_}")
+        check(all(d > 0 for d in dil_), "dilation", f"must be > 0, got {dil_}")
+        groups_ = as_int(groups, "groups")
+        check(groups_ > 0, "groups", f"must be a positive int, got {groups!r}")
+        check(mode in ("conv", "transpose"), "mode", f"must be 'conv' or 'transpose', got {mode!r}")
         check(all(o >= 0 for o in op), "output_padding", f"must be >= 0, got {op}")
-        check(self.mode == "transpose" or op == (0, 0), "output_padding", "only applies to mode='transpose'")
-        check(all(o < max(s, d) for o, s, d in zip(op, self.stride, self.dilation)), "output_padding",
+        check(mode == "transpose" or op == (0, 0), "output_padding", "only applies to mode='transpose'")
+        check(all(o < max(s, d) for o, s, d in zip(op, stride_, dil_)), "output_padding",
               f"must be smaller than stride or dilation, got {op}")
-        object.__setattr__(self, "_key", (self.pad, self.stride, self.dilation, self.groups, self.mode, op))
-        object.__setattr__(self, "_hash", hash(self._key))
+        key = (pad_, stride_, dil_, groups_, mode, op)
+        for name, value in zip(("pad", "stride", "dilation", "groups", "mode", "output_padding", "_key", "_hash"),
+                               (*key, key, hash(key))):
+            object.__setattr__(self, name, value)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ConvDesc):
@@ -132,11 +139,11 @@ class ConvProblem:
     w: TensorDesc
     y: TensorDesc
     conv: ConvDesc
-    registry: ClassVar["Registry"]   # set by miopy.conv.registry
+    registry: ClassVar[Registry]   # set by miopy.conv.registry
 
     @classmethod
     def create(cls, direction: Direction | int, x: TensorDesc, w: TensorDesc, conv: ConvDesc,
-               y: TensorDesc | None = None) -> "ConvProblem":
+               y: TensorDesc | None = None) -> ConvProblem:
         """Validate and build; y is derived from x, w and conv unless given (then it must match)."""
         check(isinstance(conv, ConvDesc), "conv_desc", "must be a ConvDesc")
         check(conv.mode == "conv", "conv.mode", "ConvProblem is in convolution terms; map transpose first")
@@ -149,7 +156,7 @@ class ConvProblem:
         check(y.dims == expected.dims, "y_desc.dims", f"expected {expected.dims}, got {y.dims}")
         return cls(direction, x, w, y, conv)
 
-    def with_direction(self, direction: Direction) -> "ConvProblem":
+    def with_direction(self, direction: Direction) -> ConvProblem:
         return ConvProblem(Direction(direction), self.x, self.w, self.y, self.conv)
 
     # Sizes, named as in the papers: N, C, H, W input; K, R, S filters; P, Q output.

@@ -1,7 +1,7 @@
 """The float64 answer to a convolution problem (its family's reference hook) from miopy.reference.conv."""
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 

@@ -8,12 +8,11 @@ from ..conv.problem import ConvDesc
 from ..errors import check
 from ..handle import Handle
 from ..plan import Operand, Plan, memo_plan
-from ..pointwise import check_same_dims, pointwise_launch
+from ..pointwise import check_same_dims, pointwise_launch, scalar
 from ..solver import Solution
 from ..tensor import TensorDesc
 from .epilogue import ACTIVATION_ROLES, Epilogue
 from .plan import FusionPlan, checked_param_desc
-from ..pointwise import scalar
 
 
 def conv_bias_activation_forward(handle: Handle, x_desc: TensorDesc, x, w_desc: TensorDesc, w,

@@ -9,8 +9,9 @@ never recompile: only the structure is compiled in.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ class BatchNormMode(enum.IntEnum):
     SPATIAL = 1          # per channel: shape 1 x C x 1 x 1
 
     @classmethod
-    def of(cls, value: "BatchNormMode | int | str", field: str = "bn_mode") -> "BatchNormMode":
+    def of(cls, value: BatchNormMode | int | str, field: str = "bn_mode") -> BatchNormMode:
         return enum_member(cls, value, field, "batch-norm mode")
 
 
@@ -90,7 +91,7 @@ class Epilogue:
         return "+".join(parts) or "none"
 
 
-def apply_reference(epilogue: Epilogue, value: np.ndarray, operands: Mapping[str, object]) -> np.ndarray:
+def apply_reference(epilogue: Epilogue, value: np.ndarray, operands: Mapping[str, Any]) -> np.ndarray:
     """The epilogue in float64 on value (N, C, H, W); operands maps the roles of epilogue.args to arrays
     (bias and spatial batch-norm operands of C elements, per-activation ones of C*H*W) and numbers.
     """

@@ -14,15 +14,16 @@ each at most once; an order no fused solver can run is refused when the op is ad
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, Mapping
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import pyopencl as cl
 
 from ..activation import ActivationMode
 from ..conv.problem import ConvDesc, ConvProblem, Direction
-from ..errors import MiopyError, NotSupported, check
+from ..errors import BadParam, MiopyError, NotSupported, check
 from ..find import Timer, default_timer
 from ..handle import Handle
 from ..plan import Operand, Plan, buffer_of
@@ -103,6 +104,7 @@ class ActivationForwardOp:
 
 
 Op = ConvForwardOp | BiasForwardOp | BatchNormInferenceOp | ActivationForwardOp
+OpT = TypeVar("OpT", ConvForwardOp, BiasForwardOp, BatchNormInferenceOp, ActivationForwardOp)
 
 
 class OperatorArgs:
@@ -114,28 +116,29 @@ class OperatorArgs:
     def __init__(self):
         self._bound: dict[Op, dict] = {}
 
-    def set_conv_forward(self, op: ConvForwardOp, w) -> "OperatorArgs":
+    def set_conv_forward(self, op: ConvForwardOp, w) -> OperatorArgs:
         return self._set(op, ConvForwardOp, w)
 
-    def set_bias_forward(self, op: BiasForwardOp, bias) -> "OperatorArgs":
+    def set_bias_forward(self, op: BiasForwardOp, bias) -> OperatorArgs:
         return self._set(op, BiasForwardOp, bias)
 
     def set_batchnorm_inference(self, op: BatchNormInferenceOp, scale, shift, mean, variance,
-                                epsilon: float = 1e-5) -> "OperatorArgs":
+                                epsilon: float = 1e-5) -> OperatorArgs:
         return self._set(op, BatchNormInferenceOp, scale, shift, mean, variance, epsilon)
 
     def set_activation_forward(self, op: ActivationForwardOp, alpha: float = 1.0, beta: float = 1.0,
-                               gamma: float = 1.0) -> "OperatorArgs":
+                               gamma: float = 1.0) -> OperatorArgs:
         """alpha, beta, gamma as in the mode's formula (see ActivationMode); unused ones are ignored."""
         return self._set(op, ActivationForwardOp, alpha, beta, gamma)
 
     def bound(self, op: Op) -> dict:
         """Role -> the Array / Buffer or scalar set for op; BadParam when its arguments were never set."""
         values = self._bound.get(op)
-        check(values is not None, f"args.{op.name}", f"not set: call set_{op.name}() for this op")
+        if values is None:
+            raise BadParam(f"args.{op.name}", f"not set: call set_{op.name}() for this op")
         return values
 
-    def _set(self, op, kind: type, *values) -> "OperatorArgs":
+    def _set(self, op, kind: type, *values) -> OperatorArgs:
         check(isinstance(op, kind), "op", f"expected a {kind.__name__}, got {type(op).__name__}")
         self._bound[op] = op.bind(*values)
         return self
@@ -201,7 +204,7 @@ class FusionPlan:
         self._check_can_add(ActivationForwardOp)
         return self._add(ActivationForwardOp(ActivationMode.of(mode)))
 
-    def _check_can_add(self, kind: type) -> None:
+    def _check_can_add(self, kind: Any) -> None:
         check(self._choice is None, "plan", "already compiled: make a new plan to add ops")
         last = self.ops[-1] if self.ops else None
         if kind is ConvForwardOp and last is not None:
@@ -216,7 +219,7 @@ class FusionPlan:
         desc = desc if desc is not None else TensorDesc(self.input_desc.dtype, dims)
         return checked_param_desc(field, desc, dims, self.input_desc)
 
-    def _add(self, op: Op, dims: tuple[int, ...] | None = None) -> Op:
+    def _add(self, op: OpT, dims: tuple[int, int, int, int] | None = None) -> OpT:
         self.ops.append(op)
         self._dims = dims or self._dims
         return op
@@ -226,7 +229,7 @@ class FusionPlan:
         """The plan as a FusedProblem (what fused solvers judge); NotSupported for an empty plan."""
         if not self.ops:
             raise NotSupported("empty plan: add ops before compiling")
-        kinds = {type(op): op for op in self.ops}
+        kinds: dict[type, Any] = {type(op): op for op in self.ops}
         bn, activ, conv = kinds.get(BatchNormInferenceOp), kinds.get(ActivationForwardOp), kinds.get(ConvForwardOp)
         plane = self._dims[2] * self._dims[3]
         epilogue = Epilogue(bias=BiasForwardOp in kinds, batchnorm=bn.mode if bn else None,
@@ -270,7 +273,8 @@ class FusionPlan:
     # -- running -------------------------------------------------------------------------------------------
     def execute(self, x, y, args: OperatorArgs) -> list[cl.Event]:
         """y = plan(x) with the op arguments in args; checks everything before enqueueing anything."""
-        check(self._choice is not None, "plan", "not compiled: call compile() first")
+        if self._choice is None:
+            raise BadParam("plan", "not compiled: call compile() first")
         check(isinstance(args, OperatorArgs), "args", "must be an OperatorArgs")
         bound = {"x": x, "y": y}
         for op in self.ops:
@@ -321,7 +325,8 @@ def _random_buffers(handle: Handle, fp: FusedProblem) -> dict:
     channels, plane = fp.y.c, fp.y.h * fp.y.w
     per_element = fp.epilogue.plane > 0
     sizes = {"bias": channels, **{r: channels * (plane if per_element else 1) for r in BATCHNORM_ROLES[:4]}}
-    host = {role: rng.standard_normal(desc.element_span, dtype=np.float32) for role, desc in descs.items()}
+    host: dict[str, np.ndarray] = {role: rng.standard_normal(desc.element_span, dtype=np.float32)
+                                   for role, desc in descs.items()}
     host.update({role: np.abs(rng.standard_normal(sizes[role], dtype=np.float32)) + 0.5
                  for role in fp.epilogue.args if role in sizes})
     mf = cl.mem_flags

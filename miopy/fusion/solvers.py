@@ -89,14 +89,17 @@ class ConvEpilogueFused(FusedSolver):
 
     def applicability(self, fp: FusedProblem, dev: DeviceInfo) -> None:
         super().applicability(fp, dev)
-        require(fp.conv is not None, "needs a convolution as the plan's first op")
-        require(fp.conv.direction is Direction.FORWARD, "fuses forward convolutions only")
+        conv = fp.conv
+        require(conv is not None, "needs a convolution as the plan's first op")
+        assert conv is not None
+        require(conv.direction is Direction.FORWARD, "fuses forward convolutions only")
         require(self.conv.supports_epilogue, f"{self.conv.id} has no epilogue hook")
         missing = sorted(fp.epilogue.ops - self.conv.epilogue_ops)
         require(not missing, f"{self.conv.id}'s epilogue does not fuse {', '.join(missing)}")
-        self.conv.applicability(fp.conv, dev)
+        self.conv.applicability(conv, dev)
 
     def params(self, fp: FusedProblem, handle: Handle) -> tuple[Params, str]:
+        assert fp.conv is not None
         return params_for(self.conv, fp.conv, handle)
 
     def solution(self, handle: Handle, fp: FusedProblem, params: Params) -> Solution:
@@ -131,5 +134,6 @@ class BatchNormActivInference(FusedSolver):
 def solvers() -> tuple[FusedSolver, ...]:
     """Every fused solver, in preference order: each epilogue-capable convolution solver of the registry
     (after MIOPY_FIND_ONLY_SOLVER / MIOPY_DISABLE_SOLVERS), then the pointwise batch-norm solver."""
-    conv = tuple(ConvEpilogueFused(s) for s in CONV_REGISTRY.solvers() if isinstance(s, ConvSolver) and s.supports_epilogue)
+    conv = tuple(ConvEpilogueFused(s) for s in CONV_REGISTRY.solvers()
+                 if isinstance(s, ConvSolver) and s.supports_epilogue)
     return conv + (BatchNormActivInference(),)

@@ -1,7 +1,7 @@
 """Float64 formulas of MIOpen's activation modes (by the modes' int values), forward and derivative."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

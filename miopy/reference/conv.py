@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+
 def _tap_slices(size_out: int, stride: int, start: int) -> slice:
     return slice(start, start + stride * (size_out - 1) + 1, stride)
 

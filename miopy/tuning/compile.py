@@ -11,7 +11,7 @@ import concurrent.futures as cf
 import logging
 import multiprocessing
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import pyopencl as cl
 
@@ -49,6 +49,7 @@ def _open_device(address: tuple[int, int]) -> None:
 def _build(specs: tuple[KernelSpec, ...]) -> str | None:
     """In a worker: build every spec into the disk cache; the error text, or None."""
     try:
+        assert _WORKER_HANDLE is not None, "worker started without its device"
         for spec in specs:
             _WORKER_HANDLE.kernels.kernel(spec)
     except Exception as exc:  # failures are data: reported back, never fatal to the worker
@@ -74,7 +75,7 @@ class Compiler:
         """How many candidates to compile before timing them: enough to keep every worker busy."""
         return 2 * self.jobs if self.parallel else 1
 
-    def __enter__(self) -> "Compiler":
+    def __enter__(self) -> Compiler:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -97,7 +98,7 @@ class Compiler:
     def _build_in_workers(self, solutions: Sequence[Solution]) -> list[str | None] | None:
         """Errors per solution; None when the workers could not start at all (compiling moves in-process)."""
         pool = self._workers()
-        futures = [pool.submit(_build, tuple(l.spec for l in s.launches)) for s in solutions]
+        futures = [pool.submit(_build, tuple(launch.spec for launch in s.launches)) for s in solutions]
         errors = []
         for future in futures:
             try:

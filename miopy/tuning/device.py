@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import pyopencl as cl
 

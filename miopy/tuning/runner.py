@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping, Protocol, Sequence
+from typing import Protocol
 
 from ..db import params_key
 from ..solver import Params
@@ -83,7 +84,7 @@ class GuardedRunner:
                 or (o.patience is not None and self.since_best >= o.patience))
 
     def run(self, points: Sequence[Params]) -> list[Measurement]:
-        fresh = []
+        fresh: list[Params] = []
         for params in points:
             key = params_key(params)
             if key in self.results or self.done:

@@ -1,8 +1,8 @@
 """The search space strategies walk: one solver's valid grid points on one problem and device."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from ..db import params_key
 from ..device import DeviceInfo
@@ -22,7 +22,7 @@ class SearchSpace:
         object.__setattr__(self, "_keys", frozenset(params_key(p) for p in self.points))
 
     @classmethod
-    def of(cls, solver: Solver, problem: Problem, dev: DeviceInfo) -> "SearchSpace":
+    def of(cls, solver: Solver, problem: Problem, dev: DeviceInfo) -> SearchSpace:
         return cls(dict(solver.grid), tuple(solver.search_space(problem, dev)), solver.default_params(problem, dev))
 
     def __len__(self) -> int:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import pyopencl as cl
 

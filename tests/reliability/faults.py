@@ -12,15 +12,14 @@ import os
 import random
 import sqlite3
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import pyopencl as cl
 
 from miopy import db, kernel_cache
 from miopy.conv import registry
-
 
 # -- the work done under every fault ------------------------------------------------------------------------
 # Few shapes and kernel tags, shared by every test, so PoCL's own cache builds each program once per

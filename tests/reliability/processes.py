@@ -45,7 +45,7 @@ def full_disk(directory: Path) -> list[str]:
     return ["unshare", "-rm", "sh", "-c", _FULL, str(directory)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def namespaces_work() -> bool:
     """Whether `unshare -rm` with a bind mount works here (it does not in every container)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -72,7 +72,7 @@ def wait_line(proc: subprocess.Popen, word: str) -> str:
 def result_of(proc: subprocess.Popen) -> dict:
     """Wait for a worker and return its RESULT, with its exit status and stderr added."""
     out, err = proc.communicate(timeout=TIMEOUT_S)
-    lines = [l for l in out.splitlines() if l.startswith("RESULT ")]
+    lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
     assert lines, f"worker printed no RESULT (rc {proc.returncode}):\n{out}\n{err}"
     result = json.loads(lines[-1][len("RESULT "):])
     result.update(returncode=proc.returncode, stderr=err)
@@ -102,4 +102,4 @@ def driver_compiles(stdout: str) -> int:
 
 def warning_lines(stderr: str) -> list[str]:
     """What a child logged to stderr (miopy's warnings reach it through logging's last-resort handler)."""
-    return [l for l in stderr.splitlines() if l.strip()]
+    return [line for line in stderr.splitlines() if line.strip()]

@@ -13,11 +13,10 @@ import pytest
 
 import miopy
 from miopy import ConvAlgoPerf, Direction, MiopyError, db
-from miopy.conv import reference
+from miopy.conv import reference, registry
 from miopy.conv.problem import map_problem
-from miopy.conv import registry
-from miopy.solver import KernelLaunch, Solution
 from miopy.conv.solvers.naive import ConvDirectNaive
+from miopy.solver import KernelLaunch, Solution
 from miopy.tuning import Compiler, TuneOptions, tune_problem
 from tests.reliability.faults import PROBLEMS, USER_DB, Outcome, stored_records
 from tests.reliability.worker import check_record, descriptors, run_checked

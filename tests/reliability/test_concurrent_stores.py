@@ -4,8 +4,20 @@ DB), all at once: nothing fails, every program is compiled once, and every DB re
 from __future__ import annotations
 
 from tests.reliability import processes as procs
-from tests.reliability.faults import (DRIVER_FLAGS, KERNEL_CACHE, PROBLEMS, STORES, TAGS, TUNE_FLAGS, USER_DB,
-                                      Outcome, check_stores, missing_writes, store_dir, store_env)
+from tests.reliability.faults import (
+    DRIVER_FLAGS,
+    KERNEL_CACHE,
+    PROBLEMS,
+    STORES,
+    TAGS,
+    TUNE_FLAGS,
+    USER_DB,
+    Outcome,
+    check_stores,
+    missing_writes,
+    store_dir,
+    store_env,
+)
 
 WORKERS, DRIVERS, TUNERS, ROUNDS = 4, 2, 2, 2
 TUNE_ARGV = [TUNE_FLAGS + ["--strategy", strategy] for strategy in ("local", "random")]  # overlapping walks

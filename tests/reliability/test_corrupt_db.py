@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from miopy import db, find, log
-from miopy.conv.problem import Direction
-from miopy.conv.problem import map_problem
 from miopy.conv import registry
+from miopy.conv.problem import Direction, map_problem
 from miopy.tuning import Compiler, TuneOptions, tune_solver
 from miopy.version import __version__
 from tests.reliability.faults import CORRUPTIONS, PROBLEMS, USER_DB, Outcome, reopen_dbs

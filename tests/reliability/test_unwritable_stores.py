@@ -18,14 +18,24 @@ import pytest
 
 import miopy
 from miopy import db, find
-from miopy.conv.problem import Direction
-from miopy.conv.problem import map_problem
-from miopy.kernel_cache import KernelCache
 from miopy.conv import registry
+from miopy.conv.problem import Direction, map_problem
+from miopy.kernel_cache import KernelCache
 from miopy.tuning import Compiler, TuneOptions, tune_solver
 from tests.reliability import processes as procs
-from tests.reliability.faults import (DRIVER_FLAGS, KERNEL_CACHE, PROBLEMS, STORES, TAGS, TUNE_FLAGS, USER_DB, Outcome,
-                                      Store, cache_entries, reopen_dbs)
+from tests.reliability.faults import (
+    DRIVER_FLAGS,
+    KERNEL_CACHE,
+    PROBLEMS,
+    STORES,
+    TAGS,
+    TUNE_FLAGS,
+    USER_DB,
+    Outcome,
+    Store,
+    cache_entries,
+    reopen_dbs,
+)
 from tests.reliability.worker import descriptors, run_checked, tagged_spec
 
 CALLS_IN_PROCESS = 4
@@ -173,7 +183,8 @@ def test_unusable_user_db_path_keeps_records_in_memory(fault, tmp_path, monkeypa
     report.record(Outcome(
         fault=fault, store=USER_DB.name, processes=1, repetitions=CALLS_IN_PROCESS + 1,
         happened=f"{CALLS_IN_PROCESS} find+run calls verified (all but the first served from the find DB) and a "
-                 f"tuning run whose winner find then used, all in memory; 1 DB warning (\"{said}\")" + ("; the handle moved PoCL's and pyopencl's caches to a "
+                 f"tuning run whose winner find then used, all in memory; 1 DB warning (\"{said}\")"
+                 + ("; the handle moved PoCL's and pyopencl's caches to a "
                  "private temporary directory, 1 warning" if len(warnings) > 1 else ""),
         test="test_unwritable_stores"))
 

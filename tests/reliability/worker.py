@@ -38,8 +38,8 @@ import numpy as np
 
 import miopy
 from miopy import db
-from miopy.conv import api, reference
 from miopy.cli import driver, tune
+from miopy.conv import api, reference
 from miopy.conv.problem import Direction
 from miopy.kernel_cache import KernelCache, KernelSpec
 
@@ -80,7 +80,8 @@ def descriptors(problem: list[int]):
     return x, wd, conv, conv.output_desc(x, wd)
 
 
-def run_checked(handle, problem: list[int], direction: Direction, seed: int, mode: str | None = None) -> miopy.FindResult:
+def run_checked(handle, problem: list[int], direction: Direction, seed: int,
+                mode: str | None = None) -> miopy.FindResult:
     """Find (in mode), run the fastest record once, and compare with the reference (AssertionError if wrong)."""
     xd, wd, conv, _ = descriptors(problem)
     found = api.find_convolution(handle, xd, wd, conv, direction, mode=mode)

@@ -7,8 +7,8 @@ import pytest
 
 from miopy.conv import reference
 from miopy.conv.problem import Direction
-from miopy.device import DeviceInfo
 from miopy.conv.solvers.direct_local import ConvDirectLocal, gemm_shape, max_split
+from miopy.device import DeviceInfo
 from tests.helpers import check_solution, expected, make_problem, random_problem, random_tensors, run_solution
 
 SOLVER = ConvDirectLocal()
@@ -92,7 +92,8 @@ def test_default_params_are_valid_everywhere(handle, direction):
             assert SOLVER.is_valid(problem, params, dev), (problem.key(), SOLVER.invalid_reason(problem, params, dev))
 
 
-@pytest.mark.parametrize("layer", [(96, 27, 256, 5, 2), (256, 13, 384, 3, 1), (384, 13, 384, 3, 1), (384, 13, 256, 3, 1)])
+@pytest.mark.parametrize("layer", [(96, 27, 256, 5, 2), (256, 13, 384, 3, 1), (384, 13, 384, 3, 1),
+                                   (384, 13, 256, 3, 1)])
 def test_gpu_forward_defaults_on_alexnet_use_sgemm_tiles(layer):
     c, size, k, f, pad = layer
     problem = make_problem(Direction.FORWARD, 128, c, size, size, k, f, f, pad=pad)

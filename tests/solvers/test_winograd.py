@@ -6,8 +6,8 @@ import pytest
 
 from miopy.conv import reference
 from miopy.conv.problem import ConvDesc, ConvProblem, Direction
-from miopy.device import DeviceInfo
 from miopy.conv.solvers.winograd import ConvWinograd3x3F2, ConvWinograd3x3F4
+from miopy.device import DeviceInfo
 from miopy.tensor import TensorDesc
 from tests.helpers import check_solution, make_problem, run_solution
 

@@ -3,11 +3,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..problem import ConvProblem, Direction
-from ...device import (MAX_GRID_DIM, SPLIT_WORKSPACE_CAP, DeviceInfo, grid_reason, index_reason,
-                       local_memory_reason, work_group_reason)
+from ...device import (
+    MAX_GRID_DIM,
+    SPLIT_WORKSPACE_CAP,
+    DeviceInfo,
+    grid_reason,
+    index_reason,
+    local_memory_reason,
+    work_group_reason,
+)
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
+from ..problem import ConvProblem, Direction
 from ..solver import ConvSolver
 from .common import problem_defines, stride_defines
 

@@ -2,8 +2,15 @@
 from __future__ import annotations
 
 from ...device import MAX_GRID_DIM, DeviceInfo, index_reason
-from ...gemm import (GEMM_GRID, GEMM_PARAM_DOC, GemmShape, gemm_default_params, gemm_invalid_reason, split_limit,
-                     split_workspace_bytes)
+from ...gemm import (
+    GEMM_GRID,
+    GEMM_PARAM_DOC,
+    GemmShape,
+    gemm_default_params,
+    gemm_invalid_reason,
+    split_limit,
+    split_workspace_bytes,
+)
 from ...solver import Params, require, require_none
 from ..problem import ConvProblem, Direction
 from ..solver import ConvSolver

@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..problem import ConvProblem, Direction
 from ...device import DeviceInfo
+from ...gemm import GemmShape, IndexMap, gemm_launch, split_reduce_launch
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, require, round_up
-from ...gemm import GemmShape, IndexMap, gemm_launch, split_reduce_launch
+from ..problem import ConvProblem, Direction
 from .gemm import GemmSolver
-
 
 
 class ConvGemm1x1(GemmSolver):

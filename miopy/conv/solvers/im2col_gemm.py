@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..problem import ConvProblem, Direction
 from ...device import SPLIT_WORKSPACE_CAP
+from ...gemm import GemmShape, IndexMap, gemm_launch, split_reduce_launch
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, round_up
+from ..problem import ConvProblem, Direction
 from .common import problem_defines
-from ...gemm import GemmShape, IndexMap, gemm_launch, split_reduce_launch
 from .gemm import GemmSolver
 
 COLUMN_CAP_BYTES = SPLIT_WORKSPACE_CAP   # column matrix size above which images are processed in chunks

@@ -1,10 +1,10 @@
 """ConvDirectNaive: one work-item per output element."""
 from __future__ import annotations
 
-from ..problem import ConvProblem, Direction
 from ...device import INT_LIMIT, DeviceInfo, index_reason, work_group_reason
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
+from ..problem import ConvProblem, Direction
 from ..solver import ConvSolver
 from .common import problem_defines, stride_defines
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..problem import ConvProblem, Direction
 from ...device import DeviceInfo, index_reason, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
+from ..problem import ConvProblem, Direction
 from ..solver import ConvSolver
 
 MAX_TILE = 128        # largest TILE_M / TILE_N of the grid: workspace padding, so it never depends on params
@@ -53,7 +53,7 @@ class WinogradLayout:
     filter_addressing: tuple[int, int, int, int, int]   # base, per out channel, per in channel, per r, per s
 
     @classmethod
-    def of(cls, p: ConvProblem, m: int) -> "WinogradLayout":
+    def of(cls, p: ConvProblem, m: int) -> WinogradLayout:
         ws_k, ws_c, ws_r, ws_s = p.w.strides
         common = dict(m=m, batch=p.n)
         if p.direction is Direction.FORWARD:
@@ -120,7 +120,7 @@ class WinogradTiling:
     k_blk: int
 
     @classmethod
-    def of(cls, params: Params) -> "WinogradTiling":
+    def of(cls, params: Params) -> WinogradTiling:
         return cls(params["TILE_M"], params["TILE_N"], params["WORK_M"], params["WORK_N"], params["K_BLK"])
 
     @property

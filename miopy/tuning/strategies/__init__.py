@@ -3,7 +3,7 @@
 GuardedRunner for points and stops when ``runner.done``; the runner enforces budget, time and patience."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from . import exhaustive, local_search, random_sample
 

@@ -1,0 +1,108 @@
+"""The package layout's invariants: imports point down the floors, and every solver module is registered."""
+import ast
+import importlib
+import inspect
+import pkgutil
+from pathlib import Path
+
+import miopy
+from miopy.solver import Solver, registries
+
+ROOT = Path(miopy.__file__).parent
+
+# Floors from the bottom: a module may import modules of lower floors, and modules of its own package.
+# Families share a floor and never import each other; fusion builds on conv and activation; the ONNX runner
+# on every family; the CLI on everything. miopy/__init__ re-exports and stands above all.
+FLOORS = [
+    {"errors", "config", "log", "version"},
+    {"tensor", "device", "reference"},
+    {"kernel_cache", "db"},
+    {"solver"},
+    {"gemm", "pointwise", "plan"},
+    {"handle"},
+    {"find"},
+    {"tuning"},
+    {"activation", "conv", "pooling", "batchnorm", "softmax", "tensor_ops", "lrn", "dropout"},
+    {"fusion"},
+    {"onnx", "distributed"},
+    {"cli"},
+]
+FLOOR = {name: i for i, names in enumerate(FLOORS) for name in names}
+
+
+def _top(module: str) -> str:
+    """'miopy.conv.api' -> 'conv' (the first component below miopy)."""
+    return module.split(".")[1] if module.count(".") else module
+
+
+def _imports(path: Path, module: str) -> set[str]:
+    """Absolute names of the miopy modules path imports (at any depth, lazy imports included)."""
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            names = [f"{target}.{a.name}" for a in node.names] if not node.module else [target]
+            out.update(n for n in names if n.startswith("miopy."))
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith("miopy."))
+    return out
+
+
+def _modules():
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        yield path, ".".join(parts)
+
+
+def test_every_top_level_module_has_a_floor():
+    tops = {_top(m) for _, m in _modules() if m != "miopy"}
+    assert tops <= set(FLOOR), f"modules with no floor in this test: {sorted(tops - set(FLOOR))}"
+
+
+def test_imports_point_down():
+    upward = []
+    for path, module in _modules():
+        if module == "miopy":
+            continue
+        own = _top(module)
+        for target in _imports(path, module):
+            other = _top(target)
+            if other == own or other not in FLOOR:
+                continue
+            if FLOOR[other] >= FLOOR[own]:
+                upward.append(f"{module} imports {target} (floor {FLOOR[other]} >= {FLOOR[own]})")
+    assert not upward, "\n".join(upward)
+
+
+def test_every_solver_class_is_registered():
+    """A concrete Solver defined in any module is in its family's registry (or is a base class)."""
+    for info in pkgutil.walk_packages([str(ROOT)], "miopy."):
+        importlib.import_module(info.name)
+    registered = {type(s) for r in registries() for s in r.ALL}
+    missing = []
+    for cls in _subclasses(Solver):
+        if inspect.isabstract(cls) or cls.__name__.startswith("_") or "id" not in cls.__dict__:
+            continue   # bases (no id of their own) are not solvers
+        if cls not in registered and cls.__module__.startswith("miopy."):
+            missing.append(f"{cls.__module__}.{cls.__name__}")
+    assert not missing, f"solver classes in no registry: {missing}"
+
+
+def test_solver_ids_are_unique_across_families():
+    ids = [s.id for r in registries() for s in r.ALL]
+    assert len(ids) == len(set(ids))
+
+
+def _subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
