@@ -28,6 +28,11 @@ class DataType(enum.Enum):
     def cl_type(self) -> str:
         return "float" if self is DataType.FLOAT32 else "half"
 
+    @property
+    def defines(self) -> dict[str, int]:
+        """The -D defines kernels/types.h reads (DATA_T, LOAD, STORE follow from them)."""
+        return {"MIOPY_HALF": int(self is DataType.FLOAT16)}
+
     @classmethod
     def of(cls, value: DataType | str | np.dtype | type) -> DataType:
         """Accept a DataType, 'FP32'/'float32', or a NumPy dtype."""
