@@ -186,6 +186,18 @@ def wall_ms(run, finish, iters: int) -> float:
     return statistics.median(samples)
 
 
+def submit_ms(run, finish, iters: int) -> float:
+    """Host time to enqueue one pass (no synchronisation inside it), median over iters."""
+    samples = []
+    for _ in range(iters):
+        finish()
+        t0 = time.perf_counter()
+        run()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    finish()
+    return statistics.median(samples)
+
+
 def torch_pass_ms(layers, n: int, iters: int) -> dict:
     torch = _torch()
     if torch is None:
@@ -227,6 +239,9 @@ def pass_rows(handle, depth: int, n: int, size: int, iters: int) -> dict:
         p.descriptor()
     fin()
     row["miopy_sequence_replay_ms"] = wall_ms(seq.replay, fin, iters)
+    row["miopy_descriptor_again_ms"] = wall_ms(p.descriptor, fin, iters)   # order effects (clocks) show here
+    row["host_submit_descriptor_ms"] = submit_ms(p.descriptor, fin, iters)
+    row["host_submit_replay_ms"] = submit_ms(seq.replay, fin, iters)
     row.update(torch_pass_ms(layers, n, iters))
     if "torch_fp32_ms" in row:
         row["descriptor_over_torch_fp32"] = row["miopy_descriptor_ms"] / row["torch_fp32_ms"]
@@ -249,12 +264,19 @@ def main(argv=None) -> int:
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "calls": call_costs(handle, batches, per_batch)}
     print(json.dumps(result["calls"], indent=1), flush=True)
-    result["passes"] = [pass_rows(handle, depth, n, size, iters) for depth in (18, 50)
-                        for n in ((1,) if args.quick else (1, 32))]
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=1))
+    result["passes"] = []
+    _save(args.out, result)
+    for depth in (18, 50):
+        for n in ((1,) if args.quick else (1, 32)):
+            result["passes"].append(pass_rows(handle, depth, n, size, iters))
+            _save(args.out, result)   # each row as it comes: a run cut short keeps what it measured
     return 0
+
+
+def _save(path: Path | None, result: dict) -> None:
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":

@@ -237,7 +237,8 @@ class _Step:
 
     A buffer argument is compared by its cl_mem handle (``int_ptr``), not by holding the Python object:
     the plan keeps no user buffer alive, and a pooled block handed out again is the same cl_mem, whose
-    argument is already set."""
+    argument is already set. A scalar argument (activation's alpha, ...) is compared by value: setting a
+    NumPy scalar costs pyopencl several microseconds."""
 
     __slots__ = ("kernel", "global_size", "local_size", "slots", "last", "name")
 
@@ -259,10 +260,10 @@ class _Step:
         try:
             for index, role in self.slots:
                 value = bound[role]
-                handle = getattr(value, "int_ptr", None)   # None: a scalar, set every time
-                if handle is None or last[index] != handle:
+                key = getattr(value, "int_ptr", value)   # a buffer's cl_mem handle, or the scalar itself
+                if last[index] != key:
                     kernel.set_arg(index, value)
-                    last[index] = handle
+                    last[index] = key
             return cl.enqueue_nd_range_kernel(queue, kernel, self.global_size, self.local_size)
         except KeyError as exc:
             raise BadParam(str(exc.args[0]), f"kernel {self.name} needs a buffer for role {exc.args[0]!r}") from None
@@ -283,8 +284,9 @@ def _scalar(value: Any, field: str) -> np.float32:
         number = float(value)
     except (TypeError, ValueError):
         raise BadParam(field, f"must be a finite real number, got {value!r}") from None
-    check(isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool)
-          and number - number == 0.0, field, f"must be a finite real number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
+            or number - number != 0.0:
+        raise BadParam(field, f"must be a finite real number, got {value!r}")
     return np.float32(number)
 
 
