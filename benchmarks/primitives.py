@@ -12,6 +12,7 @@ moved are what the op must read and write at least (Op.bytes); effective bandwid
 
     python3 benchmarks/primitives.py --batch 32 128 --out benchmarks/results/primitives-h100.json
     python3 benchmarks/primitives.py --batch 1 --shrink 8 --iters 3            # CPU (PoCL) smoke run
+    python3 benchmarks/primitives.py --batch 32 --find      # also every applicable solver's time (ranking data)
     python3 benchmarks/primitives.py --docs benchmarks/results/primitives-h100.json   # docs section
 """
 from __future__ import annotations
@@ -41,11 +42,13 @@ Dims = tuple[int, int, int, int]
 
 @dataclass
 class Op:
-    """One built primitive call: enqueue() runs it once; bytes it must move; the solver that runs it."""
+    """One built primitive call: enqueue() runs it once; bytes it must move; the solver that runs it; its
+    problem (for --find, which times every applicable solver)."""
 
     enqueue: Callable[[], list]
     bytes: int
     solver: str
+    problem: Any = None
 
 
 @dataclass(frozen=True)
@@ -75,10 +78,12 @@ def pooling(mode: str, window: int, stride: int, pad: int, backward: bool) -> Ca
         fwd = forward_call(handle, desc, x_desc, y_desc, backward)
         fwd.run((x, y), 1.0, 0.0, ws)
         if not backward:
-            return Op(lambda: fwd.run((x, y), 1.0, 0.0, ws), fwd.plan.problem.bytes(), fwd.plan.solver_id)
+            return Op(lambda: fwd.run((x, y), 1.0, 0.0, ws), fwd.plan.problem.bytes(), fwd.plan.solver_id,
+                      fwd.plan.problem)
         bwd = backward_call(handle, desc, y_desc, y_desc, x_desc, x_desc)
         dy, dx = _random(handle, y_desc.dims, 1), handle.empty(dims)
-        return Op(lambda: bwd.run((dx, dy), 1.0, 0.0, ws), bwd.plan.problem.bytes(), bwd.plan.solver_id)
+        return Op(lambda: bwd.run((dx, dy), 1.0, 0.0, ws), bwd.plan.problem.bytes(), bwd.plan.solver_id,
+                  bwd.plan.problem)
     return build
 
 
@@ -117,7 +122,8 @@ def global_avg(backward: bool) -> Callable[[miopy.Handle, Dims], Op]:
         else:
             call = forward_call(handle, desc, x_desc, y_desc, False)
             values = (_random(handle, dims), handle.empty(y_desc.dims))
-        return Op(lambda: call.run(values, 1.0, 0.0, None), call.plan.problem.bytes(), call.plan.solver_id)
+        return Op(lambda: call.run(values, 1.0, 0.0, None), call.plan.problem.bytes(), call.plan.solver_id,
+                  call.plan.problem)
     return build
 
 
@@ -164,7 +170,7 @@ def softmax(algorithm: str, backward: bool) -> Callable[[miopy.Handle, Dims], Op
         else:
             plan = forward_plan(handle, desc, t, t)
             values = (_random(handle, dims), handle.empty(dims))
-        return Op(lambda: plan.run_values(values), plan.problem.bytes(), plan.solver_id)
+        return Op(lambda: plan.run_values(values), plan.problem.bytes(), plan.solver_id, plan.problem)
     return build
 
 
@@ -194,7 +200,48 @@ def _softmax_cases() -> list[Case]:
     return out
 
 
-CASES: list[Case] = _pool_cases() + _softmax_cases()
+# -- LRN ------------------------------------------------------------------------------------------------------
+def lrn(mode: str, size: int, backward: bool) -> Callable[[miopy.Handle, Dims], Op]:
+    from miopy.lrn import LRNDesc
+    from miopy.lrn.api import backward_call, forward_call
+
+    def build(handle: miopy.Handle, dims: Dims) -> Op:
+        desc, t = LRNDesc(mode, size, 1e-4, 0.75, 2.0), TensorDesc("FP32", dims)
+        x, y, scale = _random(handle, dims), handle.empty(dims), handle.empty(dims)
+        fwd = forward_call(handle, desc, t, t, True)
+        fwd.run((x, y, scale), 1.0, 0.0)
+        if not backward:
+            return Op(lambda: fwd.run((x, y, scale), 1.0, 0.0), fwd.plan.problem.bytes(), fwd.plan.solver_id,
+                      fwd.plan.problem)
+        bwd = backward_call(handle, desc, t, t, t, t)
+        values = (handle.empty(dims), _random(handle, dims, 1), x, scale)
+        return Op(lambda: bwd.run(values, 1.0, 0.0), bwd.plan.problem.bytes(), bwd.plan.solver_id, bwd.plan.problem)
+    return build
+
+
+def torch_lrn(size: int, backward: bool):
+    def build(torch, dims: Dims):
+        x = torch.randn(dims, device="cuda", requires_grad=backward)
+        f = torch.nn.functional
+        if not backward:
+            return lambda: f.local_response_norm(x, size, 1e-4, 0.75, 2.0)
+        y, dy = f.local_response_norm(x, size, 1e-4, 0.75, 2.0), torch.randn(dims, device="cuda")
+        return lambda: torch.autograd.grad(y, x, dy, retain_graph=True)
+    return build
+
+
+def _lrn_cases() -> list[Case]:
+    out = []
+    for backward in (False, True):
+        tag = "bwd" if backward else "fwd"
+        out += [Case(f"lrn cross 5 {tag}", "alexnet", (96, 55, 55), lrn("cross", 5, backward), torch_lrn(5, backward)),
+                Case(f"lrn cross 5 {tag}", "alexnet", (256, 27, 27), lrn("cross", 5, backward),
+                     torch_lrn(5, backward)),
+                Case(f"lrn within 3 {tag}", "alexnet", (96, 55, 55), lrn("within", 3, backward), None)]
+    return out
+
+
+CASES: list[Case] = _pool_cases() + _softmax_cases() + _lrn_cases()
 
 
 # -- measuring ----------------------------------------------------------------------------------------------
@@ -228,11 +275,15 @@ def load_torch():
     return torch
 
 
-def measure(handle: miopy.Handle, case: Case, dims: Dims, copy_gbs: float, torch, warmup: int, iters: int) -> dict:
+def measure(handle: miopy.Handle, case: Case, dims: Dims, copy_gbs: float, torch, warmup: int, iters: int,
+            find: bool = False) -> dict:
     row: dict[str, Any] = {"case": case.name, "net": case.net, "dims": list(dims)}
     try:
         op = case.build(handle, dims)
         ms = handle.time_ms(op.enqueue, warmup=warmup, iters=iters)
+        if find and op.problem is not None:   # every applicable solver, on random buffers (find's timer)
+            found = miopy.find_problem(handle, op.problem, mode="normal", store=False)
+            row["solvers_ms"] = {r.solver_id: r.time_ms for r in found}
     except miopy.MiopyError as exc:   # failures are data: record and go on
         return {**row, "error": f"{type(exc).__name__}: {exc}"}
     gbs = op.bytes / ms / 1e6
@@ -250,8 +301,9 @@ def print_row(row: dict) -> None:
         print(f"{head} FAILED: {row['error']}")
         return
     torch_part = f"{row['torch_ms']:9.4f} {row['ratio']:6.2f}x" if "torch_ms" in row else f"{'-':>9} {'-':>7}"
+    others = "".join(f" {sid}={ms:.4f}" for sid, ms in row.get("solvers_ms", {}).items())
     print(f"{head} {row['bytes'] / 2**20:9.1f} {row['miopy_ms']:9.4f} {row['gbs']:8.1f} {row['pct_copy']:6.1f}% "
-          f"{torch_part}  {row['solver']}")
+          f"{torch_part}  {row['solver']}{' [find:' + others + ']' if others else ''}")
 
 
 def shrunk(case: Case, n: int, factor: int) -> Dims:
@@ -267,6 +319,7 @@ def run(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--no-torch", action="store_true", help="skip PyTorch even where it is installed")
+    ap.add_argument("--find", action="store_true", help="also time every applicable solver (find, normal mode)")
     ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     ap.add_argument("--docs", type=Path, nargs="+", default=None,
                     help="write the docs section of these JSON results into docs/primitives.md and exit")
@@ -286,7 +339,7 @@ def run(argv: list[str] | None = None) -> int:
         for case in CASES:
             if a.only and a.only not in case.name:
                 continue
-            row = measure(handle, case, shrunk(case, n, a.shrink), copy_gbs, torch, a.warmup, a.iters)
+            row = measure(handle, case, shrunk(case, n, a.shrink), copy_gbs, torch, a.warmup, a.iters, a.find)
             print_row(row)
             rows.append(row)
     if a.out:

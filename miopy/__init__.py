@@ -38,6 +38,7 @@ from .fusion import (
                    convolution_forward_bias,
 )
 from .handle import Handle
+from .lrn import LRNDesc, LRNMode, local_response_norm, lrn_backward, lrn_forward, lrn_workspace_size
 from .plan import Plan, Sequence
 from .pooling import (
                    PoolingDesc,
@@ -65,4 +66,5 @@ __all__ = [
     "PoolingDesc", "PoolingMode", "adaptive_avg_pool2d", "avg_pool2d", "max_pool2d", "pooling_backward",
     "pooling_forward", "pooling_workspace_size",
     "SoftmaxAlgorithm", "SoftmaxMode", "softmax_backward", "softmax_forward",
+    "LRNDesc", "LRNMode", "local_response_norm", "lrn_backward", "lrn_forward", "lrn_workspace_size",
 ]
