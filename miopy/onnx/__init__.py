@@ -5,6 +5,7 @@ miopy.onnx.session. Nothing in miopy's core imports this package.
 """
 from .errors import InvalidModel, UnsupportedOperator
 from .ops import known_ops
-from .session import InferenceSession, MemoryReport, NodeArg
+from .session import InferenceSession, MemoryReport, NodeArg, analyse, convolutions
 
-__all__ = ["InferenceSession", "InvalidModel", "MemoryReport", "NodeArg", "UnsupportedOperator", "known_ops"]
+__all__ = ["InferenceSession", "InvalidModel", "MemoryReport", "NodeArg", "UnsupportedOperator", "analyse",
+           "convolutions", "known_ops"]

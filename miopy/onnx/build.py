@@ -149,49 +149,58 @@ def _fused_plan(b: Builder, node: Node, problem: ConvProblem, epilogue: Epilogue
     raise NotSupported(f"node {node.name!r}: no convolution solver runs {problem.key()}: " + "; ".join(skipped))
 
 
-def _conv(b: Builder, node: Node) -> Step:
-    x = b.shape(node.inputs[0])
-    w = b.ctx.consts[node.inputs[1]]
+def conv_geometry(ctx: Context, node: Node) -> tuple[TensorDesc, np.ndarray, np.ndarray | None, ConvDesc]:
+    """Input descriptor, weights (batch norm folded in), bias and convolution descriptor of a Conv, Gemm or
+    MatMul node (Gemm and MatMul as 1x1 convolutions over the (rows, K, 1, 1) view of A)."""
+    x = ctx.shape(node.inputs[0])
+    if node.op == "Gemm":
+        return _gemm_geometry(ctx, node, x)
+    if node.op == "MatMul":
+        weights = ctx.consts[node.inputs[1]].T.astype(np.float32)
+        rows = int(np.prod(x[:-1]))
+        return TensorDesc(FP32, (rows, x[-1], 1, 1)), weights.reshape(*weights.shape, 1, 1), None, ConvDesc()
+    w = ctx.consts[node.inputs[1]]
     win = conv_window(node, x, w.shape)
     extra = node.fused.get("pre_pads", (0, 0, 0, 0))
     pads = tuple(p + e for p, e in zip(win.pads, extra))
-    bias = b.ctx.const(node.input(2))
+    bias = ctx.const(node.input(2))
     if "bn" in node.fused:
         w, bias = fold_batchnorm(w, bias, node.fused["bn"])
     conv = ConvDesc(pads, win.strides, win.dilations, int(node.attr("group", 1)))
-    return fused_conv_step(b, node, TensorDesc(FP32, x), np.asarray(w, np.float32), bias, conv, node.inputs[0])
+    return TensorDesc(FP32, x), np.asarray(w, np.float32), bias, conv
 
 
-def _gemm(b: Builder, node: Node) -> Step:
-    """Gemm as a 1x1 convolution of the (M, K, 1, 1) view of A: Y = alpha * A B' + beta * C."""
-    a = b.shape(node.inputs[0])
-    weights = b.ctx.consts[node.inputs[1]].astype(np.float64)
+def _gemm_geometry(ctx: Context, node: Node, a: tuple[int, ...]) -> tuple:
+    """Y = alpha * A B' + beta * C: alpha scales the weights, beta * C is the bias."""
+    weights = ctx.consts[node.inputs[1]].astype(np.float64)
     weights = weights if int(node.attr("transB", 0)) else weights.T
     weights = weights * float(node.attr("alpha", 1.0))
     bias = None
     if node.input(2):
-        c = b.ctx.consts[node.input(2)].astype(np.float64) * float(node.attr("beta", 1.0))
+        c = ctx.consts[node.input(2)].astype(np.float64) * float(node.attr("beta", 1.0))
         bias = np.broadcast_to(c.reshape(-1), (weights.shape[0],)).astype(np.float32)
     w = weights.astype(np.float32).reshape(*weights.shape, 1, 1)
-    return fused_conv_step(b, node, TensorDesc(FP32, (a[0], a[1], 1, 1)), w, bias, ConvDesc(), node.inputs[0])
+    return TensorDesc(FP32, (a[0], a[1], 1, 1)), w, bias, ConvDesc()
 
 
-def _matmul(b: Builder, node: Node) -> Step:
-    """MatMul with a constant B as a 1x1 convolution over the rows of A."""
-    a = b.shape(node.inputs[0])
-    weights = b.ctx.consts[node.inputs[1]].T.astype(np.float32)
-    rows = int(np.prod(a[:-1]))
-    w = weights.reshape(*weights.shape, 1, 1)
-    return fused_conv_step(b, node, TensorDesc(FP32, (rows, a[-1], 1, 1)), w, None, ConvDesc(), node.inputs[0])
+def transpose_conv_geometry(ctx: Context, node: Node) -> tuple[TensorDesc, TensorDesc, ConvDesc]:
+    """Input and weight descriptors and the transpose-mode ConvDesc of a ConvTranspose node."""
+    x = ctx.shape(node.inputs[0])
+    w = ctx.consts[node.inputs[1]]
+    win, _, out_pad = transpose_geometry(node, x, w.shape)
+    conv = ConvDesc(win.pads, win.strides, win.dilations, int(node.attr("group", 1)), "transpose", out_pad)
+    return TensorDesc(FP32, x), TensorDesc(FP32, w.shape), conv
+
+
+def _conv(b: Builder, node: Node) -> Step:
+    x_desc, w, bias, conv = conv_geometry(b.ctx, node)
+    return fused_conv_step(b, node, x_desc, w, bias, conv, node.inputs[0])
 
 
 def _conv_transpose(b: Builder, node: Node) -> Step:
     """ConvTranspose through the convolution family's transpose mode, then bias (+ activation) in place."""
-    x = b.shape(node.inputs[0])
+    x_desc, w_desc, conv = transpose_conv_geometry(b.ctx, node)
     w = b.ctx.consts[node.inputs[1]].astype(np.float32)
-    win, _, out_pad = transpose_geometry(node, x, w.shape)
-    conv = ConvDesc(win.pads, win.strides, win.dilations, int(node.attr("group", 1)), "transpose", out_pad)
-    x_desc, w_desc = TensorDesc(FP32, x), TensorDesc(FP32, w.shape)
     y_desc = conv.output_desc(x_desc, w_desc)
     problem = map_problem(Direction.FORWARD, x_desc, w_desc, conv, y_desc).problem
     plan, record = None, None
@@ -295,7 +304,7 @@ def _pad(b: Builder, node: Node) -> Step:
 
 
 BUILDERS: dict[str, Callable[[Builder, Node], Step]] = {
-    "Conv": _conv, "Gemm": _gemm, "MatMul": _matmul, "ConvTranspose": _conv_transpose,
+    "Conv": _conv, "Gemm": _conv, "MatMul": _conv, "ConvTranspose": _conv_transpose,
     "BatchNormalization": _batchnorm, "Concat": _concat, "Transpose": _transpose, "Pad": _pad,
     **{op: _activation for op in IN_PLACE},
 }

@@ -26,11 +26,13 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from ..conv.problem import ConvDesc
 from ..errors import BadParam, check
 from ..handle import Handle
 from ..plan import Sequence as PlanSequence
+from ..tensor import TensorDesc
 from . import ops as op_specs
-from .build import IN_PLACE, VIEWS, Builder, Step, build_step
+from .build import IN_PLACE, VIEWS, Builder, Step, build_step, conv_geometry, transpose_conv_geometry
 from .errors import InvalidModel
 from .graph import Graph, Node, ValueInfo, graph_of, load_model
 from .memory import MemoryPlan, plan_memory
@@ -80,20 +82,9 @@ class InferenceSession:
                  input_shapes: Mapping[str, Sequence[int]] | None = None, find: bool = False):
         self.handle = handle if handle is not None else Handle()
         check(isinstance(self.handle, Handle), "handle", "must be a miopy Handle")
-        graph = graph_of(load_model(model))
-        self.graph = graph
-        self._inputs = [_resolved(v, batch, input_shapes) for v in graph.inputs]
-        ctx = op_specs.Context(graph.constants)
-        for name, shape in self._inputs:
-            ctx.shapes[name], ctx.dtypes[name] = shape, np.dtype(np.float32)
-        for node in graph.nodes:
-            op_specs.infer(node, ctx)
-        self.ctx = ctx
-        self.nodes = run_passes(graph, ctx, residual_fusion_available())
-        self._outputs = [(v.name, ctx.shapes[v.name]) for v in graph.outputs]
-        for name, _ in self._outputs:
-            if name in ctx.consts:
-                raise InvalidModel(f"graph output {name!r} is a constant: nothing to run")
+        loaded = analyse(model, batch, input_shapes)
+        self.graph, self.ctx, self.nodes = loaded.graph, loaded.ctx, loaded.nodes
+        self._inputs, self._outputs = loaded.inputs, loaded.outputs
         self._prepare(find)
 
     # -- loading -----------------------------------------------------------------------------------------
@@ -232,6 +223,51 @@ class InferenceSession:
         return [statistics.median(t) for t in per_step], statistics.median(totals)
 
 
+@dataclass
+class Analysed:
+    """A model checked, its shapes inferred, constants folded and its graph passes run (no device yet)."""
+
+    graph: Graph
+    ctx: op_specs.Context
+    nodes: list[Node]
+    inputs: list[tuple[str, tuple[int, ...]]]
+    outputs: list[tuple[str, tuple[int, ...]]]
+
+
+def analyse(model: Any, batch: int | None = None,
+            input_shapes: Mapping[str, Sequence[int]] | None = None) -> Analysed:
+    """Everything loading does before touching a device: raises UnsupportedOperator / InvalidModel."""
+    graph = graph_of(load_model(model))
+    inputs = [_resolved(v, batch, input_shapes) for v in graph.inputs]
+    ctx = op_specs.Context(graph.constants)
+    for name, shape in inputs:
+        ctx.shapes[name], ctx.dtypes[name] = shape, np.dtype(np.float32)
+    for node in graph.nodes:
+        op_specs.infer(node, ctx)
+    nodes = run_passes(graph, ctx, residual_fusion_available())
+    outputs = [(v.name, ctx.shapes[v.name]) for v in graph.outputs]
+    for name, _ in outputs:
+        if name in ctx.consts:
+            raise InvalidModel(f"graph output {name!r} is a constant: nothing to run")
+    return Analysed(graph, ctx, nodes, inputs, outputs)
+
+
+def convolutions(model: Any, batch: int | None = None, input_shapes: Mapping[str, Sequence[int]] | None = None
+                 ) -> list[tuple[str, TensorDesc, TensorDesc, ConvDesc]]:
+    """(layer label, x_desc, w_desc, conv_desc) of every convolution the model runs (Conv, ConvTranspose,
+    and Gemm / MatMul as 1x1 convolutions), in the user's terms: map_problem(direction, ...) gives the
+    problem of each direction (what miopy-tune --onnx tunes)."""
+    loaded = analyse(model, batch, input_shapes)
+    out = []
+    for node in loaded.nodes:
+        if node.op in ("Conv", "Gemm", "MatMul"):
+            x_desc, w, _, conv = conv_geometry(loaded.ctx, node)
+            out.append((node.label, x_desc, TensorDesc("FP32", w.shape), conv))
+        elif node.op == "ConvTranspose":
+            out.append((node.label, *transpose_conv_geometry(loaded.ctx, node)))
+    return out
+
+
 def _fused_ops(node: Node) -> list[str]:
     fused = node.fused
     return ((["Pad"] if "pre_pads" in fused else []) + (["BatchNormalization"] if "bn" in fused else [])
@@ -256,4 +292,4 @@ def _resolved(value: ValueInfo, batch: int | None, shapes: Mapping[str, Sequence
     return value.name, shape
 
 
-__all__ = ["Graph", "InferenceSession", "MemoryReport", "NodeArg"]
+__all__ = ["Analysed", "InferenceSession", "MemoryReport", "NodeArg", "analyse", "convolutions"]
