@@ -94,7 +94,7 @@ def torch_pooling(mode: str, window: int, stride: int, pad: int, backward: bool)
         if mode == "max":
             y, idx = f.max_pool2d(x, window, stride, pad, return_indices=True)
             if not backward:
-                return lambda: f.max_pool2d(x, window, stride, pad, return_indices=True)
+                return lambda: f.max_pool2d(x, window, stride, pad)
             dy = torch.randn_like(y)
             return lambda: torch.ops.aten.max_pool2d_with_indices_backward(dy, x, [window] * 2, [stride] * 2,
                                                                            [pad] * 2, [1, 1], False, idx)
