@@ -49,6 +49,7 @@ from .pooling import (
                    pooling_forward,
                    pooling_workspace_size,
 )
+from .softmax import SoftmaxAlgorithm, SoftmaxMode, softmax_backward, softmax_forward
 from .tensor import DataType, TensorDesc
 from .version import __version__
 
@@ -63,4 +64,5 @@ __all__ = [
     "get_solutions", "map_problem",
     "PoolingDesc", "PoolingMode", "adaptive_avg_pool2d", "avg_pool2d", "max_pool2d", "pooling_backward",
     "pooling_forward", "pooling_workspace_size",
+    "SoftmaxAlgorithm", "SoftmaxMode", "softmax_backward", "softmax_forward",
 ]

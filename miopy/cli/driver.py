@@ -16,10 +16,11 @@ from ..errors import MiopyError
 from ..handle import Handle
 from ..reference import max_error
 from ..tensor import TensorDesc
-from . import driver_pool
+from . import driver_pool, driver_softmax
 
 SUBCOMMANDS = (  # modules with add_parser(subparsers) and run(args) -> int, one line each
     driver_pool,
+    driver_softmax,
 )
 
 NAMES = {Direction.FORWARD: "Forward Convolution", Direction.BACKWARD_DATA: "Backward Data Convolution",
