@@ -1,5 +1,15 @@
 """miopy: deep-learning primitives for OpenCL devices, in the mould of MIOpen."""
 from .activation import ActivationMode, activation_backward, activation_forward
+from .batchnorm import (
+                   BatchNormMode,
+                   batch_norm,
+                   batch_norm_backward,
+                   batch_normalization_backward,
+                   batch_normalization_forward_inference,
+                   batch_normalization_forward_training,
+                   derive_bn_tensor_descriptor,
+                   native_batch_norm,
+)
 from .conv import (
                    ConvAlgoPerf,
                    ConvDesc,
@@ -29,7 +39,6 @@ from .find import AlgoPerf, FindResult, compile_solution, find_problem, get_solu
 from .fusion import (
                    ActivationForwardOp,
                    BatchNormInferenceOp,
-                   BatchNormMode,
                    BiasForwardOp,
                    ConvForwardOp,
                    FusionPlan,
@@ -51,4 +60,7 @@ __all__ = [
     "conv_bias_activation_forward", "conv_transpose2d", "convolution_backward_data", "convolution_backward_weights",
     "convolution_forward", "convolution_forward_bias", "convolution_plan", "find_convolution", "find_problem",
     "get_solutions", "map_problem",
+    # batch normalisation
+    "batch_norm", "batch_norm_backward", "batch_normalization_backward", "batch_normalization_forward_inference",
+    "batch_normalization_forward_training", "derive_bn_tensor_descriptor", "native_batch_norm",
 ]

@@ -8,22 +8,13 @@ from __future__ import annotations
 import pyopencl.array as cl_array
 
 from ..errors import BadParam, check
-from ..handle import Handle
+from ..handle import Handle, handle_for
 from ..plan import Plan
 from ..tensor import TensorDesc
 from .api import convolution_plan
 from .problem import ConvDesc, Direction
 
-_HANDLES: dict = {}
-
-
-def handle_for(array: cl_array.Array) -> Handle:
-    """A Handle on the array's context (one per context per process)."""
-    ctx = array.context
-    handle = _HANDLES.get(ctx)
-    if handle is None:
-        handle = _HANDLES[ctx] = Handle(context=ctx)
-    return handle
+__all__ = ["conv2d", "conv_transpose2d", "handle_for"]
 
 
 def conv2d(x: cl_array.Array, w: cl_array.Array, stride=1, padding=0, dilation=1, groups: int = 1,
