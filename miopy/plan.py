@@ -12,6 +12,7 @@ with one call, for fixed-shape loops such as an inference pass.
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Mapping
 from collections.abc import Sequence as Seq
@@ -34,16 +35,18 @@ _MEMORY = cl.MemoryObjectHolder
 @dataclass(frozen=True)
 class Operand:
     """What a plan expects of one buffer: the kernel role it binds, the user's name for it (in errors),
-    its descriptor and whether the plan writes it."""
+    its descriptor and whether the plan writes it. nbytes and the NumPy dtype are computed once."""
 
     role: str
     field: str
     desc: TensorDesc
     written: bool = False
+    nbytes: int = dataclasses.field(init=False, repr=False, compare=False)
+    numpy_dtype: np.dtype = dataclasses.field(init=False, repr=False, compare=False)
 
-    @property
-    def nbytes(self) -> int:
-        return self.desc.nbytes
+    def __post_init__(self):
+        object.__setattr__(self, "nbytes", self.desc.nbytes)
+        object.__setattr__(self, "numpy_dtype", self.desc.dtype.numpy)
 
 
 def operands(tensors: Mapping[str, TensorDesc], outputs: Seq[str],
@@ -168,7 +171,7 @@ class Plan:
     def _checked(self, op: Operand, value: Any) -> Any:
         """The buffer behind value if it fits op; the fast path is a handful of attribute comparisons."""
         if value.__class__ is _ARRAY:
-            if (value.dtype == op.desc.dtype.numpy and value.offset == 0 and value.nbytes >= op.nbytes
+            if (value.dtype == op.numpy_dtype and value.offset == 0 and value.nbytes >= op.nbytes
                     and value.flags.c_contiguous):
                 ctx = value.context
                 if ctx is self.context or ctx == self.context:
@@ -230,7 +233,12 @@ class _BlendStep:
 
 
 class _Step:
-    """One launch with its own kernel object: scalars set once, buffer arguments set when they change."""
+    """One launch with its own kernel object: scalars set once, buffer arguments set when they change.
+
+    A buffer argument is compared by its cl_mem handle (``int_ptr``), not by holding the Python object:
+    the plan keeps no user buffer alive, and a pooled block handed out again is the same cl_mem, whose
+    argument is already set. A scalar argument (activation's alpha, ...) is compared by value: setting a
+    NumPy scalar costs pyopencl several microseconds."""
 
     __slots__ = ("kernel", "global_size", "local_size", "slots", "last", "name")
 
@@ -252,9 +260,10 @@ class _Step:
         try:
             for index, role in self.slots:
                 value = bound[role]
-                if last[index] is not value:
+                key = getattr(value, "int_ptr", value)   # a buffer's cl_mem handle, or the scalar itself
+                if last[index] != key:
                     kernel.set_arg(index, value)
-                    last[index] = value
+                    last[index] = key
             return cl.enqueue_nd_range_kernel(queue, kernel, self.global_size, self.local_size)
         except KeyError as exc:
             raise BadParam(str(exc.args[0]), f"kernel {self.name} needs a buffer for role {exc.args[0]!r}") from None
@@ -275,8 +284,9 @@ def _scalar(value: Any, field: str) -> np.float32:
         number = float(value)
     except (TypeError, ValueError):
         raise BadParam(field, f"must be a finite real number, got {value!r}") from None
-    check(isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool)
-          and number - number == 0.0, field, f"must be a finite real number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
+            or number - number != 0.0:
+        raise BadParam(field, f"must be a finite real number, got {value!r}")
     return np.float32(number)
 
 

@@ -59,6 +59,8 @@ def scalar(value, field: str, minimum: float | None = None) -> np.float32:
         number = float(value)
     except (TypeError, ValueError):
         raise BadParam(field, f"expected a number, got {value!r}") from None
-    check(math.isfinite(number), field, f"must be finite, got {number}")
-    check(minimum is None or number >= minimum, field, f"must be >= {minimum}, got {number}")
+    if not math.isfinite(number):   # messages are formatted only when a check fails (a warm call's path)
+        raise BadParam(field, f"must be finite, got {number}")
+    if minimum is not None and number < minimum:
+        raise BadParam(field, f"must be >= {minimum}, got {number}")
     return np.float32(number)
