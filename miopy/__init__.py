@@ -49,6 +49,7 @@ from .fusion import (
 from .handle import Handle
 from .plan import Plan, Sequence
 from .tensor import DataType, TensorDesc
+from .tensor_ops import TensorOp, op_tensor, scale_tensor, set_tensor, transform_tensor
 from .version import __version__
 
 __all__ = [
@@ -63,4 +64,6 @@ __all__ = [
     # batch normalisation
     "batch_norm", "batch_norm_backward", "batch_normalization_backward", "batch_normalization_forward_inference",
     "batch_normalization_forward_training", "derive_bn_tensor_descriptor", "native_batch_norm",
+    # tensor operations (functional: miopy.tensor_ops.add, mul, minimum, maximum, fill, scale)
+    "TensorOp", "op_tensor", "scale_tensor", "set_tensor", "transform_tensor",
 ]

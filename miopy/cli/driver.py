@@ -17,10 +17,11 @@ from ..errors import MiopyError
 from ..handle import Handle
 from ..reference import max_error
 from ..tensor import TensorDesc
-from . import driver_bnorm
+from . import driver_bnorm, driver_tensorop
 
 FAMILY_DRIVERS = (
     driver_bnorm,
+    driver_tensorop,
 )
 
 NAMES = {Direction.FORWARD: "Forward Convolution", Direction.BACKWARD_DATA: "Backward Data Convolution",

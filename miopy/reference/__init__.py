@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import activation, batchnorm, conv
+from . import activation, batchnorm, conv, tensor_ops
 
-__all__ = ["activation", "batchnorm", "conv", "max_error", "strided_view"]
+__all__ = ["activation", "batchnorm", "conv", "max_error", "strided_view", "tensor_ops"]
 
 
 def max_error(actual, expected) -> float:
