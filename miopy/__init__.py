@@ -25,6 +25,15 @@ from .conv import (
 )
 from .conv.problem import map_problem
 from .device import DeviceInfo
+from .dropout import (
+                   DropoutDescriptor,
+                   dropout_backward,
+                   dropout_forward,
+                   dropout_get_reserve_space_size,
+                   dropout_get_states_size,
+                   restore_dropout_descriptor,
+                   set_dropout_descriptor,
+)
 from .errors import (
                    BadParam,
                    CompileError,
@@ -66,4 +75,7 @@ __all__ = [
     "batch_normalization_forward_training", "derive_bn_tensor_descriptor", "native_batch_norm",
     # tensor operations (functional: miopy.tensor_ops.add, mul, minimum, maximum, fill, scale)
     "TensorOp", "op_tensor", "scale_tensor", "set_tensor", "transform_tensor",
+    # dropout (functional: miopy.dropout.dropout, native_dropout, native_dropout_backward, Generator)
+    "DropoutDescriptor", "dropout_backward", "dropout_forward", "dropout_get_reserve_space_size",
+    "dropout_get_states_size", "restore_dropout_descriptor", "set_dropout_descriptor",
 ]

@@ -17,11 +17,12 @@ from ..errors import MiopyError
 from ..handle import Handle
 from ..reference import max_error
 from ..tensor import TensorDesc
-from . import driver_bnorm, driver_tensorop
+from . import driver_bnorm, driver_dropout, driver_tensorop
 
 FAMILY_DRIVERS = (
     driver_bnorm,
     driver_tensorop,
+    driver_dropout,
 )
 
 NAMES = {Direction.FORWARD: "Forward Convolution", Direction.BACKWARD_DATA: "Backward Data Convolution",

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> bool:
     dims = (args.batchsize, args.in_channels, args.in_h, args.in_w)
     a_desc = TensorDesc(args.dtype, dims)
     rng = np.random.default_rng(args.seed)
-    host = lambda d: rng.uniform(-2, 2, d).astype(a_desc.dtype.numpy)
+    host = lambda d: np.asarray(rng.uniform(-2, 2, d), a_desc.dtype.numpy)
     a = host(dims)
     a_dev = to_device(handle, a)
     name = OPS[args.tensor_op]
