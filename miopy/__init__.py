@@ -57,6 +57,16 @@ from .fusion import (
 )
 from .handle import Handle
 from .plan import Plan, Sequence
+from .pooling import (
+                   PoolingDesc,
+                   PoolingMode,
+                   adaptive_avg_pool2d,
+                   avg_pool2d,
+                   max_pool2d,
+                   pooling_backward,
+                   pooling_forward,
+                   pooling_workspace_size,
+)
 from .tensor import DataType, TensorDesc
 from .tensor_ops import TensorOp, op_tensor, scale_tensor, set_tensor, transform_tensor
 from .version import __version__
@@ -78,4 +88,6 @@ __all__ = [
     # dropout (functional: miopy.dropout.dropout, native_dropout, native_dropout_backward, Generator)
     "DropoutDescriptor", "dropout_backward", "dropout_forward", "dropout_get_reserve_space_size",
     "dropout_get_states_size", "restore_dropout_descriptor", "set_dropout_descriptor",
+    "PoolingDesc", "PoolingMode", "adaptive_avg_pool2d", "avg_pool2d", "max_pool2d", "pooling_backward",
+    "pooling_forward", "pooling_workspace_size",
 ]

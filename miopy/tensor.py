@@ -61,13 +61,12 @@ def as_int(value, field: str) -> int:
 
 
 def enum_member(cls, value, field: str, what: str):
-    """The member of an int enum given as a member, its value or its name (any case); else BadParam(field).
-    Every family's mode enums parse through it."""
+    """The member of an int enum given as a member, its value or its name (any case); else BadParam(field)."""
     if isinstance(value, str) and value.upper() in cls.__members__:
         return cls[value.upper()]
     try:
         return cls(value)
-    except ValueError:
+    except (ValueError, TypeError):
         raise BadParam(field, f"unknown {what} {value!r}; known: {[m.name for m in cls]}") from None
 
 

@@ -1,11 +1,9 @@
-"""miopenActivationMode_t (the enum parser every family's mode enums share lives in miopy.tensor)."""
+"""miopenActivationMode_t (enum_member, the parser every family's mode enums share, lives in miopy.tensor)."""
 from __future__ import annotations
 
 import enum
 
 from ..tensor import enum_member
-
-__all__ = ["ActivationMode", "enum_member"]
 
 
 class ActivationMode(enum.IntEnum):

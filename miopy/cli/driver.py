@@ -1,6 +1,5 @@
-"""miopy-driver: MIOpenDriver's commands on miopy: `conv` (find, run, time, verify) here, each primitive
-family's command in its own module (driver_<family>.py: add_parser(subparsers) and run(args) -> verified),
-registered in FAMILY_DRIVERS."""
+"""miopy-driver: MIOpenDriver's commands on miopy: `conv` (find, run, time, verify) here, the other
+primitives in their own modules (driver_<family>.py: add_parser(subparsers), run(args) -> int)."""
 from __future__ import annotations
 
 import argparse
@@ -17,9 +16,10 @@ from ..errors import MiopyError
 from ..handle import Handle
 from ..reference import max_error
 from ..tensor import TensorDesc
-from . import driver_bnorm, driver_dropout, driver_tensorop
+from . import driver_bnorm, driver_dropout, driver_pool, driver_tensorop
 
-FAMILY_DRIVERS = (
+SUBCOMMANDS = (  # modules with add_parser(subparsers) and run(args) -> int, one line each
+    driver_pool,
     driver_bnorm,
     driver_tensorop,
     driver_dropout,
@@ -71,8 +71,8 @@ def parser() -> argparse.ArgumentParser:
     conv.add_argument("-V", "--verify", type=int, default=1, help="verify against the float64 reference")
     conv.add_argument("-i", "--iter", type=int, default=10, help="timed iterations")
     conv.add_argument("-s", "--seed", type=int, default=0, help="random seed of the inputs")
-    for family in FAMILY_DRIVERS:
-        family.add_parser(sub)
+    for module in SUBCOMMANDS:
+        module.add_parser(sub)
     return ap
 
 
@@ -133,7 +133,7 @@ def _claimed(args, direction: Direction, x_desc, w_desc, conv) -> bool:
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     if args.command != "conv":
-        return _family(args)
+        return args.run(args)
     try:
         x_desc, w_desc, conv = descriptors(args)
         handle = Handle()
@@ -145,15 +145,6 @@ def main(argv=None) -> int:
         return 1
     s = handle.cache_stats()
     print(f"kernel cache: compiled={s['compiled']} disk_hits={s['disk_hits']} memory_hits={s['memory_hits']}")
-    return 0 if ok else 1
-
-
-def _family(args: argparse.Namespace) -> int:
-    try:
-        ok = args.family_run(args)
-    except MiopyError as exc:
-        print(f"miopy-driver: error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
     return 0 if ok else 1
 
 

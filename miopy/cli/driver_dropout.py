@@ -16,7 +16,8 @@ from ..errors import BadParam
 from ..handle import Handle
 from ..reference import dropout as ref
 from ..tensor import TensorDesc
-from .driver_common import add_common, from_device, report_time, to_device, verify
+from . import driver_common as common
+from .driver_common import add_timing, from_device, to_device
 
 TOLERANCE = {"FP32": 1e-6, "FP16": 1e-3}
 
@@ -33,17 +34,19 @@ def add_parser(subparsers) -> None:
     add("-f", "--gen_file", type=int, default=0, help="(accepted for MIOpenDriver compatibility)")
     add("-o", "--dump_output", type=int, default=0, help="(accepted for MIOpenDriver compatibility)")
     add("--dtype", default="FP32", choices=("FP32", "FP16"))
-    add_common(p, iters=1)
-    p.set_defaults(family_run=run)
+    add_timing(p, iters=1)
+    p.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> bool:
+def run(args: argparse.Namespace) -> int:
+    return common.guarded(lambda handle: _run(handle, args))
+
+
+def _run(handle: Handle, args: argparse.Namespace) -> bool:
     dims = tuple(int(v) for v in args.input_dim.replace(" ", ",").split(",") if v)
     if not 1 <= len(dims) <= 4:
         raise BadParam("input_dim", f"expected 1 to 4 dims, got {args.input_dim!r}")
     desc = TensorDesc(args.dtype, (1,) * (4 - len(dims)) + dims)
-    handle = Handle()
-    print(f"miopy-driver: device {handle.info.name} ({handle.info.platform})")
     seed = (max(args.seed_high, 0) << 32) | max(args.seed_low, 0)
     states = handle.empty((dropout_get_states_size(handle),), np.uint8)
     d = set_dropout_descriptor(handle, args.dropout, states, seed, use_mask=bool(args.use_mask))
@@ -59,10 +62,9 @@ def run(args: argparse.Namespace) -> bool:
         call = lambda: dropout_forward(handle, d, desc, desc, x_dev, desc, y_dev, reserve)
         call()
         got = {"y": from_device(handle, y_dev, x), "mask": from_device(handle, reserve, given)}
-        if args.time:
-            report_time(handle, "Forward Dropout", call, args.iter, 2 * desc.nbytes + count)
+        common.report_time(handle, args, "Forward Dropout", call, 2 * desc.nbytes + count)
         if args.verify:
-            ok &= verify("Forward Dropout", got, {"y": ref.forward(x, mask, args.dropout), "mask": mask},
+            ok &= common.verify_outputs("Forward Dropout", got, {"y": ref.forward(x, mask, args.dropout), "mask": mask},
                          TOLERANCE[args.dtype])
     if args.forw in (0, 2):
         dy = (0.01 * rng.random(desc.dims)).astype(desc.dtype.numpy)
@@ -70,8 +72,8 @@ def run(args: argparse.Namespace) -> bool:
         call = lambda: dropout_backward(handle, d, desc, desc, dy_dev, desc, dx_dev, reserve)
         call()
         got = {"dx": from_device(handle, dx_dev, dy)}
-        if args.time:
-            report_time(handle, "Backward Dropout", call, args.iter, 2 * desc.nbytes + count)
+        common.report_time(handle, args, "Backward Dropout", call, 2 * desc.nbytes + count)
         if args.verify:
-            ok &= verify("Backward Dropout", got, {"dx": ref.backward(dy, mask, args.dropout)}, TOLERANCE[args.dtype])
+            expected = {"dx": ref.backward(dy, mask, args.dropout)}
+            ok &= common.verify_outputs("Backward Dropout", got, expected, TOLERANCE[args.dtype])
     return ok

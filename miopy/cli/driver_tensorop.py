@@ -9,7 +9,8 @@ from ..handle import Handle
 from ..reference import tensor_ops as ref
 from ..tensor import TensorDesc
 from ..tensor_ops import TensorOp, op_tensor, scale_tensor, set_tensor
-from .driver_common import add_common, add_dims, from_device, report_time, to_device, verify
+from . import driver_common as common
+from .driver_common import add_dims, add_timing, from_device, to_device
 
 OPS = ("SetTensor", "ScaleTensor", "Add", "Mul", "Min", "Max")   # -o values 0 .. 5, as MIOpenDriver
 TOLERANCE = {"FP32": 1e-6, "FP16": 1e-3}
@@ -29,13 +30,15 @@ def add_parser(subparsers) -> None:
     add("-b", "--b_dims", default=None, help="B's dims as N,C,H,W to broadcast (each 1 or A's; default A's)")
     add("-d", "--dtype", default="FP32", choices=("FP32", "FP16"))
     add("--seed", type=int, default=0, help="random seed of the inputs")
-    add_common(p, iters=10)
-    p.set_defaults(family_run=run)
+    add_timing(p, iters=10)
+    p.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> bool:
-    handle = Handle()
-    print(f"miopy-driver: device {handle.info.name} ({handle.info.platform})")
+def run(args: argparse.Namespace) -> int:
+    return common.guarded(lambda handle: _run(handle, args))
+
+
+def _run(handle: Handle, args: argparse.Namespace) -> bool:
     dims = (args.batchsize, args.in_channels, args.in_h, args.in_w)
     a_desc = TensorDesc(args.dtype, dims)
     rng = np.random.default_rng(args.seed)
@@ -63,6 +66,5 @@ def run(args: argparse.Namespace) -> bool:
         got = {"c": from_device(handle, c_dev, c)}
         expected = {"c": ref.op_tensor(int(op), a, b, c, args.alpha1, args.alpha2, args.beta)}
         moved = a_desc.nbytes * (3 if args.beta else 2) + b_desc.nbytes
-    if args.time:
-        report_time(handle, f"Tensor Op {name}", call, args.iter, moved)
-    return verify(f"Tensor Op {name}", got, expected, TOLERANCE[args.dtype]) if args.verify else True
+    common.report_time(handle, args, f"Tensor Op {name}", call, moved)
+    return common.verify_outputs(f"Tensor Op {name}", got, expected, TOLERANCE[args.dtype]) if args.verify else True

@@ -9,8 +9,7 @@ import pyopencl.array as cl_array
 
 from ..errors import BadParam, check
 from ..handle import Handle, handle_for
-from ..plan import Plan
-from ..tensor import TensorDesc
+from ..plan import Plan, array_desc
 from .api import convolution_plan
 from .problem import ConvDesc, Direction
 
@@ -51,16 +50,9 @@ def _call(x, w, handle: Handle | None, geometry: tuple) -> cl_array.Array:
 
 def _cold(handle: Handle, x, w, geometry: tuple) -> tuple[Plan, tuple[int, ...]]:
     check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
-    x_desc, w_desc = _desc_of(x, "x"), _desc_of(w, "w")
+    x_desc, w_desc = array_desc(x, "x"), array_desc(w, "w")
     stride, padding, dilation, groups, mode, output_padding = geometry
     conv = ConvDesc(padding, stride, dilation, groups, mode, output_padding)
     y_desc = conv.output_desc(x_desc, w_desc)
     return convolution_plan(handle, Direction.FORWARD, x_desc, w_desc, conv, y_desc), y_desc.dims
 
-
-def _desc_of(array, field: str) -> TensorDesc:
-    if not isinstance(array, cl_array.Array):
-        raise BadParam(field, f"expected a pyopencl Array, got {type(array).__name__}")
-    check(array.ndim == 4, field, f"expected a 4-D array, got shape {array.shape}")
-    check(array.flags.c_contiguous, field, "must be C-contiguous")
-    return TensorDesc(array.dtype, array.shape)
