@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyopencl as cl
@@ -29,6 +29,7 @@ from .solver import KernelLaunch, Solution, round_up
 from .tensor import TensorDesc
 
 _ARRAY = cl_array.Array
+T = TypeVar("T")
 _MEMORY = cl.MemoryObjectHolder
 
 
@@ -81,6 +82,15 @@ def buffer_of(value: Any, field: str, desc: TensorDesc | None = None, nbytes: in
         if ctx is not context and ctx != context:
             raise BadParam(field, "buffer belongs to another OpenCL context than the handle's")
     return buf
+
+
+def array_desc(array: Any, field: str) -> TensorDesc:
+    """The packed descriptor of a 4-D C-contiguous pyopencl array (the functional layers' inputs)."""
+    if not isinstance(array, _ARRAY):
+        raise BadParam(field, f"expected a pyopencl Array, got {type(array).__name__}")
+    check(array.ndim == 4, field, f"expected a 4-D array, got shape {array.shape}")
+    check(array.flags.c_contiguous, field, "must be C-contiguous")
+    return TensorDesc(array.dtype, array.shape)
 
 
 class Plan:
@@ -295,18 +305,28 @@ BLEND_WG = 256
 
 def blend_launch(count: int, desc: TensorDesc) -> KernelLaunch:
     """out = alpha * result + beta * out over count elements (scale.cl)."""
-    spec = KernelSpec.make("scale.cl", "blend")
+    spec = KernelSpec.make("scale.cl", "blend", desc.dtype.defines)
     return KernelLaunch(spec, (round_up(count, BLEND_WG),), (BLEND_WG,),
                         ("out", "result", "alpha", "beta", np.int32(count)))
 
 
-def memo_plan(handle, key: tuple, build) -> Plan:
+def memo_plan(handle, key: tuple, build: Callable[[], T]) -> T:
     """handle's plan under key, built by build() on the first call (keys are tuples of hashable
     descriptors and enums: a warm call hashes cached ints and formats nothing)."""
-    plan = handle.plans.get(key)
+    try:
+        plan = handle.plans.get(key)
+    except (AttributeError, TypeError):   # not a Handle, or an unhashable argument: build() says which
+        return build()
     if plan is None:
         plan = handle.plans[key] = build()
     return plan
+
+
+def saved_by_forward(handle, family: str) -> dict[int, Any]:
+    """The handle's record of buffers a family's forward calls saved data into for the backward (pooling's
+    max indices, LRN's scale): device address -> the forward's signature. A backward call looks its buffer
+    up and refuses one that no forward with matching descriptors wrote (a cheap dict lookup)."""
+    return handle.plans.setdefault(("saved by forward", family), {})
 
 
 # -- building plans from a family's registry (the slow path, memoised per handle) -------------------------

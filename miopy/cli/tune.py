@@ -5,6 +5,10 @@ size -n), --file PATH (miopy-driver / MIOpenDriver conv command lines, one per l
 (the convolutions that model runs, at --batch). Each applicable
 solver with a grid is tuned with the chosen strategy; a table per problem compares default and tuned
 times. An interrupted run resumes where it stopped: every measured point is in the user DB's tuning log.
+
+--workers N runs the tuning jobs (one per problem and solver) on a local Dask cluster of N worker
+processes (one per GPU, or N on the CPU), --scheduler ADDRESS on an existing one; --find adds a find job
+per problem after its tuning jobs, filling the find DB. This needs the extra: pip install 'miopy[distributed]'.
 """
 from __future__ import annotations
 
@@ -42,6 +46,11 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--patience", type=int, default=None, help="stop after this many points without a better one")
     ap.add_argument("--jobs", type=int, default=None, help="compile workers (default min(4, CPUs); 0: in-process)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random strategies")
+    cluster = ap.add_mutually_exclusive_group()
+    cluster.add_argument("--workers", type=int, default=None,
+                         help="tune on a local Dask cluster of this many worker processes (one per device)")
+    cluster.add_argument("--scheduler", default=None, help="tune on the Dask cluster at this scheduler address")
+    ap.add_argument("--find", action="store_true", help="with a cluster: also run find per problem (find DB)")
     return ap
 
 
@@ -121,6 +130,8 @@ def main(argv=None) -> int:
         if args.budget is not None and args.budget < 1:
             raise BadParam("--budget", f"must be >= 1, got {args.budget}")
         problems = problems_of(args)
+        if args.workers is not None or args.scheduler is not None:
+            return tune_on_cluster(problems, args)
         handle = Handle()
         print(f"miopy-tune: device {handle.info.name} ({handle.info.platform}); {len(problems)} problem(s); "
               f"strategy {args.strategy}, budget {args.budget}; user DB {config.user_db_path() or 'in memory'}")
@@ -131,6 +142,20 @@ def main(argv=None) -> int:
         print(f"miopy-tune: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def tune_on_cluster(problems: list[ConvProblem], args: argparse.Namespace) -> int:
+    """Tuning (and find) jobs on a Dask cluster; the summary table at the end."""
+    from ..distributed import cluster, run, tune_jobs  # the optional extra, imported only here
+    solvers = [registry.get(args.solver)] if args.solver else None
+    options = TuneOptions(args.budget, args.time_limit, args.patience, args.seed)
+    jobs = tune_jobs(problems, solvers, strategy=args.strategy, options=options, find=args.find)
+    print(f"miopy-tune: {len(jobs)} job(s) for {len(problems)} problem(s) on "
+          f"{args.scheduler or f'{args.workers} local worker(s)'}; user DB {config.user_db_path() or 'in memory'}")
+    with cluster(workers=args.workers, scheduler=args.scheduler) as client:
+        report = run(client, jobs)
+    print(report.table(), flush=True)
+    return 0 if not report.failed else 1
 
 
 if __name__ == "__main__":
