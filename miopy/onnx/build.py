@@ -29,12 +29,13 @@ from ..fusion.epilogue import ACTIVATION_ROLES
 from ..handle import Handle
 from ..plan import Operand, Plan, checked_solution, memo_plan
 from ..pointwise import pointwise_launch
+from ..pooling import PoolingDesc, PoolingMode, pooling_forward
 from ..solver import Solution
 from ..tensor import DataType, TensorDesc
 from . import layout
 from .graph import Node
-from .ops import Context, conv_window, pad_amounts, transpose_geometry, transpose_perm, unsupported
-from .passes import activation_of, fold_batchnorm
+from .ops import Context, conv_window, pad_amounts, pool_window, transpose_geometry, transpose_perm, unsupported
+from .passes import activation_of, fold_affine
 
 FP32 = DataType.FLOAT32
 
@@ -164,8 +165,8 @@ def conv_geometry(ctx: Context, node: Node) -> tuple[TensorDesc, np.ndarray, np.
     extra = node.fused.get("pre_pads", (0, 0, 0, 0))
     pads = tuple(p + e for p, e in zip(win.pads, extra))
     bias = ctx.const(node.input(2))
-    if "bn" in node.fused:
-        w, bias = fold_batchnorm(w, bias, node.fused["bn"])
+    if "affine" in node.fused:
+        w, bias = fold_affine(w, bias, node.fused["affine"])
     conv = ConvDesc(pads, win.strides, win.dilations, int(node.attr("group", 1)))
     return TensorDesc(FP32, x), np.asarray(w, np.float32), bias, conv
 
@@ -270,6 +271,25 @@ def _batchnorm(b: Builder, node: Node) -> Step:
     return Step(node, lambda: fusion.execute(x, y, args), "BatchNormActivInference")
 
 
+# -- pooling ---------------------------------------------------------------------------------------------------------
+def _pool(b: Builder, node: Node) -> Step:
+    """MaxPool, AveragePool (count_include_pad: the inclusive mode) and the global pools, on the pooling family."""
+    x = b.shape(node.inputs[0])
+    if node.op.startswith("Global"):
+        mode = PoolingMode.MAX if node.op == "GlobalMaxPool" else PoolingMode.AVERAGE
+        pool = PoolingDesc(mode, (x[2], x[3]), 0, (x[2], x[3]))
+    else:
+        win, _ = pool_window(node, x)
+        mode = (PoolingMode.MAX if node.op == "MaxPool" else PoolingMode.AVERAGE_INCLUSIVE
+                if int(node.attr("count_include_pad", 0)) else PoolingMode.AVERAGE)
+        pool = PoolingDesc(mode, win.kernel, win.pads, win.strides, bool(node.attr("ceil_mode", 0)))
+    x_desc = TensorDesc(FP32, x)
+    y_desc = pool.output_desc(x_desc)
+    xb, yb, handle = b.buffer(node.inputs[0]), b.buffer(node.outputs[0]), b.handle
+    return Step(node, lambda: pooling_forward(handle, pool, 1.0, x_desc, xb, 0.0, y_desc, yb), "Pooling",
+                pool.mode.name)
+
+
 # -- layout ----------------------------------------------------------------------------------------------------------
 def _concat(b: Builder, node: Node) -> Step:
     whole = b.shape(node.outputs[0])
@@ -306,5 +326,6 @@ def _pad(b: Builder, node: Node) -> Step:
 BUILDERS: dict[str, Callable[[Builder, Node], Step]] = {
     "Conv": _conv, "Gemm": _conv, "MatMul": _conv, "ConvTranspose": _conv_transpose,
     "BatchNormalization": _batchnorm, "Concat": _concat, "Transpose": _transpose, "Pad": _pad,
+    **{op: _pool for op in ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool")},
     **{op: _activation for op in IN_PLACE},
 }
