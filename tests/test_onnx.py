@@ -223,6 +223,27 @@ def test_shape_arithmetic_folds(handle):
     assert [layer[1] for layer in session.layers()] == ["Relu"]
 
 
+# -- small real architectures ----------------------------------------------------------------------------------------
+def test_inception_and_depthwise_blocks(handle):
+    """A stem, an Inception-style block (1x1, 3x3 and 5x5 branches and a pooled branch, concatenated), a
+    MobileNet-style depthwise-separable block with ReLU6, global pooling and a classifier."""
+    g = GraphMaker(5)
+    stem = g.node("MaxPool", [g.node("Relu", [g.bn(g.conv("x", 3, 8, pads=[1, 1, 1, 1], strides=[2, 2]), 8)])],
+                  kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+    b1 = g.node("Relu", [g.conv(stem, 8, 4, r=1)])
+    b2 = g.node("Relu", [g.conv(g.node("Relu", [g.conv(stem, 8, 4, r=1)]), 4, 6, pads=[1, 1, 1, 1])])
+    b3 = g.node("Relu", [g.conv(g.node("Relu", [g.conv(stem, 8, 2, r=1)]), 2, 4, r=5, pads=[2, 2, 2, 2])])
+    b4 = g.node("Relu", [g.conv(g.node("MaxPool", [stem], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), 8, 2, r=1)])
+    cat = g.node("Concat", [b1, b2, b3, b4], axis=1)                                    # 16 channels
+    relu6 = [g.const(np.float32(0)), g.const(np.float32(6))]
+    dw = g.node("Clip", [g.bn(g.conv(cat, 16, 16, group=16, pads=[1, 1, 1, 1], bias=False), 16), *relu6])
+    pw = g.node("Clip", [g.bn(g.conv(dw, 16, 24, r=1, bias=False), 24), *relu6])
+    pooled = g.node("Flatten", [g.node("GlobalAveragePool", [pw])])
+    y = g.node("Gemm", [pooled, g.weight(10, 24), g.weight(10)], transB=1)
+    session = check(handle, g.model({"x": (2, 3, 30, 30)}, [y]))
+    assert len(session.steps) == 14 and session.memory.slots < len(session.memory_plan.root_of)
+
+
 # -- the session -------------------------------------------------------------------------------------------------
 def _small_net() -> tuple:
     g = GraphMaker()
