@@ -178,9 +178,16 @@ def test_flatten_gemm(handle, trans_b, c_shape, alpha, beta):
 
 
 def test_matmul_on_rows(handle):
+    """MatMul of a rank-4 A by a constant, then a bias along its last axis (folded) and a per-row scale
+    along axis 1 (not a channel of the product: runs as its own op, so it must not fold)."""
     g = GraphMaker()
-    y = g.node("MatMul", ["x", g.weight(8, 3)])
-    check(handle, g.model({"x": X}, [y]))
+    y = g.node("Add", [g.node("MatMul", ["x", g.weight(8, 3)]), g.weight(3)])
+    session = check(handle, g.model({"x": X}, [g.node("Relu", [y])]))
+    assert [layer[1] for layer in session.layers()] == ["MatMul+Add+Relu"]
+    g = GraphMaker()
+    y = g.node("Mul", [g.node("MatMul", ["x", g.weight(8, 3)]), g.weight(1, 4, 1, 1)])
+    with pytest.raises(UnsupportedOperator, match="Mul"):   # until the tensor-ops family runs Mul
+        InferenceSession(g.model({"x": X}, [y]), handle)
 
 
 def test_views_and_layout(handle):

@@ -151,8 +151,16 @@ def _fused_plan(b: Builder, node: Node, problem: ConvProblem, epilogue: Epilogue
 
 
 def conv_geometry(ctx: Context, node: Node) -> tuple[TensorDesc, np.ndarray, np.ndarray | None, ConvDesc]:
-    """Input descriptor, weights (batch norm folded in), bias and convolution descriptor of a Conv, Gemm or
-    MatMul node (Gemm and MatMul as 1x1 convolutions over the (rows, K, 1, 1) view of A)."""
+    """Input descriptor, weights and bias (with the affine ops after the node folded in) and convolution
+    descriptor of a Conv, Gemm or MatMul node (Gemm and MatMul as 1x1 convolutions over the (rows, K, 1, 1)
+    view of A)."""
+    x_desc, w, bias, conv = _raw_geometry(ctx, node)
+    if "affine" in node.fused:
+        w, bias = fold_affine(w, bias, node.fused["affine"])
+    return x_desc, np.asarray(w, np.float32), bias, conv
+
+
+def _raw_geometry(ctx: Context, node: Node) -> tuple[TensorDesc, np.ndarray, np.ndarray | None, ConvDesc]:
     x = ctx.shape(node.inputs[0])
     if node.op == "Gemm":
         return _gemm_geometry(ctx, node, x)
@@ -164,14 +172,12 @@ def conv_geometry(ctx: Context, node: Node) -> tuple[TensorDesc, np.ndarray, np.
     win = conv_window(node, x, w.shape)
     extra = node.fused.get("pre_pads", (0, 0, 0, 0))
     pads = tuple(p + e for p, e in zip(win.pads, extra))
-    bias = ctx.const(node.input(2))
-    if "affine" in node.fused:
-        w, bias = fold_affine(w, bias, node.fused["affine"])
     conv = ConvDesc(pads, win.strides, win.dilations, int(node.attr("group", 1)))
-    return TensorDesc(FP32, x), np.asarray(w, np.float32), bias, conv
+    return TensorDesc(FP32, x), w, ctx.const(node.input(2)), conv
 
 
-def _gemm_geometry(ctx: Context, node: Node, a: tuple[int, ...]) -> tuple:
+def _gemm_geometry(ctx: Context, node: Node, a: tuple[int, ...]
+                   ) -> tuple[TensorDesc, np.ndarray, np.ndarray | None, ConvDesc]:
     """Y = alpha * A B' + beta * C: alpha scales the weights, beta * C is the bias."""
     weights = ctx.consts[node.inputs[1]].astype(np.float64)
     weights = weights if int(node.attr("transB", 0)) else weights.T

@@ -109,7 +109,7 @@ def _fuse_epilogue(rw: Rewriter, conv: Node, residual_fusion: bool) -> None:
     other reader."""
     nxt = rw.sole_user(conv.outputs[0])
     while nxt is not None and conv.op != "ConvTranspose":
-        affine = _affine_of(rw, nxt, conv.outputs[0])
+        affine = _affine_of(rw, nxt, conv.outputs[0], -1 if conv.op == "MatMul" else 1)
         if affine is None:
             break
         conv.fused["affine"] = _compose(conv.fused.get("affine"), affine)
@@ -135,10 +135,13 @@ def _defined_before(rw: Rewriter, value: str, node: Node) -> bool:
     return producer is None or rw.nodes.index(producer) < rw.nodes.index(node)
 
 
-def _affine_of(rw: Rewriter, node: Node, value: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """node as y = value * scale + shift per channel (axis 1 of value), or None when it is not that."""
-    channels = rw.ctx.shape(value)[1]
-    if node.op == "BatchNormalization" and node.inputs[0] == value:
+def _affine_of(rw: Rewriter, node: Node, value: str, axis: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """node as y = value * scale + shift per channel (the output channels of the convolution that made
+    value lie along axis), or None when it is not that."""
+    shape = rw.ctx.shape(value)
+    axis %= len(shape)
+    channels = shape[axis]
+    if node.op == "BatchNormalization" and node.inputs[0] == value and axis == 1:
         scale, shift, mean, var = (np.asarray(rw.ctx.consts[node.input(i)], np.float64) for i in range(1, 5))
         factor = scale / np.sqrt(var + float(node.attr("epsilon", 1e-5)))
         return factor, shift - mean * factor
@@ -146,7 +149,7 @@ def _affine_of(rw: Rewriter, node: Node, value: str) -> tuple[np.ndarray, np.nda
         return None
     other = node.inputs[1] if node.inputs[0] == value else node.inputs[0]
     constant = rw.ctx.consts.get(other)
-    per_channel = _per_channel(constant, rw.ctx.shape(value)) if constant is not None else None
+    per_channel = _per_channel(constant, shape, axis) if constant is not None else None
     if per_channel is None or (node.op in ("Sub", "Div") and node.inputs[0] != value):
         return None
     ones, zeros = np.ones(channels), np.zeros(channels)
@@ -154,14 +157,14 @@ def _affine_of(rw: Rewriter, node: Node, value: str) -> tuple[np.ndarray, np.nda
             "Div": (1.0 / per_channel, zeros)}[node.op]
 
 
-def _per_channel(constant: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
-    """constant as one float64 value per channel (axis 1) when it broadcasts onto shape only along it."""
+def _per_channel(constant: np.ndarray, shape: tuple[int, ...], axis: int) -> np.ndarray | None:
+    """constant as one float64 value per channel (along axis) when it broadcasts onto shape only along it."""
     if constant.dtype.kind != "f" or constant.ndim > len(shape):
         return None
     full = (1,) * (len(shape) - constant.ndim) + constant.shape
-    if any(d != 1 for i, d in enumerate(full) if i != 1) or full[1] not in (1, shape[1]):
+    if any(d != 1 for i, d in enumerate(full) if i != axis) or full[axis] not in (1, shape[axis]):
         return None
-    return np.broadcast_to(np.asarray(constant, np.float64).reshape(-1), (shape[1],)).copy()
+    return np.broadcast_to(np.asarray(constant, np.float64).reshape(-1), (shape[axis],)).copy()
 
 
 def _compose(first: tuple | None, then: tuple) -> tuple[np.ndarray, np.ndarray]:
