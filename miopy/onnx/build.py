@@ -29,12 +29,13 @@ from ..fusion.epilogue import ACTIVATION_ROLES
 from ..handle import Handle
 from ..plan import Operand, Plan, checked_solution, memo_plan
 from ..pointwise import pointwise_launch
+from ..pooling import PoolingDesc, PoolingMode, pooling_forward
 from ..solver import Solution
 from ..tensor import DataType, TensorDesc
 from . import layout
 from .graph import Node
-from .ops import Context, conv_window, pad_amounts, transpose_geometry, transpose_perm, unsupported
-from .passes import activation_of, fold_batchnorm
+from .ops import Context, conv_window, pad_amounts, pool_window, transpose_geometry, transpose_perm, unsupported
+from .passes import activation_of, fold_affine
 
 FP32 = DataType.FLOAT32
 
@@ -150,8 +151,16 @@ def _fused_plan(b: Builder, node: Node, problem: ConvProblem, epilogue: Epilogue
 
 
 def conv_geometry(ctx: Context, node: Node) -> tuple[TensorDesc, np.ndarray, np.ndarray | None, ConvDesc]:
-    """Input descriptor, weights (batch norm folded in), bias and convolution descriptor of a Conv, Gemm or
-    MatMul node (Gemm and MatMul as 1x1 convolutions over the (rows, K, 1, 1) view of A)."""
+    """Input descriptor, weights and bias (with the affine ops after the node folded in) and convolution
+    descriptor of a Conv, Gemm or MatMul node (Gemm and MatMul as 1x1 convolutions over the (rows, K, 1, 1)
+    view of A)."""
+    x_desc, w, bias, conv = _raw_geometry(ctx, node)
+    if "affine" in node.fused:
+        w, bias = fold_affine(w, bias, node.fused["affine"])
+    return x_desc, np.asarray(w, np.float32), bias, conv
+
+
+def _raw_geometry(ctx: Context, node: Node) -> tuple[TensorDesc, np.ndarray, np.ndarray | None, ConvDesc]:
     x = ctx.shape(node.inputs[0])
     if node.op == "Gemm":
         return _gemm_geometry(ctx, node, x)
@@ -163,14 +172,12 @@ def conv_geometry(ctx: Context, node: Node) -> tuple[TensorDesc, np.ndarray, np.
     win = conv_window(node, x, w.shape)
     extra = node.fused.get("pre_pads", (0, 0, 0, 0))
     pads = tuple(p + e for p, e in zip(win.pads, extra))
-    bias = ctx.const(node.input(2))
-    if "bn" in node.fused:
-        w, bias = fold_batchnorm(w, bias, node.fused["bn"])
     conv = ConvDesc(pads, win.strides, win.dilations, int(node.attr("group", 1)))
-    return TensorDesc(FP32, x), np.asarray(w, np.float32), bias, conv
+    return TensorDesc(FP32, x), w, ctx.const(node.input(2)), conv
 
 
-def _gemm_geometry(ctx: Context, node: Node, a: tuple[int, ...]) -> tuple:
+def _gemm_geometry(ctx: Context, node: Node, a: tuple[int, ...]
+                   ) -> tuple[TensorDesc, np.ndarray, np.ndarray | None, ConvDesc]:
     """Y = alpha * A B' + beta * C: alpha scales the weights, beta * C is the bias."""
     weights = ctx.consts[node.inputs[1]].astype(np.float64)
     weights = weights if int(node.attr("transB", 0)) else weights.T
@@ -270,6 +277,25 @@ def _batchnorm(b: Builder, node: Node) -> Step:
     return Step(node, lambda: fusion.execute(x, y, args), "BatchNormActivInference")
 
 
+# -- pooling ---------------------------------------------------------------------------------------------------------
+def _pool(b: Builder, node: Node) -> Step:
+    """MaxPool, AveragePool (count_include_pad: the inclusive mode) and the global pools, on the pooling family."""
+    x = b.shape(node.inputs[0])
+    if node.op.startswith("Global"):
+        mode = PoolingMode.MAX if node.op == "GlobalMaxPool" else PoolingMode.AVERAGE
+        pool = PoolingDesc(mode, (x[2], x[3]), 0, (x[2], x[3]))
+    else:
+        win, _ = pool_window(node, x)
+        mode = (PoolingMode.MAX if node.op == "MaxPool" else PoolingMode.AVERAGE_INCLUSIVE
+                if int(node.attr("count_include_pad", 0)) else PoolingMode.AVERAGE)
+        pool = PoolingDesc(mode, win.kernel, win.pads, win.strides, bool(node.attr("ceil_mode", 0)))
+    x_desc = TensorDesc(FP32, x)
+    y_desc = pool.output_desc(x_desc)
+    xb, yb, handle = b.buffer(node.inputs[0]), b.buffer(node.outputs[0]), b.handle
+    return Step(node, lambda: pooling_forward(handle, pool, 1.0, x_desc, xb, 0.0, y_desc, yb), "Pooling",
+                pool.mode.name)
+
+
 # -- layout ----------------------------------------------------------------------------------------------------------
 def _concat(b: Builder, node: Node) -> Step:
     whole = b.shape(node.outputs[0])
@@ -306,5 +332,6 @@ def _pad(b: Builder, node: Node) -> Step:
 BUILDERS: dict[str, Callable[[Builder, Node], Step]] = {
     "Conv": _conv, "Gemm": _conv, "MatMul": _conv, "ConvTranspose": _conv_transpose,
     "BatchNormalization": _batchnorm, "Concat": _concat, "Transpose": _transpose, "Pad": _pad,
+    **{op: _pool for op in ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool")},
     **{op: _activation for op in IN_PLACE},
 }

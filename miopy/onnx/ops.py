@@ -284,6 +284,8 @@ def pool_window(node: Node, x: Shape, dilations_ok: bool = False) -> tuple[Windo
     if len(kernel) != 2:
         raise unsupported(node, "kernel_shape", f"{list(kernel)}: expected a 2-D window")
     win = window(node, x[2:], kernel, dilations_ok)
+    if any(p >= k for p, k in zip(win.pads, (kernel[0], kernel[0], kernel[1], kernel[1]))):
+        raise unsupported(node, "pads", f"{list(win.pads)}: each must be smaller than the window {list(kernel)}")
     return win, window_output(node, x[2:], win, bool(node.attr("ceil_mode", 0)))
 
 

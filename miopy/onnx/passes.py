@@ -4,7 +4,9 @@ the fusion exists) into the convolution's epilogue, so one kernel runs each fuse
 
 A convolution-like node (Conv, Gemm, MatMul) collects what it absorbed in ``node.fused``:
   pre_pads   (top, bottom, left, right) added to its own padding, from a Pad before it
-  bn         (scale, shift, mean, var, epsilon) of a BatchNormalization after it
+  affine     (scale, shift) per output channel, float64: BatchNormalization, and Mul / Add / Sub / Div by a
+             constant per channel (or scalar), after it; folded into its weights and bias
+  ops        the op types absorbed, in order, for tables
   residual   the value name added to its output before the activation (Add)
   activation (name, alpha, beta, gamma): miopy's ActivationMode name and its arguments
   names      the names of the absorbed nodes, for tables
@@ -66,6 +68,7 @@ class Rewriter:
         """into takes over node's output (node is removed)."""
         into.outputs = [output]
         into.fused.setdefault("names", []).append(node.name)
+        into.fused.setdefault("ops", []).append(node.op)
         self.nodes.remove(node)
 
 
@@ -105,9 +108,11 @@ def _fuse_epilogue(rw: Rewriter, conv: Node, residual_fusion: bool) -> None:
     """conv -> [BatchNormalization] -> [Add] -> [activation], each absorbed while conv's output has no
     other reader."""
     nxt = rw.sole_user(conv.outputs[0])
-    if nxt is not None and nxt.op == "BatchNormalization" and conv.op == "Conv" and nxt.inputs[0] == conv.outputs[0]:
-        scale, shift, mean, var = (rw.ctx.consts[nxt.input(i)] for i in range(1, 5))
-        conv.fused["bn"] = (scale, shift, mean, var, float(nxt.attr("epsilon", 1e-5)))
+    while nxt is not None and conv.op != "ConvTranspose":
+        affine = _affine_of(rw, nxt, conv.outputs[0], -1 if conv.op == "MatMul" else 1)
+        if affine is None:
+            break
+        conv.fused["affine"] = _compose(conv.fused.get("affine"), affine)
         rw.absorb(conv, nxt, nxt.outputs[0])
         nxt = rw.sole_user(conv.outputs[0])
     if residual_fusion and nxt is not None and nxt.op == "Add" and conv.op == "Conv":
@@ -130,14 +135,51 @@ def _defined_before(rw: Rewriter, value: str, node: Node) -> bool:
     return producer is None or rw.nodes.index(producer) < rw.nodes.index(node)
 
 
-def fold_batchnorm(w: np.ndarray, bias: np.ndarray | None, bn: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """Weights and bias of conv followed by batch-norm inference, in float64 then rounded once."""
-    scale, shift, mean, var, eps = bn
-    factor = np.asarray(scale, np.float64) / np.sqrt(np.asarray(var, np.float64) + eps)
+def _affine_of(rw: Rewriter, node: Node, value: str, axis: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """node as y = value * scale + shift per channel (the output channels of the convolution that made
+    value lie along axis), or None when it is not that."""
+    shape = rw.ctx.shape(value)
+    axis %= len(shape)
+    channels = shape[axis]
+    if node.op == "BatchNormalization" and node.inputs[0] == value and axis == 1:
+        scale, shift, mean, var = (np.asarray(rw.ctx.consts[node.input(i)], np.float64) for i in range(1, 5))
+        factor = scale / np.sqrt(var + float(node.attr("epsilon", 1e-5)))
+        return factor, shift - mean * factor
+    if node.op not in ("Mul", "Add", "Sub", "Div") or value not in node.inputs[:2]:
+        return None
+    other = node.inputs[1] if node.inputs[0] == value else node.inputs[0]
+    constant = rw.ctx.consts.get(other)
+    per_channel = _per_channel(constant, shape, axis) if constant is not None else None
+    if per_channel is None or (node.op in ("Sub", "Div") and node.inputs[0] != value):
+        return None
+    ones, zeros = np.ones(channels), np.zeros(channels)
+    return {"Mul": (per_channel, zeros), "Add": (ones, per_channel), "Sub": (ones, -per_channel),
+            "Div": (1.0 / per_channel, zeros)}[node.op]
+
+
+def _per_channel(constant: np.ndarray, shape: tuple[int, ...], axis: int) -> np.ndarray | None:
+    """constant as one float64 value per channel (along axis) when it broadcasts onto shape only along it."""
+    if constant.dtype.kind != "f" or constant.ndim > len(shape):
+        return None
+    full = (1,) * (len(shape) - constant.ndim) + constant.shape
+    if any(d != 1 for i, d in enumerate(full) if i != axis) or full[axis] not in (1, shape[axis]):
+        return None
+    return np.broadcast_to(np.asarray(constant, np.float64).reshape(-1), (shape[axis],)).copy()
+
+
+def _compose(first: tuple | None, then: tuple) -> tuple[np.ndarray, np.ndarray]:
+    if first is None:
+        return then
+    return first[0] * then[0], first[1] * then[0] + then[1]
+
+
+def fold_affine(w: np.ndarray, bias: np.ndarray | None, affine: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """Weights and bias of a convolution followed by y * scale + shift per output channel, in float64 and
+    rounded once."""
+    scale, shift = affine
     b = np.zeros(w.shape[0]) if bias is None else np.asarray(bias, np.float64)
-    folded_w = np.asarray(w, np.float64) * factor.reshape(-1, *([1] * (w.ndim - 1)))
-    folded_b = (b - np.asarray(mean, np.float64)) * factor + np.asarray(shift, np.float64)
-    return folded_w.astype(np.float32), folded_b.astype(np.float32)
+    folded_w = np.asarray(w, np.float64) * scale.reshape(-1, *([1] * (w.ndim - 1)))
+    return folded_w.astype(np.float32), (b * scale + shift).astype(np.float32)
 
 
 def reads(node: Node) -> list[str]:

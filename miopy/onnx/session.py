@@ -270,8 +270,7 @@ def convolutions(model: Any, batch: int | None = None, input_shapes: Mapping[str
 
 def _fused_ops(node: Node) -> list[str]:
     fused = node.fused
-    return ((["Pad"] if "pre_pads" in fused else []) + (["BatchNormalization"] if "bn" in fused else [])
-            + (["Add"] if "residual" in fused else []) + ([fused["activation"][0]] if "activation" in fused else []))
+    return (["Pad"] if "pre_pads" in fused else []) + list(fused.get("ops", ()))
 
 
 def _resolved(value: ValueInfo, batch: int | None, shapes: Mapping[str, Sequence[int]] | None) -> tuple[str, tuple]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import activation, conv, lrn, pooling, softmax
+from . import activation, batchnorm, conv, dropout, lrn, pooling, softmax, tensor_ops
 
-__all__ = ["activation", "conv", "lrn", "max_error", "pooling", "softmax", "strided_view"]
+__all__ = ["activation", "batchnorm", "conv", "dropout", "lrn", "max_error", "pooling", "softmax", "strided_view",
+           "tensor_ops"]
 
 
 def max_error(actual, expected) -> float:
