@@ -68,6 +68,7 @@ from .pooling import (
                    pooling_forward,
                    pooling_workspace_size,
 )
+from .softmax import SoftmaxAlgorithm, SoftmaxMode, softmax_backward, softmax_forward
 from .tensor import DataType, TensorDesc
 from .tensor_ops import TensorOp, op_tensor, scale_tensor, set_tensor, transform_tensor
 from .version import __version__
@@ -91,4 +92,5 @@ __all__ = [
     "dropout_get_states_size", "restore_dropout_descriptor", "set_dropout_descriptor",
     "PoolingDesc", "PoolingMode", "adaptive_avg_pool2d", "avg_pool2d", "max_pool2d", "pooling_backward",
     "pooling_forward", "pooling_workspace_size",
+    "SoftmaxAlgorithm", "SoftmaxMode", "softmax_backward", "softmax_forward",
 ]
