@@ -241,7 +241,160 @@ def _lrn_cases() -> list[Case]:
     return out
 
 
-CASES: list[Case] = _pool_cases() + _softmax_cases() + _lrn_cases()
+# -- batch normalisation (spatial, the only mode ResNet uses) -------------------------------------------------
+def batchnorm(kind: str) -> Callable[[miopy.Handle, Dims], Op]:
+    """kind: "train" (forward training, running and saved statistics), "infer" or "bwd" (with saved)."""
+    from miopy.batchnorm import BnDirection, batch_normalization_plan, derive_bn_tensor_descriptor
+
+    direction = {"train": BnDirection.FORWARD_TRAINING, "infer": BnDirection.FORWARD_INFERENCE,
+                 "bwd": BnDirection.BACKWARD}[kind]
+
+    def build(handle: miopy.Handle, dims: Dims) -> Op:
+        x_desc = TensorDesc("FP32", dims)
+        p_desc = derive_bn_tensor_descriptor(x_desc, "spatial")
+        backward = direction is BnDirection.BACKWARD
+        plan = batch_normalization_plan(handle, direction, "spatial", x_desc, x_desc, p_desc,
+                                        x_desc if backward else None, running=kind == "train",
+                                        saved=kind != "infer")
+        data = [_random(handle, dims, i) for i in range(3 if backward else 2)]
+        params = [handle.to_device(np.random.default_rng(i).uniform(0.5, 1.5, dims[1]).astype(np.float32))
+                  for i in range(len(plan.operands) - len(data))]
+        values = tuple(data + params)
+        one, zero, eps = np.float32(1), np.float32(0), np.float32(1e-5)
+        scalars = ({"alpha_data": one, "beta_data": zero, "alpha_param": one, "beta_param": zero, "epsilon": eps}
+                   if backward else {"alpha": one, "beta": zero, "epsilon": eps, "factor": np.float32(0.1)})
+        nbytes = x_desc.nbytes * (3 if backward else 2)
+        return Op(lambda: plan.run_values(values, scalars=scalars), nbytes, plan.solver_id)
+    return build
+
+
+def torch_batchnorm(kind: str):
+    def build(torch, dims: Dims):
+        x, c = torch.randn(dims, device="cuda"), dims[1]
+        w, b = torch.rand(c, device="cuda") + 0.5, torch.randn(c, device="cuda")
+        rm, rv = torch.zeros(c, device="cuda"), torch.ones(c, device="cuda")
+        if kind == "train":
+            return lambda: torch.nn.functional.batch_norm(x, rm, rv, w, b, True, 0.1, 1e-5)
+        if kind == "infer":
+            return lambda: torch.nn.functional.batch_norm(x, rm, rv, w, b, False, 0.1, 1e-5)
+        _, mean, invstd = torch.native_batch_norm(x, w, b, rm, rv, True, 0.1, 1e-5)
+        dy = torch.randn_like(x)
+        return lambda: torch.ops.aten.native_batch_norm_backward(dy, x, w, rm, rv, mean, invstd, True, 1e-5,
+                                                                 [True, True, True])
+    return build
+
+
+def _batchnorm_cases() -> list[Case]:
+    sizes = [(64, 112, 112), (256, 56, 56), (512, 28, 28), (2048, 7, 7)]
+    return [Case(f"batchnorm {kind}", "resnet50", chw, batchnorm(kind), torch_batchnorm(kind))
+            for kind in ("train", "infer", "bwd") for chw in sizes]
+
+
+# -- tensor operations -----------------------------------------------------------------------------------------
+def op_tensor_case(op: str, broadcast: bool) -> Callable[[miopy.Handle, Dims], Op]:
+    from miopy.tensor_ops import op_tensor_plan
+
+    def build(handle: miopy.Handle, dims: Dims) -> Op:
+        a_desc = TensorDesc("FP32", dims)
+        b_desc = TensorDesc("FP32", (1, dims[1], 1, 1) if broadcast else dims)
+        plan = op_tensor_plan(handle, op, a_desc, b_desc, a_desc)
+        values = (_random(handle, dims), _random(handle, b_desc.dims, 1), handle.empty(dims))
+        scalars = {"alpha1": np.float32(1), "alpha2": np.float32(1), "beta": np.float32(0)}
+        nbytes = 2 * a_desc.nbytes + b_desc.nbytes
+        return Op(lambda: plan.run_values(values, scalars=scalars), nbytes, plan.solver_id)
+    return build
+
+
+def torch_op_tensor(op: str, broadcast: bool):
+    def build(torch, dims: Dims):
+        a, c = torch.randn(dims, device="cuda"), torch.empty(dims, device="cuda")
+        b = torch.randn((1, dims[1], 1, 1) if broadcast else dims, device="cuda")
+        fn = {"add": torch.add, "max": torch.maximum}[op]
+        return lambda: fn(a, b, out=c)
+    return build
+
+
+def unary_case(kind: str) -> Callable[[miopy.Handle, Dims], Op]:
+    """kind: "set", "scale" or "transform" (NCHW to NHWC)."""
+    from miopy.tensor_ops import scale_tensor, set_tensor, transform_tensor
+
+    def build(handle: miopy.Handle, dims: Dims) -> Op:
+        desc = TensorDesc("FP32", dims)
+        y = _random(handle, dims)
+        if kind == "set":
+            set_tensor(handle, desc, y, 1.0)
+            return Op(lambda: set_tensor(handle, desc, y, 0.5), desc.nbytes, "set_tensor")
+        if kind == "scale":
+            scale_tensor(handle, desc, y, 1.0)
+            return Op(lambda: scale_tensor(handle, desc, y, 1.0), 2 * desc.nbytes, "scale_tensor")
+        n, c, h, w = dims
+        nhwc = TensorDesc("FP32", dims, (h * w * c, 1, w * c, c))
+        x = _random(handle, dims, 1)
+        transform_tensor(handle, 1.0, desc, x, 0.0, nhwc, y)
+        return Op(lambda: transform_tensor(handle, 1.0, desc, x, 0.0, nhwc, y), 2 * desc.nbytes, "TransformTensor")
+    return build
+
+
+def torch_unary(kind: str):
+    def build(torch, dims: Dims):
+        y = torch.randn(dims, device="cuda")
+        if kind == "set":
+            return lambda: y.fill_(0.5)
+        if kind == "scale":
+            return lambda: y.mul_(1.0)
+        out = torch.empty((dims[0], dims[2], dims[3], dims[1]), device="cuda")
+        return lambda: out.copy_(y.permute(0, 2, 3, 1))
+    return build
+
+
+def _tensor_op_cases() -> list[Case]:
+    return [
+        Case("add (residual)", "resnet50", (256, 56, 56), op_tensor_case("add", False), torch_op_tensor("add", False)),
+        Case("add (residual)", "resnet50", (2048, 7, 7), op_tensor_case("add", False), torch_op_tensor("add", False)),
+        Case("add bias (broadcast)", "alexnet", (96, 55, 55), op_tensor_case("add", True),
+             torch_op_tensor("add", True)),
+        Case("max", "alexnet", (256, 27, 27), op_tensor_case("max", False), torch_op_tensor("max", False)),
+        Case("set", "resnet50", (64, 112, 112), unary_case("set"), torch_unary("set")),
+        Case("scale", "resnet50", (64, 112, 112), unary_case("scale"), torch_unary("scale")),
+        Case("transform NCHW->NHWC", "resnet50", (64, 56, 56), unary_case("transform"), torch_unary("transform")),
+    ]
+
+
+# -- dropout ------------------------------------------------------------------------------------------------
+def dropout_case(backward: bool) -> Callable[[miopy.Handle, Dims], Op]:
+    from miopy.dropout import DropoutDirection, dropout_plan, set_dropout_descriptor
+
+    def build(handle: miopy.Handle, dims: Dims) -> Op:
+        desc = TensorDesc("FP32", dims)
+        states = handle.empty((16,), np.uint8)
+        d = set_dropout_descriptor(handle, 0.5, states, 1234, state_evo=True)
+        direction = DropoutDirection.BACKWARD if backward else DropoutDirection.FORWARD
+        plan = dropout_plan(handle, direction, desc, desc, state_evo=True)
+        x, y, mask = _random(handle, dims), handle.empty(dims), handle.empty((desc.element_count,), np.uint8)
+        values = (x, y, mask) if backward else (x, y, mask, states)
+        scalars = {"scale": d.scale} if backward else {"threshold": d.threshold, "scale": d.scale}
+        return Op(lambda: plan.run_values(values, scalars=scalars), 2 * desc.nbytes + desc.element_count,
+                  plan.solver_id)
+    return build
+
+
+def torch_dropout(backward: bool):
+    def build(torch, dims: Dims):
+        x = torch.randn(dims, device="cuda")
+        if not backward:
+            return lambda: torch.ops.aten.native_dropout(x, 0.5, True)
+        _, mask = torch.ops.aten.native_dropout(x, 0.5, True)
+        return lambda: torch.ops.aten.native_dropout_backward(x, mask, 2.0)
+    return build
+
+
+def _dropout_cases() -> list[Case]:
+    return [Case(f"dropout {'bwd' if backward else 'fwd'}", net, chw, dropout_case(backward), torch_dropout(backward))
+            for backward in (False, True) for net, chw in (("alexnet", (4096, 1, 1)), ("resnet50", (256, 56, 56)))]
+
+
+CASES: list[Case] = (_pool_cases() + _softmax_cases() + _lrn_cases() + _batchnorm_cases() + _tensor_op_cases()
+                     + _dropout_cases())
 
 
 # -- measuring ----------------------------------------------------------------------------------------------
