@@ -13,10 +13,10 @@ from collections.abc import Mapping
 import numpy as np
 
 from .device import INT_LIMIT
-from .errors import BadParam, NotSupported, check
+from .errors import NotSupported, check
 from .kernel_cache import KernelSpec
 from .solver import Arg, KernelLaunch, round_up
-from .tensor import DataType, TensorDesc
+from .tensor import DataType, TensorDesc, as_float32
 
 WORK_GROUP = 256
 MAX_ELEMENTS = INT_LIMIT - 1
@@ -55,10 +55,6 @@ def check_same_dims(reference_field: str, reference: TensorDesc, others: Mapping
 
 def scalar(value, field: str, minimum: float | None = None) -> np.float32:
     """value as a finite float32 kernel argument (at least minimum when given), else BadParam(field)."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise BadParam(field, f"expected a number, got {value!r}") from None
-    check(math.isfinite(number), field, f"must be finite, got {number}")
-    check(minimum is None or number >= minimum, field, f"must be >= {minimum}, got {number}")
-    return np.float32(number)
+    number = as_float32(value, field)
+    check(minimum is None or float(number) >= minimum, field, f"must be >= {minimum}, got {number}")
+    return number
