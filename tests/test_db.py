@@ -228,3 +228,22 @@ def test_no_home_directory_means_no_user_db_path(monkeypatch):
     monkeypatch.setattr(pwd, "getpwuid", no_entry)
     assert config.user_db_path() is None
     assert db.user_perf_db().put(DEVICE, "p", "S", {"WG": 64}, 1.0) and db.user_store().in_memory
+
+
+def test_page_scan_reads_every_live_row_overflow_included_and_no_free_page(tmp_path):
+    from miopy import sqlite_pages
+    path = tmp_path / "pages.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (a TEXT NOT NULL, b BLOB, v REAL, n INTEGER, PRIMARY KEY (a, n))")
+    rows = [(f"row {i}", bytes([i % 256]) * (i % 40), i * 0.25 if i % 7 else None, i - 1000) for i in range(2000)]
+    rows.append(("long", b"x" * 20000, 1.5, 2**40))   # spans overflow pages
+    conn.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", rows)
+    conn.execute("DELETE FROM t WHERE n BETWEEN -900 AND -400")   # frees pages: their stale rows must not return
+    conn.commit()
+    live = sorted(conn.execute("SELECT * FROM t"))
+    conn.close()
+    scan = sqlite_pages.scan(path.read_bytes())
+    assert sorted(v for _, v in scan.rows if len(v) == 4) == live
+    assert scan.unreadable == 0 and len(scan.index_keys) == len(live)
+    with pytest.raises(sqlite_pages.PageError):
+        sqlite_pages.scan(b"not a database" * 100)
