@@ -7,9 +7,13 @@ Sizes stay tiny so the valid combinations compile in a moment on PoCL.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,10 +21,16 @@ import miopy
 from miopy import ConvAlgoPerf, ConvDesc, MiopyError, TensorDesc
 from tests.reliability.faults import Outcome
 
-EXAMPLES = 50
 POISON = -7.25  # what every buffer holds before a call
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+# Cases per public call: CI runs 100; the slow job (`pytest -m slow`, on the GPU machine and before a release)
+# runs 1000.
+SCALES = [pytest.param(100, id="ci"), pytest.param(1000, id="slow", marks=pytest.mark.slow)]
+
+
+def _settings(examples: int):
+    return settings(max_examples=examples, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
 CALLS = {"forward": miopy.convolution_forward, "backward_data": miopy.convolution_backward_data,
          "backward_weights": miopy.convolution_backward_weights}
 ROLES = ("x", "w", "y")
@@ -91,7 +101,8 @@ def _spoil_buffer(args, draw):
     spec.update(draw(st.sampled_from([{"fraction": 0.5}, {"fraction": 0.0}, {"dtype": np.float16},
                                       {"dtype": np.float64}, {"dtype": np.int32}, {"kind": "numpy"},
                                       {"kind": "none"}, {"kind": "buffer", "fraction": 0.5},
-                                      {"kind": "offset"}])))
+                                      {"kind": "offset"}, {"kind": "strided"},
+                                      {"kind": "alias", "of": draw(st.sampled_from(ROLES))}])))
 
 
 def _spoil_scalar(args, draw):
@@ -141,6 +152,9 @@ def _buffer(queue, desc, spec: dict):
         return None
     need = desc.nbytes if isinstance(desc, TensorDesc) else 64
     count = max(1, int(need * spec["fraction"]) // np.dtype(spec["dtype"]).itemsize)
+    if spec["kind"] == "strided" and isinstance(desc, TensorDesc):   # a view every other element of a bigger array
+        wide = cl_array.to_device(queue, np.full(desc.dims[:3] + (2 * desc.dims[3],), POISON, spec["dtype"]))
+        return wide[:, :, :, ::2]
     host = np.full(count + (spec["kind"] == "offset"), POISON).astype(spec["dtype"])
     if spec["kind"] == "numpy":
         return host
@@ -149,9 +163,10 @@ def _buffer(queue, desc, spec: dict):
 
 
 def _snapshot(queue, value) -> bytes | None:
-    """The bytes a buffer holds, to compare before and after a refused call."""
+    """The bytes a buffer holds (all of its base buffer, for a view), to compare before and after a refused
+    call."""
     if isinstance(value, cl_array.Array):
-        return value.get(queue=queue).tobytes()
+        value = value.base_data
     if isinstance(value, np.ndarray):
         return value.tobytes()
     if isinstance(value, cl.Buffer):
@@ -190,6 +205,9 @@ def _call_once(handle, call: str, args: dict) -> str:
     except MiopyError:
         return "raised MiopyError"
     buffers = {role: _buffer(queue, descs[role], args["buffers"][role]) for role in ROLES}
+    for role in ROLES:   # an alias is another role's very buffer (the output in place of an input, ...)
+        if args["buffers"][role]["kind"] == "alias":
+            buffers[role] = buffers[args["buffers"][role]["of"]]
     before = {role: _snapshot(queue, b) for role, b in buffers.items()}
     try:
         CALLS[call](handle, *_ordered(call, descs, buffers, conv), algo=args["algo"], alpha=args["alpha"],
@@ -207,11 +225,12 @@ def _record(report, what: str, tally: Tally) -> None:
                                    "untouched", test="test_bad_input_fuzz"))
 
 
-def test_spoiled_calls_raise_only_miopy_errors(handle, report):
+@pytest.mark.parametrize("examples", SCALES)
+def test_spoiled_calls_raise_only_miopy_errors(handle, report, examples):
     for call in CALLS:
         tally = Tally()
 
-        @SETTINGS
+        @_settings(examples)
         @given(spoiled_calls())
         def prop(example):
             args, mutations = example
@@ -221,7 +240,8 @@ def test_spoiled_calls_raise_only_miopy_errors(handle, report):
 
         prop()
         _record(report, f"random bad input to convolution_{call} (descriptors, channels/groups, dtypes, y desc, "
-                        "buffers, tuning values, alpha/beta)", tally)
+                        "buffers: undersized, foreign, views, the output aliasing an input; tuning values, "
+                        "alpha/beta)", tally)
 
 
 # -- conv2d ------------------------------------------------------------------------------------------------
@@ -229,26 +249,180 @@ def test_spoiled_calls_raise_only_miopy_errors(handle, report):
 ARRAY = st.fixed_dictionaries({
     "shape": st.one_of(st.sampled_from([(1, 4, 6, 6), (4, 4, 3, 3)]),
                        st.lists(st.integers(0, 3), max_size=5).filter(lambda d: len(d) != 4 or min(d) == 0)),
-    "dtype": st.sampled_from([np.float32, np.float32, np.float32, np.float16, np.float64, np.int32])})
+    "dtype": st.sampled_from([np.float32, np.float32, np.float32, np.float16, np.float64, np.int32]),
+    "view": st.sampled_from([False, False, False, True])})   # every other element of a wider array
 CONV2D_ARG = st.one_of(st.just(1), NEGATIVE, st.tuples(NEGATIVE, SMALL), GARBAGE)
 
 
-def test_random_conv2d_arguments_raise_only_miopy_errors(handle, report):
+def _conv2d_array(queue, spec: dict):
+    shape = tuple(spec["shape"])
+    if spec["view"] and shape:
+        wide = cl_array.to_device(queue, np.full(shape[:-1] + (2 * shape[-1],), POISON).astype(spec["dtype"]))
+        return wide[..., ::2]
+    return cl_array.to_device(queue, np.full(shape, POISON).astype(spec["dtype"]))
+
+
+@pytest.mark.parametrize("examples", SCALES)
+def test_random_conv2d_arguments_raise_only_miopy_errors(handle, report, examples):
     tally = Tally()
 
-    @SETTINGS
+    @_settings(examples)
     @given(x=ARRAY, w=ARRAY, stride=CONV2D_ARG, padding=CONV2D_ARG, dilation=CONV2D_ARG, groups=CONV2D_ARG)
     def prop(x, w, stride, padding, dilation, groups):
-        arrays = [cl_array.to_device(handle.queue, np.full(a["shape"], POISON).astype(a["dtype"])) for a in (x, w)]
-        before = [a.get().tobytes() for a in arrays]
+        arrays = [_conv2d_array(handle.queue, a) for a in (x, w)]
+        before = [_snapshot(handle.queue, a) for a in arrays]
         try:
             miopy.conv2d(*arrays, stride=stride, padding=padding, dilation=dilation, groups=groups, handle=handle)
             handle.finish()
         except MiopyError:
-            assert [a.get().tobytes() for a in arrays] == before
+            assert [_snapshot(handle.queue, a) for a in arrays] == before
             tally.add("raised MiopyError")
             return
         tally.add("ran")
 
     prop()
-    _record(report, "random conv2d arguments (shapes, dtypes, stride, padding, dilation, groups)", tally)
+    _record(report, "random conv2d arguments (shapes, dtypes, strided views, stride, padding, dilation, groups)",
+            tally)
+
+
+# -- every other public call with buffers: one table, generic mutations ---------------------------------------
+@dataclass
+class Arg:
+    """One argument of a public call: what kind of thing it is (so it is spoiled in kind) and its value."""
+
+    kind: str        # "handle", "mode", "scalar", "desc" or "buffer"
+    value: Any
+    desc: int = -1   # a buffer's descriptor: the index of that argument
+
+
+@dataclass
+class Call:
+    function: Any
+    args: list[Arg] = field(default_factory=list)
+    original: list[Any] = field(default_factory=list)   # the valid values, before any spoiling
+
+    def __post_init__(self) -> None:
+        self.original = [a.value for a in self.args]
+
+
+HANDLE = object()   # stands for the test's handle in a valid call
+
+
+def _poisoned(queue, desc: TensorDesc):
+    return cl_array.to_device(queue, np.full(desc.dims, POISON, np.float32))
+
+
+def _element_wise(queue, function, modes: tuple[str, ...], roles: int):
+    """A call of the shape (handle, mode, alpha, beta, gamma, desc, buffer, ...) on one small tensor shape."""
+    desc = TensorDesc("FP32", (1, 2, 3, 4))
+    args = [Arg("handle", HANDLE), Arg("mode", modes[0]), Arg("scalar", 0.5), Arg("scalar", 0.0), Arg("scalar", 1.0)]
+    for _ in range(roles):
+        args += [Arg("desc", desc), Arg("buffer", _poisoned(queue, desc), len(args))]
+    return Call(function, args)
+
+
+def _conv_bias_activation(queue):
+    x, w = TensorDesc("FP32", (1, 4, 6, 6)), TensorDesc("FP32", (4, 4, 3, 3))
+    bias = TensorDesc("FP32", (1, 4, 1, 1))
+    return Call(miopy.conv_bias_activation_forward, [
+        Arg("handle", HANDLE), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 1), Arg("desc", w),
+        Arg("buffer", _poisoned(queue, w), 3), Arg("conv", ConvDesc(1)), Arg("desc", bias),
+        Arg("buffer", _poisoned(queue, bias), 6), Arg("mode", "relu"), Arg("scalar", 0.0), Arg("scalar", 0.0),
+        Arg("scalar", 0.0), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 12)])
+
+
+def _forward_bias(queue):
+    y, bias = TensorDesc("FP32", (1, 4, 6, 6)), TensorDesc("FP32", (1, 4, 1, 1))
+    return Call(miopy.convolution_forward_bias, [Arg("handle", HANDLE), Arg("desc", bias),
+                                                  Arg("buffer", _poisoned(queue, bias), 1), Arg("desc", y),
+                                                  Arg("buffer", _poisoned(queue, y), 3)])
+
+
+# The table new primitives join as they land: name -> a valid call on a queue.
+PUBLIC_CALLS = {
+    "activation_forward": lambda q: _element_wise(q, miopy.activation_forward, ("relu", "tanh", "leaky_relu"), 2),
+    "activation_backward": lambda q: _element_wise(q, miopy.activation_backward, ("relu", "logistic"), 4),
+    "conv_bias_activation_forward": _conv_bias_activation,
+    "convolution_forward_bias": _forward_bias,
+}
+BAD_SCALARS = [True, np.bool_(False), "1", float("nan"), float("inf"), 1e39, None, [1.0], object()]
+BAD_MODES = [None, "bogus", -1, 99, 2.5, [1], True, object()]
+
+
+def _spoil_argument(call: Call, index: int, draw, queue) -> None:
+    arg = call.args[index]
+    if arg.kind == "handle":
+        arg.value = draw(st.sampled_from([None, "handle", 3, object()]))
+    elif arg.kind in ("mode", "conv"):
+        arg.value = draw(st.sampled_from(BAD_MODES))
+    elif arg.kind == "scalar":
+        arg.value = draw(st.sampled_from(BAD_SCALARS))
+    elif arg.kind == "desc":
+        valid: TensorDesc = call.original[index]
+        dims = valid.dims
+        arg.value = draw(st.sampled_from([
+            None, (1, 2, 3, 4), TensorDesc("FP32", (dims[0], dims[1] + 1, dims[2], dims[3])),
+            TensorDesc("FP16", dims), TensorDesc("FP32", dims, tuple(2 * s for s in valid.strides)),
+            TensorDesc("FP32", (dims[0] * 2,) + dims[1:])]))
+    else:
+        desc: TensorDesc = call.original[arg.desc]
+        others = [a.value for a in call.args if a.kind == "buffer" and a is not arg]
+        choice = draw(st.sampled_from(["small", "float64", "numpy", "none", "offset", "strided", "alias", "overlap"]))
+        count = desc.element_count
+        arg.value = {
+            "small": lambda: cl_array.to_device(queue, np.full(max(count // 2, 1), POISON, np.float32)),
+            "float64": lambda: cl_array.to_device(queue, np.full(desc.dims, POISON)),
+            "numpy": lambda: np.full(desc.dims, POISON, np.float32),
+            "none": lambda: None,
+            "offset": lambda: cl_array.to_device(queue, np.full(count + 1, POISON, np.float32))[1:],
+            "strided": lambda: cl_array.to_device(
+                queue, np.full(desc.dims[:3] + (2 * desc.dims[3],), POISON, np.float32))[:, :, :, ::2],
+            "alias": lambda: draw(st.sampled_from(others)) if others else None,
+            "overlap": lambda: _overlapping(queue, draw(st.sampled_from(others)), desc) if others else None,
+        }[choice]()
+
+
+def _overlapping(queue, other, desc: TensorDesc):
+    """A sub-buffer that starts inside other's buffer (one alignment step in) and is big enough for desc."""
+    base = other.base_data if isinstance(other, cl_array.Array) else other
+    align = queue.device.mem_base_addr_align // 8
+    if base is None or base.size < align + desc.nbytes:
+        return None
+    return base.get_sub_region(align, desc.nbytes)
+
+
+@st.composite
+def spoiled_public_calls(draw, name: str, queue) -> tuple[Call, int]:
+    call = PUBLIC_CALLS[name](queue)
+    count = draw(st.integers(0, 2))
+    for _ in range(count):
+        _spoil_argument(call, draw(st.integers(0, len(call.args) - 1)), draw, queue)
+    return call, count
+
+
+@pytest.mark.parametrize("examples", SCALES)
+@pytest.mark.parametrize("name", sorted(PUBLIC_CALLS))
+def test_every_public_call_given_bad_input_raises_only_miopy_errors(handle, report, name, examples):
+    tally = Tally()
+
+    @_settings(examples)
+    @given(spoiled_public_calls(name, handle.queue))
+    def prop(example):
+        call, mutations = example
+        values = [handle if a.value is HANDLE else a.value for a in call.args]
+        buffers = [v for v in values if isinstance(v, (cl_array.Array, cl.Buffer, np.ndarray))]
+        before = [_snapshot(handle.queue, b) for b in buffers]
+        try:
+            call.function(*values)
+            handle.finish()
+        except MiopyError:
+            assert mutations, "an unspoiled call was refused"
+            assert [_snapshot(handle.queue, b) for b in buffers] == before, "a refused call wrote"
+            tally.add("raised MiopyError")
+            return
+        tally.add("ran")
+
+    prop()
+    assert tally.counts["ran"] >= 1, "no valid call ran: the fuzzer spoils everything"
+    _record(report, f"random bad input to {name} (handle, modes, scalars, descriptors, buffers: undersized, "
+                    "foreign, views, aliasing and overlapping sub-buffers)", tally)
