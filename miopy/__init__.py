@@ -39,6 +39,16 @@ from .fusion import (
 )
 from .handle import Handle
 from .plan import Plan, Sequence
+from .pooling import (
+                   PoolingDesc,
+                   PoolingMode,
+                   adaptive_avg_pool2d,
+                   avg_pool2d,
+                   max_pool2d,
+                   pooling_backward,
+                   pooling_forward,
+                   pooling_workspace_size,
+)
 from .tensor import DataType, TensorDesc
 from .version import __version__
 
@@ -51,4 +61,6 @@ __all__ = [
     "conv_bias_activation_forward", "conv_transpose2d", "convolution_backward_data", "convolution_backward_weights",
     "convolution_forward", "convolution_forward_bias", "convolution_plan", "find_convolution", "find_problem",
     "get_solutions", "map_problem",
+    "PoolingDesc", "PoolingMode", "adaptive_avg_pool2d", "avg_pool2d", "max_pool2d", "pooling_backward",
+    "pooling_forward", "pooling_workspace_size",
 ]

@@ -29,6 +29,13 @@ def cache_disabled() -> bool:
     return _flag("MIOPY_DISABLE_CACHE")
 
 
+def cache_binaries() -> bool | None:
+    """MIOPY_CACHE_BINARIES=1: kernel cache entries hold program binaries; 0: verified markers only (the
+    driver's own cache keeps binaries); unset: decided per device (miopy.kernel_cache)."""
+    value = _env("MIOPY_CACHE_BINARIES")
+    return None if value is None else _flag("MIOPY_CACHE_BINARIES")
+
+
 def user_dir(kind: Callable[[str | None], str], app: str | None = APP) -> Path | None:
     """platformdirs' directory of this kind (user_data_dir, user_cache_dir) for app, or None when there is no
     home directory to hold it (HOME unset and no passwd entry): platformdirs then raises RuntimeError, or

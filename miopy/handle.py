@@ -216,3 +216,15 @@ class Handle:
             events[-1].wait()
             samples.append((events[-1].profile.end - events[0].profile.start) * 1e-6)
         return statistics.median(samples)
+
+
+_HANDLES: dict = {}
+
+
+def handle_for(array: cl_array.Array) -> Handle:
+    """A Handle on the array's context, one per context per process (the functional layers' default)."""
+    ctx = array.context
+    handle = _HANDLES.get(ctx)
+    if handle is None:
+        handle = _HANDLES[ctx] = Handle(context=ctx)
+    return handle

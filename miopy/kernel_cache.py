@@ -1,14 +1,21 @@
 """Two-level kernel binary cache: memory, then disk, then compile.
 
 A KernelSpec names a kernel file in miopy/kernels, a kernel name, -D defines and build options. Its
-program key hashes the source with its includes inlined, the defines, the options, the device id and the
-miopy version. Disk entries carry a SHA-256 of their key and payload: a truncated, altered or misplaced
-entry (one copied under another key, e.g. from another device) is a miss and is rebuilt, as is one that
-does not load or lacks its kernel. Writes go to a temporary file renamed into place under a per-entry file
-lock, so concurrent processes compile a program once and never see half a file; the lock holder also
-removes temporary files a killed writer of the same entry left behind. Every cache fault is logged once
-per kind and cache directory, never per entry. pyopencl's own cache is bypassed (``cache_dir=False``) so
-only one copy of a binary is stored.
+program key hashes the source with its includes inlined, the defines, the options, the device id, the
+miopy version and what an entry holds (below). Disk entries carry a SHA-256 of their key and payload: a
+truncated, altered or misplaced entry (one copied under another key, e.g. from another device) is a miss
+and is rebuilt, as is one that does not load or lacks its kernel. Writes go to a temporary file renamed
+into place under a per-entry file lock, so concurrent processes compile a program once and never see half
+a file; the lock holder also removes temporary files a killed writer of the same entry left behind. Every
+cache fault is logged once per kind and cache directory, never per entry.
+
+Don't cache twice. pyopencl's own cache is bypassed (``cache_dir=False``). Where the driver keeps a binary
+cache of its own keyed by the source and options (PoCL: ``driver_caches_binaries``), an entry holds only a
+small verified marker and a hit rebuilds from source, which the driver serves from its cache: asking PoCL
+for a program binary compiles every kernel of the program once more for a generic work-group size (about
+2.4 s of a 5 s first build on the 2-core CI machine), while a rebuild it has cached costs about 0.15 s
+(docs/cpu.md, benchmarks/cache_start.py). Elsewhere (NVIDIA: PTX, whose JIT the driver caches) an entry
+holds the program binary. MIOPY_CACHE_BINARIES=1 / 0 forces either kind.
 """
 from __future__ import annotations
 
@@ -36,6 +43,8 @@ logger = logging.getLogger(__name__)
 KERNEL_DIR = Path(__file__).parent / "kernels"
 FORMAT = "v2"
 MAGIC = b"MIOPYBIN2\n"
+# The payload of a marker entry: the program was built from this source before, and the driver keeps it.
+MARKER = b"miopy marker: built from source; the driver's own cache keeps the binary\n"
 HEADER_BYTES = len(MAGIC) + 32  # magic, then SHA-256 of key + payload
 LOCK_TIMEOUT_S = 120.0
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
@@ -84,11 +93,24 @@ def _inline(file: str, seen: set[str]) -> str:
     return _INCLUDE.sub(lambda m: _inline(m.group(1), seen), text)
 
 
-class KernelCache:
-    """Per-context cache of built kernels; counts compiles, disk hits and memory hits."""
+def driver_caches_binaries(device: cl.Device) -> bool:
+    """Whether device's driver keeps its own binary cache of programs built from source (PoCL)."""
+    return "pocl" in device.version.lower() or "portable computing language" in device.platform.name.lower()
 
-    def __init__(self, context: cl.Context, device: cl.Device, device_id: str):
+
+class KernelCache:
+    """Per-context cache of built kernels; counts compiles, disk hits and memory hits.
+
+    store_binaries: entries hold program binaries (True) or markers (False, a hit rebuilds from source
+    through the driver's cache); None takes MIOPY_CACHE_BINARIES, else False where the driver caches
+    binaries itself."""
+
+    def __init__(self, context: cl.Context, device: cl.Device, device_id: str, store_binaries: bool | None = None):
         self.context, self.device, self.device_id = context, device, device_id
+        if store_binaries is None:
+            store_binaries = config.cache_binaries()
+        self.store_binaries = not driver_caches_binaries(device) if store_binaries is None else store_binaries
+        self._kind = "binary" if self.store_binaries else "marker"
         self._programs: dict[str, cl.Program] = {}
         self._kernels: dict[tuple[str, str], cl.Kernel] = {}
         self._keys: dict[KernelSpec, str] = {}
@@ -103,7 +125,8 @@ class KernelCache:
 
     def _hash(self, spec: KernelSpec) -> str:
         h = hashlib.sha256()
-        for part in (kernel_source(spec.file), spec.build_options(), self.device_id, __version__, FORMAT):
+        for part in (kernel_source(spec.file), spec.build_options(), self.device_id, __version__, FORMAT,
+                     self._kind):
             h.update(part.encode())
             h.update(b"\0")
         return h.hexdigest()
@@ -140,7 +163,8 @@ class KernelCache:
         return cl.Kernel(prg, spec.name)
 
     def warm(self, spec: KernelSpec) -> None:
-        """Make sure the binary for spec is in the disk cache (used by parallel compile workers)."""
+        """Make sure spec's entry is in the disk cache, and with markers its binary in the driver's cache (used
+        by parallel compile workers)."""
         self.kernel(spec)
 
     # -- disk level -------------------------------------------------------------------------------
@@ -166,7 +190,7 @@ class KernelCache:
             if prg is None:
                 prg = self._compile(spec)
                 _remove_stale_temporaries(path)
-                self._write(path, key, prg)
+                self._write(path, key, self._payload(prg))
             return prg
         finally:
             lock.release()
@@ -193,7 +217,12 @@ class KernelCache:
         return prg
 
     def _load(self, payload: bytes, spec: KernelSpec) -> tuple[cl.Program | None, str | None]:
-        """Build a program from a stored binary: (program, None), or (None, why it is unusable)."""
+        """Build a program from a stored binary, or from source for a marker: (program, None), or (None, why
+        the entry is unusable)."""
+        if not self.store_binaries:
+            if payload != MARKER:
+                return None, "not a marker entry"
+            return self._build_source(spec), None
         try:
             prg = cl.Program(self.context, [self.device], [payload]).build(spec.build_options())
             names = prg.get_info(cl.program_info.KERNEL_NAMES).split(";")
@@ -203,9 +232,14 @@ class KernelCache:
             return None, f"binary lacks kernel {spec.name}"
         return prg, None
 
-    def _write(self, path: Path, key: str, prg: cl.Program) -> None:
+    def _payload(self, prg: cl.Program) -> bytes:
+        """What an entry of prg holds: its binary, or the marker."""
+        if not self.store_binaries:
+            return MARKER
         binaries: Any = prg.get_info(cl.program_info.BINARIES)
-        payload = bytes(binaries[0])
+        return bytes(binaries[0])
+
+    def _write(self, path: Path, key: str, payload: bytes) -> None:
         if not payload:
             return
         try:
@@ -223,13 +257,17 @@ class KernelCache:
 
     def _compile(self, spec: KernelSpec) -> cl.Program:
         logger.debug("kernel cache miss: compiling %s from %s", spec.name, spec.file)
+        prg = self._build_source(spec)
+        self.stats["compiled"] += 1
+        return prg
+
+    def _build_source(self, spec: KernelSpec) -> cl.Program:
         try:
             prg = cl.Program(self.context, kernel_source(spec.file)).build(
                 spec.build_options(), devices=[self.device], cache_dir=False)  # type: ignore[arg-type]
         except cl.Error as exc:
             raise CompileError(f"{spec.file}:{spec.name} with '{spec.build_options()}' failed to build:\n"
                                f"{exc}") from exc
-        self.stats["compiled"] += 1
         return prg
 
 
@@ -242,9 +280,8 @@ def entry_fault(blob: bytes, key: str) -> str | None:
     """Why blob is not a whole entry for key, or None when its header and checksum are right."""
     if not blob.startswith(MAGIC):
         return "not a miopy cache entry"
-    if len(blob) <= HEADER_BYTES:
-        return "truncated"
-    if _digest(key, blob[HEADER_BYTES:]) != blob[len(MAGIC):HEADER_BYTES]:
+    # One message for every cut: an entry cut inside its header reads like one cut in its payload.
+    if len(blob) <= HEADER_BYTES or _digest(key, blob[HEADER_BYTES:]) != blob[len(MAGIC):HEADER_BYTES]:
         return "checksum mismatch: truncated, altered or stored under another key"
     return None
 

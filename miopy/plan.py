@@ -12,12 +12,13 @@ with one call, for fixed-shape loops such as an inference pass.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import weakref
+from collections.abc import Callable, Mapping
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass
-from dataclasses import field as dataclass_field
 from operator import is_
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyopencl as cl
@@ -30,26 +31,27 @@ from .solver import KernelLaunch, Solution, round_up
 from .tensor import TensorDesc, as_float32
 
 _ARRAY = cl_array.Array
+T = TypeVar("T")
 _MEMORY = cl.MemoryObjectHolder
 _MEM_PARENT = cl.mem_info.ASSOCIATED_MEMOBJECT
-_BOOLS = frozenset({bool, np.bool_})   # equal to 1 and 0, but not numbers a caller meant
 _MEM_OFFSET = cl.mem_info.OFFSET
+_BOOLS = frozenset({bool, np.bool_})   # equal to 1 and 0, but not numbers a caller meant
 
 
 @dataclass(frozen=True)
 class Operand:
     """What a plan expects of one buffer: the kernel role it binds, the user's name for it (in errors),
-    its descriptor and whether the plan writes it. The numbers run() compares against are computed once."""
+    its descriptor and whether the plan writes it. nbytes, the NumPy dtype and packedness are computed once."""
 
     role: str
     field: str
     desc: TensorDesc
     written: bool = False
-    nbytes: int = dataclass_field(init=False, repr=False, compare=False)
-    numpy_dtype: np.dtype = dataclass_field(init=False, repr=False, compare=False)
-    packed: bool = dataclass_field(init=False, repr=False, compare=False)
+    nbytes: int = dataclasses.field(init=False, repr=False, compare=False)
+    numpy_dtype: np.dtype = dataclasses.field(init=False, repr=False, compare=False)
+    packed: bool = dataclasses.field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self):
         object.__setattr__(self, "nbytes", self.desc.nbytes)
         object.__setattr__(self, "numpy_dtype", self.desc.dtype.numpy)
         object.__setattr__(self, "packed", self.desc.is_packed)
@@ -146,6 +148,15 @@ def check_fits(handle, sizes: Mapping[str, int]) -> None:
         raise OutOfResources(f"{reason} on {handle.info.name}")
 
 
+def array_desc(array: Any, field: str) -> TensorDesc:
+    """The packed descriptor of a 4-D C-contiguous pyopencl array (the functional layers' inputs)."""
+    if not isinstance(array, _ARRAY):
+        raise BadParam(field, f"expected a pyopencl Array, got {type(array).__name__}")
+    check(array.ndim == 4, field, f"expected a 4-D array, got shape {array.shape}")
+    check(array.flags.c_contiguous, field, "must be C-contiguous")
+    return TensorDesc(array.dtype, array.shape)
+
+
 class Plan:
     """One solution on one handle, ready to run: build once (``Handle.plan`` memoises), run many times.
 
@@ -176,7 +187,7 @@ class Plan:
         # One lock per handle: its queue, scratch buffers and kernels' arguments are shared by all its plans,
         # so each run's launches are enqueued back to back, whatever other threads do.
         self._lock = handle.lock
-        self._last: tuple[tuple, dict] = ((), {})   # the values of the last checked run, and their bound buffers
+        self._verified: tuple = ()   # weak references to the arrays of the last run whose checks passed
         self.released = False
 
     # -- introspection -----------------------------------------------------------------------------
@@ -200,8 +211,8 @@ class Plan:
         """Drop the kernels and workspace; a released plan refuses to run."""
         self.released = True
         self._steps = ()
-        self._last = ((), {})
         self.workspace = None
+        self._verified = ()
 
     # -- running -------------------------------------------------------------------------------------
     def run(self, alpha: float = 1.0, beta: float = 0.0, workspace: Any = None, **buffers: Any) -> list[cl.Event]:
@@ -216,20 +227,29 @@ class Plan:
         scalars binds per-call kernel arguments by role (already checked: activation's alpha, ...)."""
         if self.released:
             raise BadParam("plan", "released: build a new plan")
-        last_values, last_bound = self._last
-        if workspace is None and len(values) == len(last_values) and all(map(is_, values, last_values)):
-            bound = last_bound   # the very objects of the last run (the warm loop): already checked
-        else:
+        bound = self._verified_bound(values) if workspace is None else None
+        if bound is None:
             bound = self._bind(values, workspace)
         if scalars:
-            bound = {**bound, **scalars}
+            bound.update(scalars)
         if alpha == 1.0 and beta == 0.0 and alpha.__class__ not in _BOOLS and beta.__class__ not in _BOOLS:
             return self.enqueue(bound)
         return self._run_blended(bound, _scalar(alpha, "alpha"), _scalar(beta, "beta"))
 
+    def _verified_bound(self, values: tuple) -> dict[str, Any] | None:
+        """The warm loop: when values are the very arrays of the last checked run (held weakly: a plan keeps
+        no user buffer alive), their buffers by role without checking again; else None."""
+        refs = self._verified
+        if len(refs) != len(values) or not all(map(is_, [ref() for ref in refs], values)):
+            return None
+        bound = dict(zip(self._roles, [value.base_data for value in values]))
+        if self.workspace is not None:
+            bound["workspace"] = self.workspace
+        return bound
+
     def _bind(self, values: tuple, workspace: Any) -> dict[str, Any]:
-        """Every value checked against its operand (and for overlap), as a role -> buffer dict; remembered
-        with the values when no workspace was passed, so the next run with the same objects skips this."""
+        """Every value checked against its operand (and for overlap), as a role -> buffer dict. Arrays that
+        pass are remembered (weakly) when no workspace was passed: the next run with them skips the checks."""
         checked = self._checked
         buffers = tuple([checked(op, value) for op, value in zip(self.operands, values)])
         if workspace is not None:
@@ -240,8 +260,8 @@ class Plan:
             bound["workspace"] = buffers[-1]
         elif self.workspace is not None:
             bound["workspace"] = self.workspace
-        if workspace is None:
-            self._last = (tuple(values), bound)
+        arrays = workspace is None and all(value.__class__ is _ARRAY for value in values)
+        self._verified = tuple(weakref.ref(value) for value in values) if arrays else ()
         return bound
 
     def enqueue(self, bound: Mapping[str, Any]) -> list[cl.Event]:
@@ -324,7 +344,12 @@ class _BlendStep:
 
 
 class _Step:
-    """One launch with its own kernel object: scalars set once, buffer arguments set when they change."""
+    """One launch with its own kernel object: scalars set once, buffer arguments set when they change.
+
+    A buffer argument is compared by its cl_mem handle (``int_ptr``), not by holding the Python object:
+    the plan keeps no user buffer alive, and a pooled block handed out again is the same cl_mem, whose
+    argument is already set. A scalar argument (activation's alpha, ...) is compared by value: setting a
+    NumPy scalar costs pyopencl several microseconds."""
 
     __slots__ = ("kernel", "global_size", "local_size", "slots", "last", "name")
 
@@ -346,9 +371,10 @@ class _Step:
         try:
             for index, role in self.slots:
                 value = bound[role]
-                if last[index] is not value:
+                key = getattr(value, "int_ptr", value)   # a buffer's cl_mem handle, or the scalar itself
+                if last[index] != key:
                     kernel.set_arg(index, value)
-                    last[index] = value
+                    last[index] = key
             return cl.enqueue_nd_range_kernel(queue, kernel, self.global_size, self.local_size)
         except KeyError as exc:
             raise BadParam(str(exc.args[0]), f"kernel {self.name} needs a buffer for role {exc.args[0]!r}") from None
@@ -373,12 +399,12 @@ BLEND_WG = 256
 
 def blend_launch(count: int, desc: TensorDesc) -> KernelLaunch:
     """out = alpha * result + beta * out over count elements (scale.cl)."""
-    spec = KernelSpec.make("scale.cl", "blend")
+    spec = KernelSpec.make("scale.cl", "blend", desc.dtype.defines)
     return KernelLaunch(spec, (round_up(count, BLEND_WG),), (BLEND_WG,),
                         ("out", "result", "alpha", "beta", np.uint64(count)))
 
 
-def memo_plan(handle, key: tuple, build) -> Plan:
+def memo_plan(handle, key: tuple, build: Callable[[], T]) -> T:
     """handle's plan under key, built by build() on the first call (keys are tuples of hashable
     descriptors and enums: a warm call hashes cached ints and formats nothing)."""
     try:
@@ -388,6 +414,13 @@ def memo_plan(handle, key: tuple, build) -> Plan:
     if plan is None:
         plan = handle.plans[key] = build()
     return plan
+
+
+def saved_by_forward(handle, family: str) -> dict[int, Any]:
+    """The handle's record of buffers a family's forward calls saved data into for the backward (pooling's
+    max indices, LRN's scale): device address -> the forward's signature. A backward call looks its buffer
+    up and refuses one that no forward with matching descriptors wrote (a cheap dict lookup)."""
+    return handle.plans.setdefault(("saved by forward", family), {})
 
 
 # -- building plans from a family's registry (the slow path, memoised per handle) -------------------------

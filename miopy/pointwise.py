@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .device import INT_LIMIT
-from .errors import NotSupported, check
+from .errors import BadParam, NotSupported, check
 from .kernel_cache import KernelSpec
 from .solver import Arg, KernelLaunch, round_up
 from .tensor import DataType, TensorDesc, as_float32
@@ -55,6 +55,7 @@ def check_same_dims(reference_field: str, reference: TensorDesc, others: Mapping
 
 def scalar(value, field: str, minimum: float | None = None) -> np.float32:
     """value as a finite float32 kernel argument (at least minimum when given), else BadParam(field)."""
-    number = as_float32(value, field)
-    check(minimum is None or float(number) >= minimum, field, f"must be >= {minimum}, got {number}")
+    number = as_float32(value, field)   # messages are formatted only when a check fails (a warm call's path)
+    if minimum is not None and number < minimum:
+        raise BadParam(field, f"must be >= {minimum}, got {number}")
     return number

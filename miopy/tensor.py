@@ -81,6 +81,18 @@ def as_float32(value, field: str) -> np.float32:
     return np.float32(number)
 
 
+def enum_member(cls, value, field: str, what: str):
+    """The member of an int enum given as a member, its value or its name (any case); else BadParam(field)."""
+    if isinstance(value, str) and value.upper() in cls.__members__:
+        return cls[value.upper()]
+    if isinstance(value, (bool, np.bool_)):   # True == 1, but no one means a mode by it
+        raise BadParam(field, f"unknown {what} {value!r}; known: {[m.name for m in cls]}")
+    try:
+        return cls(value)
+    except (ValueError, TypeError):
+        raise BadParam(field, f"unknown {what} {value!r}; known: {[m.name for m in cls]}") from None
+
+
 def int_tuple(values, field: str) -> tuple[int, ...]:
     """values as a tuple of ints (Python or NumPy integers, not bools); BadParam(field) for anything else."""
     if isinstance(values, (str, bytes)):

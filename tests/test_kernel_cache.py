@@ -3,6 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import miopy
@@ -111,3 +112,43 @@ def test_rebuilding_an_entry_removes_only_its_dead_writers_temporaries(monkeypat
     other.write_bytes(b"another entry's")
     h.kernels.kernel(_spec(8))
     assert entry.exists() and not dead.exists() and other.exists()
+
+
+def _cache(h, binaries):
+    return miopy.kernel_cache.KernelCache(h.context, h.device, h.info.device_id, store_binaries=binaries)
+
+
+def test_pocl_entries_are_markers_elsewhere_binaries(monkeypatch, tmp_path):
+    """Where the driver caches binaries itself (PoCL) the default entry is a marker; MIOPY_CACHE_BINARIES
+    forces either kind."""
+    monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path))
+    h = miopy.Handle()
+    pocl = "pocl" in h.device.version.lower()
+    assert miopy.kernel_cache.driver_caches_binaries(h.device) == pocl
+    assert h.kernels.store_binaries is not pocl
+    for value, expected in (("1", True), ("0", False)):
+        monkeypatch.setenv("MIOPY_CACHE_BINARIES", value)
+        assert miopy.Handle().kernels.store_binaries is expected
+
+
+@pytest.mark.parametrize("binaries", [True, False], ids=["binaries", "markers"])
+def test_each_kind_of_entry_serves_a_fresh_process(monkeypatch, tmp_path, binaries):
+    """A marker entry holds only the marker and a hit rebuilds from source; a binary entry holds the program.
+    Either way a fresh cache compiles nothing, and the kernel it returns runs."""
+    monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path))
+    h = miopy.Handle()
+    _cache(h, binaries).kernel(_spec(9))
+    (entry,) = tmp_path.rglob("*.bin")
+    payload = entry.read_bytes()[miopy.kernel_cache.HEADER_BYTES:]
+    assert (payload == miopy.kernel_cache.MARKER) is not binaries
+    fresh = _cache(h, binaries)
+    knl = fresh.kernel(_spec(9))
+    assert fresh.stats == {"compiled": 0, "disk_hits": 1, "memory_hits": 0}
+    out = h.empty((64,))
+    knl(h.queue, (64,), (64,), out.data, np.float32(1.5), np.int32(64))
+    assert np.all(h.to_host(out) == 1.5)
+
+
+def test_kinds_never_share_an_entry(tmp_path):
+    h = miopy.Handle()
+    assert _cache(h, True).program_key(_spec(10)) != _cache(h, False).program_key(_spec(10))

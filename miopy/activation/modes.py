@@ -1,19 +1,9 @@
-"""miopenActivationMode_t and the enum parser every family's mode enums share."""
+"""miopenActivationMode_t (enum_member, the parser every family's mode enums share, lives in miopy.tensor)."""
 from __future__ import annotations
 
 import enum
 
-from ..errors import BadParam
-
-
-def enum_member(cls, value, field: str, what: str):
-    """The member of an int enum given as a member, its value or its name (any case); else BadParam(field)."""
-    if isinstance(value, str) and value.upper() in cls.__members__:
-        return cls[value.upper()]
-    try:
-        return cls(value)
-    except ValueError:
-        raise BadParam(field, f"unknown {what} {value!r}; known: {[m.name for m in cls]}") from None
+from ..tensor import enum_member
 
 
 class ActivationMode(enum.IntEnum):

@@ -1,4 +1,5 @@
-"""miopy-driver: MIOpenDriver's `conv` command on miopy (find, run, time, verify)."""
+"""miopy-driver: MIOpenDriver's commands on miopy: `conv` (find, run, time, verify) here, the other
+primitives in their own modules (driver_<family>.py: add_parser(subparsers), run(args) -> int)."""
 from __future__ import annotations
 
 import argparse
@@ -16,6 +17,11 @@ from ..handle import Handle
 from ..plan import check_fits
 from ..reference import max_error
 from ..tensor import TensorDesc
+from . import driver_pool
+
+SUBCOMMANDS = (  # modules with add_parser(subparsers) and run(args) -> int, one line each
+    driver_pool,
+)
 
 NAMES = {Direction.FORWARD: "Forward Convolution", Direction.BACKWARD_DATA: "Backward Data Convolution",
          Direction.BACKWARD_WEIGHTS: "Backward Weights Convolution"}
@@ -65,6 +71,8 @@ def parser() -> argparse.ArgumentParser:
                       help="verify against the float64 reference")
     conv.add_argument("-i", "--iter", type=int, default=10, help="timed iterations")
     conv.add_argument("-s", "--seed", type=int, default=0, help="random seed of the inputs")
+    for module in SUBCOMMANDS:
+        module.add_parser(sub)
     return ap
 
 
@@ -125,6 +133,8 @@ def _claimed(args, direction: Direction, x_desc, w_desc, conv) -> bool:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    if args.command != "conv":
+        return args.run(args)
     try:
         check(args.iter >= 1, "-i", f"must be >= 1 timed iteration, got {args.iter}")
         check(args.seed >= 0, "-s", f"must be >= 0, got {args.seed}")

@@ -4,6 +4,10 @@ Problems come from MIOpenDriver conv flags (one problem), --network NAME (its un
 size -n) or --file PATH (miopy-driver / MIOpenDriver conv command lines, one per line). Each applicable
 solver with a grid is tuned with the chosen strategy; a table per problem compares default and tuned
 times. An interrupted run resumes where it stopped: every measured point is in the user DB's tuning log.
+
+--workers N runs the tuning jobs (one per problem and solver) on a local Dask cluster of N worker
+processes (one per GPU, or N on the CPU), --scheduler ADDRESS on an existing one; --find adds a find job
+per problem after its tuning jobs, filling the find DB. This needs the extra: pip install 'miopy[distributed]'.
 """
 from __future__ import annotations
 
@@ -40,6 +44,11 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--patience", type=int, default=None, help="stop after this many points without a better one")
     ap.add_argument("--jobs", type=int, default=None, help="compile workers (default min(4, CPUs); 0: in-process)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random strategies")
+    cluster = ap.add_mutually_exclusive_group()
+    cluster.add_argument("--workers", type=int, default=None,
+                         help="tune on a local Dask cluster of this many worker processes (one per device)")
+    cluster.add_argument("--scheduler", default=None, help="tune on the Dask cluster at this scheduler address")
+    ap.add_argument("--find", action="store_true", help="with a cluster: also run find per problem (find DB)")
     return ap
 
 
@@ -134,6 +143,7 @@ def options_of(args: argparse.Namespace) -> TuneOptions:
     check(args.patience is None or args.patience >= 1, "--patience", f"must be >= 1, got {args.patience}")
     check(args.jobs is None or args.jobs >= 0, "--jobs", f"must be >= 0 (0: compile in this process), got {args.jobs}")
     check(args.seed >= 0, "--seed", f"must be >= 0, got {args.seed}")
+    check(args.workers is None or args.workers >= 1, "--workers", f"must be >= 1, got {args.workers}")
     return TuneOptions(args.budget, args.time_limit, args.patience, args.seed)
 
 
@@ -159,6 +169,8 @@ def main(argv=None) -> int:
         problems, skipped = problems_of(args)
         for message in skipped:
             print(f"miopy-tune: skipped {message}", file=sys.stderr)
+        if args.workers is not None or args.scheduler is not None:
+            return tune_on_cluster(problems, args) or (1 if skipped else 0)
         handle = Handle()
         print(f"miopy-tune: device {handle.info.name} ({handle.info.platform}); {len(problems)} problem(s); "
               f"strategy {args.strategy}, budget {args.budget}; user DB {config.user_db_path() or 'in memory'}")
@@ -175,6 +187,20 @@ def main(argv=None) -> int:
         print(f"miopy-tune: {len(skipped)} line(s) of {args.file} skipped (see above)", file=sys.stderr)
         return 1
     return 0
+
+
+def tune_on_cluster(problems: list[ConvProblem], args: argparse.Namespace) -> int:
+    """Tuning (and find) jobs on a Dask cluster; the summary table at the end."""
+    from ..distributed import cluster, run, tune_jobs  # the optional extra, imported only here
+    solvers = [registry.get(args.solver)] if args.solver else None
+    options = TuneOptions(args.budget, args.time_limit, args.patience, args.seed)
+    jobs = tune_jobs(problems, solvers, strategy=args.strategy, options=options, find=args.find)
+    print(f"miopy-tune: {len(jobs)} job(s) for {len(problems)} problem(s) on "
+          f"{args.scheduler or f'{args.workers} local worker(s)'}; user DB {config.user_db_path() or 'in memory'}")
+    with cluster(workers=args.workers, scheduler=args.scheduler) as client:
+        report = run(client, jobs)
+    print(report.table(), flush=True)
+    return 0 if not report.failed else 1
 
 
 if __name__ == "__main__":

@@ -8,22 +8,12 @@ from __future__ import annotations
 import pyopencl.array as cl_array
 
 from ..errors import BadParam, check
-from ..handle import Handle
-from ..plan import Plan
-from ..tensor import TensorDesc
+from ..handle import Handle, handle_for
+from ..plan import Plan, array_desc
 from .api import convolution_plan
 from .problem import ConvDesc, Direction
 
-_HANDLES: dict = {}
-
-
-def handle_for(array: cl_array.Array) -> Handle:
-    """A Handle on the array's context (one per context per process)."""
-    ctx = array.context
-    handle = _HANDLES.get(ctx)
-    if handle is None:
-        handle = _HANDLES[ctx] = Handle(context=ctx)
-    return handle
+__all__ = ["conv2d", "conv_transpose2d", "handle_for"]
 
 
 def conv2d(x: cl_array.Array, w: cl_array.Array, stride=1, padding=0, dilation=1, groups: int = 1,
@@ -60,16 +50,9 @@ def _call(x, w, handle: Handle | None, geometry: tuple) -> cl_array.Array:
 
 def _cold(handle: Handle, x, w, geometry: tuple) -> tuple[Plan, tuple[int, ...]]:
     check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
-    x_desc, w_desc = _desc_of(x, "x"), _desc_of(w, "w")
+    x_desc, w_desc = array_desc(x, "x"), array_desc(w, "w")
     stride, padding, dilation, groups, mode, output_padding = geometry
     conv = ConvDesc(padding, stride, dilation, groups, mode, output_padding)
     y_desc = conv.output_desc(x_desc, w_desc)
     return convolution_plan(handle, Direction.FORWARD, x_desc, w_desc, conv, y_desc), y_desc.dims
 
-
-def _desc_of(array, field: str) -> TensorDesc:
-    if not isinstance(array, cl_array.Array):
-        raise BadParam(field, f"expected a pyopencl Array, got {type(array).__name__}")
-    check(array.ndim == 4, field, f"expected a 4-D array, got shape {array.shape}")
-    check(array.flags.c_contiguous, field, "must be C-contiguous")
-    return TensorDesc(array.dtype, array.shape)

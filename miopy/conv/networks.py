@@ -128,3 +128,32 @@ layers = layer_set
 def problems(name: str, batch: int, directions: Sequence[Direction] = (Direction.FORWARD,)) -> list[ConvProblem]:
     """The layers of the named set at a batch size, as problems in each direction."""
     return [layer.problem(batch, d) for layer in layer_set(name) for d in directions]
+
+
+# -- whole passes: every convolution of a network in order (repeats included), for end-to-end timing ------
+def resnet_pass(depth: int, size: int = 224) -> list[tuple[Layer, bool]]:
+    """torchvision ResNet-18/34/50's convolutions in execution order with an input of size x size, each
+    with whether a ReLU follows it directly (after its folded batch norm): the block tails and the
+    downsample projections are added to the shortcut first."""
+    blocks = {18: (2, 2, 2, 2), 34: (3, 4, 6, 3), 50: (3, 4, 6, 3)}
+    if depth not in blocks:
+        raise BadParam("depth", f"ResNet depth must be one of {sorted(blocks)}, got {depth}")
+    bottleneck = depth >= 50
+    out: list[tuple[Layer, bool]] = [(_l("conv1", 3, size, 64, 7, 3, 2), True)]
+    h, c = -(-size // 4), 64   # after the stride-2 stem and the stride-2 max pool
+    for stage, (count, planes) in enumerate(zip(blocks[depth], (64, 128, 256, 512)), 1):
+        for b in range(count):
+            stride = 2 if stage > 1 and b == 0 else 1
+            width, k = planes, planes * (4 if bottleneck else 1)
+            name = f"l{stage}.{b}"
+            h_out = -(-h // stride)
+            if bottleneck:
+                out += [(_l(f"{name}.a", c, h, width, 1), True), (_l(f"{name}.b", width, h, width, 3, 1, stride), True),
+                        (_l(f"{name}.c", width, h_out, k, 1), False)]
+            else:
+                out += [(_l(f"{name}.a", c, h, width, 3, 1, stride), True),
+                        (_l(f"{name}.b", width, h_out, k, 3, 1), False)]
+            if b == 0 and (stride != 1 or c != k):
+                out.append((_l(f"{name}.down", c, h, k, 1, 0, stride), False))
+            c, h = k, h_out
+    return out

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import activation, conv
+from . import activation, conv, pooling
 
-__all__ = ["activation", "conv", "max_error", "strided_view"]
+__all__ = ["activation", "conv", "max_error", "pooling", "strided_view"]
 
 
 def max_error(actual, expected) -> float:

@@ -62,14 +62,15 @@ def cache_temporaries(root: Path) -> list[Path]:
 
 
 def check_kernel_cache(root: Path, handle) -> StoreCheck:
-    """Every entry's header and key-bound checksum must be right and its binary must load on handle's device."""
+    """Every entry's header and key-bound checksum must be right, and its binary (unless it is a marker entry)
+    must load on handle's device."""
     bad, whole = [], 0
     for path in cache_entries(root):
         blob = path.read_bytes()
         fault = kernel_cache.entry_fault(blob, path.stem)
-        if fault is None:
+        payload = blob[kernel_cache.HEADER_BYTES:]
+        if fault is None and payload != kernel_cache.MARKER:  # a marker is whole once its checksum holds
             try:
-                payload = blob[kernel_cache.HEADER_BYTES:]
                 prg = cl.Program(handle.context, [handle.device], [payload]).build()
                 fault = None if prg.get_info(cl.program_info.KERNEL_NAMES) else "no kernels"
             except cl.Error as exc:

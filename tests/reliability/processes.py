@@ -19,7 +19,8 @@ TIMEOUT_S = 300   # a bound, not a timing: children compile from a cold cache on
 
 # `sh -c SCRIPT DIR CMD...`: mount something on DIR, then become CMD.
 _READ_ONLY = 'mount --bind -o ro "$0" "$0" && exec "$@"'
-_FULL = 'mount -t tmpfs -o size=8k miopy-full "$0" && exec "$@"'
+FILLER = ".filler"   # fills the tmpfs of full_disk before the command runs
+_FULL = f'mount -t tmpfs -o size=8k miopy-full "$0" && {{ cat /dev/zero > "$0/{FILLER}" 2>/dev/null; exec "$@"; }}'
 
 
 def child_env(**overrides: str | None) -> dict[str, str]:
@@ -41,7 +42,8 @@ def read_only(directory: Path) -> list[str]:
 
 
 def full_disk(directory: Path) -> list[str]:
-    """Command prefix that runs a command with an 8 KiB tmpfs on directory (writes fail with ENOSPC)."""
+    """Command prefix that runs a command with an 8 KiB tmpfs on directory, filled before the command starts
+    (every write fails with ENOSPC, however small: a kernel cache marker entry is 170 bytes)."""
     return ["unshare", "-rm", "sh", "-c", _FULL, str(directory)]
 
 

@@ -52,9 +52,12 @@ HOW = """
 
 - **Kernel binary cache** (`miopy/kernel_cache.py`): an entry is written to a temporary file and renamed
   into place under a per-entry `filelock` lock (flock: released when its holder dies, so a stale lock file
-  blocks no one; a live holder that hangs is waited out for 120 s, then the kernel is built in memory). Its header holds a SHA-256 of the program key and the binary, so a truncated, altered or
-  misplaced entry (one copied under another spec's or another device's key) is a miss; a binary that does
-  not load or lacks the wanted kernel is a miss too. A miss is rebuilt. The lock holder removes temporary
+  blocks no one; a live holder that hangs is waited out for 120 s, then the kernel is built in memory). Its header holds a SHA-256 of the program key and the payload, so a truncated, altered or
+  misplaced entry (one copied under another spec's or another device's key, or an entry of the other kind)
+  is a miss; a binary that does not load or lacks the wanted kernel is a miss too. Where the driver keeps
+  its own binary cache (PoCL) the payload is a fixed marker and a hit rebuilds from source through the
+  driver's cache, so a stored entry can never supply a kernel; anything but the marker is a miss. Both
+  kinds of entry are faulted. A miss is rebuilt. The lock holder removes temporary
   files that a killed writer of the same entry left. A cache directory that cannot be created or written
   (read-only, full, a path through a file) leaves miopy working from memory. Every fault is logged once
   per kind and cache directory (`miopy.log.warn_once`), never once per entry or call.

@@ -19,30 +19,41 @@ from tests.reliability.worker import tagged_spec
 REPETITIONS = 2
 
 
+def _cache(handle, binaries: bool, device_id: str | None = None) -> KernelCache:
+    """A fresh process's view of the kernel cache, storing binaries or markers."""
+    return KernelCache(handle.context, handle.device, device_id or handle.info.device_id, store_binaries=binaries)
+
+
 def _copy_entry_of(cache: KernelCache, spec: KernelSpec, entry: Path) -> None:
     cache.kernel(spec)
     shutil.copyfile(cache._entry(cache.program_key(spec)), entry)
 
 
 def _byte_corruption(name: str):
-    def corrupt(entry: Path, spec: KernelSpec, handle, rng: random.Random) -> None:
+    def corrupt(entry: Path, spec: KernelSpec, handle, binaries: bool, rng: random.Random) -> None:
         entry.write_bytes(CORRUPTIONS[name](entry.read_bytes(), rng))
     return corrupt
 
 
-def _entry_of_another_spec(entry: Path, spec: KernelSpec, handle, rng: random.Random) -> None:
+def _entry_of_another_spec(entry: Path, spec: KernelSpec, handle, binaries: bool, rng: random.Random) -> None:
     """A whole entry of the same kernel built with other defines, copied under this entry's name."""
-    other = KernelCache(handle.context, handle.device, handle.info.device_id)
+    other = _cache(handle, binaries)
     _copy_entry_of(other, KernelSpec.make(spec.file, spec.name, {**dict(spec.defines), "OTHER": 1}), entry)
 
 
-def _entry_of_another_device(entry: Path, spec: KernelSpec, handle, rng: random.Random) -> None:
+def _entry_of_another_device(entry: Path, spec: KernelSpec, handle, binaries: bool, rng: random.Random) -> None:
     """A whole entry of the same spec recorded for another device, copied under this entry's name."""
-    other = KernelCache(handle.context, handle.device, "Another platform|Another GPU|9.9|64CU")
+    other = _cache(handle, binaries, "Another platform|Another GPU|9.9|64CU")
     _copy_entry_of(other, spec, entry)
 
 
-def _binary_of_another_program(entry: Path, spec: KernelSpec, handle, rng: random.Random) -> None:
+def _entry_of_the_other_kind(entry: Path, spec: KernelSpec, handle, binaries: bool, rng: random.Random) -> None:
+    """The same spec's whole entry as the other kind of cache writes it (a binary for a marker, or the
+    reverse), copied under this entry's name."""
+    _copy_entry_of(_cache(handle, not binaries), spec, entry)
+
+
+def _binary_of_another_program(entry: Path, spec: KernelSpec, handle, binaries: bool, rng: random.Random) -> None:
     """A loadable binary of a program without the wanted kernel, under a right header and checksum."""
     prg = cl.Program(handle.context, "__kernel void other(__global float* o) { o[0] = 1.0f; }").build(
         devices=[handle.device], cache_dir=False)
@@ -52,7 +63,9 @@ def _binary_of_another_program(entry: Path, spec: KernelSpec, handle, rng: rando
 FAULTS = {**{name: _byte_corruption(name) for name in CORRUPTIONS},
           "whole entry of another kernel spec copied in": _entry_of_another_spec,
           "whole entry of another device copied in": _entry_of_another_device,
+          "whole entry of the other kind (binary / marker) copied in": _entry_of_the_other_kind,
           "binary of another program, right checksum": _binary_of_another_program}
+KINDS = {"binaries": True, "markers": False}
 
 
 def _fill_works(handle, cache: KernelCache, spec: KernelSpec) -> bool:
@@ -68,19 +81,21 @@ def _miopy_warnings(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name.startswith("miopy") and r.levelno >= logging.WARNING]
 
 
+@pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.parametrize("fault", list(FAULTS))
-def test_bad_entry_is_a_miss_logged_once_and_rebuilt(fault, tmp_path, monkeypatch, caplog, handle, report):
+def test_bad_entry_is_a_miss_logged_once_and_rebuilt(fault, kind, tmp_path, monkeypatch, caplog, handle, report):
+    """In either kind of cache (entries holding binaries, or markers where the driver caches binaries)."""
     monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path))
     caplog.set_level(logging.WARNING, logger="miopy")
-    rng = random.Random(fault)
+    rng, binaries = random.Random(fault), KINDS[kind]
     spec = tagged_spec(TAGS[0])
-    first = KernelCache(handle.context, handle.device, handle.info.device_id)
+    first = _cache(handle, binaries)
     first.kernel(spec)
     entry = first._entry(first.program_key(spec))
     failed = 0
     for _ in range(REPETITIONS):
-        FAULTS[fault](entry, spec, handle, rng)
-        cache = KernelCache(handle.context, handle.device, handle.info.device_id)  # a fresh process's view
+        FAULTS[fault](entry, spec, handle, binaries, rng)
+        cache = _cache(handle, binaries)
         failed += not _fill_works(handle, cache, spec)
         assert cache.stats["compiled"] == 1 and cache.stats["disk_hits"] == 0, cache.stats
     check = KERNEL_CACHE.check(tmp_path, handle)
@@ -89,7 +104,7 @@ def test_bad_entry_is_a_miss_logged_once_and_rebuilt(fault, tmp_path, monkeypatc
     assert len(warnings) == 1, warnings
     said = warnings[0][warnings[0].index("found"):]  # without the cache directory
     report.record(Outcome(
-        fault=f"cache entry: {fault}", store=KERNEL_CACHE.name, processes=1, repetitions=REPETITIONS,
+        fault=f"cache entry ({kind}): {fault}", store=KERNEL_CACHE.name, processes=1, repetitions=REPETITIONS,
         happened=f"a miss every time, rebuilt and right; warned once: \"... {said}\"",
         failed_calls=failed, bad_entries=len(check.bad), test="test_corrupt_entries"))
 

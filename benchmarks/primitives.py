@@ -1,0 +1,288 @@
+"""Primitive kernels (pooling, softmax, LRN, ...) at ResNet-50 and AlexNet sizes: kernel time, effective
+bandwidth against the device-to-device copy bandwidth measured in the same run, and PyTorch's time for the
+same op on the same GPU.
+
+A case is a name, the network it comes from, its input (C, H, W), a build function
+``build(handle, (N, C, H, W)) -> Op`` (device tensors and a built call: ``Op.enqueue()`` returns the
+OpenCL events of one run), and a PyTorch equivalent ``torch_build(torch, (N, C, H, W)) -> callable`` (or
+None). Add a primitive by appending cases to CASES. Times are medians of profiled runs after warm-ups
+(OpenCL profiling events for miopy, CUDA events for PyTorch, which runs with cudnn.benchmark on). Bytes
+moved are what the op must read and write at least (Op.bytes); effective bandwidth is bytes / time, and
+"% copy" compares it with a float4 copy kernel on the same device.
+
+    python3 benchmarks/primitives.py --batch 32 128 --out benchmarks/results/primitives-h100.json
+    python3 benchmarks/primitives.py --batch 1 --shrink 8 --iters 3            # CPU (PoCL) smoke run
+    python3 benchmarks/primitives.py --docs benchmarks/results/primitives-h100.json   # docs section
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import miopy  # noqa: E402
+from benchmarks.microbench import copy_bandwidth_gbs  # noqa: E402
+from miopy import TensorDesc  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs" / "primitives.md"
+BEGIN, END = "<!-- primitives-benchmark:begin -->", "<!-- primitives-benchmark:end -->"
+Dims = tuple[int, int, int, int]
+
+
+@dataclass
+class Op:
+    """One built primitive call: enqueue() runs it once; bytes it must move; the solver that runs it."""
+
+    enqueue: Callable[[], list]
+    bytes: int
+    solver: str
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    net: str
+    chw: tuple[int, int, int]
+    build: Callable[[miopy.Handle, Dims], Op]
+    torch_build: Callable[[Any, Dims], Callable[[], Any]] | None = None
+
+
+def _random(handle: miopy.Handle, dims, seed: int = 0):
+    return handle.to_device(np.random.default_rng(seed).standard_normal(dims, dtype=np.float32))
+
+
+# -- pooling -------------------------------------------------------------------------------------------------
+def pooling(mode: str, window: int, stride: int, pad: int, backward: bool) -> Callable[[miopy.Handle, Dims], Op]:
+    from miopy.pooling import PoolingDesc
+    from miopy.pooling.api import backward_call, forward_call
+
+    def build(handle: miopy.Handle, dims: Dims) -> Op:
+        desc = PoolingDesc(mode, window, pad, stride)
+        x_desc = TensorDesc("FP32", dims)
+        y_desc = desc.output_desc(x_desc)
+        x, y = _random(handle, dims), handle.empty(y_desc.dims)
+        ws = handle.empty((max(desc.workspace_bytes(y_desc) // 4, 1),), np.int32)
+        fwd = forward_call(handle, desc, x_desc, y_desc, backward)
+        fwd.run((x, y), 1.0, 0.0, ws)
+        if not backward:
+            return Op(lambda: fwd.run((x, y), 1.0, 0.0, ws), fwd.plan.problem.bytes(), fwd.plan.solver_id)
+        bwd = backward_call(handle, desc, y_desc, y_desc, x_desc, x_desc)
+        dy, dx = _random(handle, y_desc.dims, 1), handle.empty(dims)
+        return Op(lambda: bwd.run((dx, dy), 1.0, 0.0, ws), bwd.plan.problem.bytes(), bwd.plan.solver_id)
+    return build
+
+
+def torch_pooling(mode: str, window: int, stride: int, pad: int, backward: bool):
+    def build(torch, dims: Dims):
+        x = torch.randn(dims, device="cuda")
+        f = torch.nn.functional
+        if mode == "max":
+            y, idx = f.max_pool2d(x, window, stride, pad, return_indices=True)
+            if not backward:
+                return lambda: f.max_pool2d(x, window, stride, pad, return_indices=True)
+            dy = torch.randn_like(y)
+            return lambda: torch.ops.aten.max_pool2d_with_indices_backward(dy, x, [window] * 2, [stride] * 2,
+                                                                           [pad] * 2, [1, 1], False, idx)
+        inclusive = mode == "avg_in"
+        y = f.avg_pool2d(x, window, stride, pad, count_include_pad=inclusive)
+        if not backward:
+            return lambda: f.avg_pool2d(x, window, stride, pad, count_include_pad=inclusive)
+        dy = torch.randn_like(y)
+        return lambda: torch.ops.aten.avg_pool2d_backward(dy, x, [window] * 2, [stride] * 2, [pad] * 2, False,
+                                                          inclusive, None)
+    return build
+
+
+def global_avg(backward: bool) -> Callable[[miopy.Handle, Dims], Op]:
+    from miopy.pooling import PoolingDesc
+    from miopy.pooling.api import backward_call, forward_call
+
+    def build(handle: miopy.Handle, dims: Dims) -> Op:
+        desc = PoolingDesc("avg", (dims[2], dims[3]))
+        x_desc = TensorDesc("FP32", dims)
+        y_desc = desc.output_desc(x_desc)
+        if backward:
+            call = backward_call(handle, desc, y_desc, y_desc, x_desc, x_desc)
+            values = (handle.empty(dims), _random(handle, y_desc.dims, 1))
+        else:
+            call = forward_call(handle, desc, x_desc, y_desc, False)
+            values = (_random(handle, dims), handle.empty(y_desc.dims))
+        return Op(lambda: call.run(values, 1.0, 0.0, None), call.plan.problem.bytes(), call.plan.solver_id)
+    return build
+
+
+def torch_global_avg(backward: bool):
+    def build(torch, dims: Dims):
+        x = torch.randn(dims, device="cuda")
+        if not backward:
+            return lambda: torch.nn.functional.adaptive_avg_pool2d(x, 1)
+        dy = torch.randn((dims[0], dims[1], 1, 1), device="cuda")
+        return lambda: torch.ops.aten._adaptive_avg_pool2d_backward(dy, x)
+    return build
+
+
+def _pool_cases() -> list[Case]:
+    out = []
+    for backward in (False, True):
+        tag = "bwd" if backward else "fwd"
+        out += [
+            Case(f"maxpool 3x3/2 p1 {tag}", "resnet50", (64, 112, 112), pooling("max", 3, 2, 1, backward),
+                 torch_pooling("max", 3, 2, 1, backward)),
+            Case(f"global avgpool {tag}", "resnet50", (2048, 7, 7), global_avg(backward), torch_global_avg(backward)),
+            Case(f"maxpool 3x3/2 {tag}", "alexnet", (96, 55, 55), pooling("max", 3, 2, 0, backward),
+                 torch_pooling("max", 3, 2, 0, backward)),
+            Case(f"maxpool 3x3/2 {tag}", "alexnet", (256, 27, 27), pooling("max", 3, 2, 0, backward),
+                 torch_pooling("max", 3, 2, 0, backward)),
+            Case(f"maxpool 3x3/2 {tag}", "alexnet", (256, 13, 13), pooling("max", 3, 2, 0, backward),
+                 torch_pooling("max", 3, 2, 0, backward)),
+            Case(f"avgpool 3x3/1 p1 {tag}", "googlenet", (480, 28, 28), pooling("avg_in", 3, 1, 1, backward),
+                 torch_pooling("avg_in", 3, 1, 1, backward)),
+        ]
+    return out
+
+
+CASES: list[Case] = _pool_cases()
+
+
+# -- measuring ----------------------------------------------------------------------------------------------
+def torch_ms(torch, call: Callable[[], Any], warmup: int, iters: int) -> float:
+    """Median of iters CUDA-event timings of call after warmup runs."""
+    for _ in range(warmup):
+        call()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end))
+    return statistics.median(samples)
+
+
+def load_torch():
+    """torch with CUDA (cudnn.benchmark on, TF32 off), or None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return torch
+
+
+def measure(handle: miopy.Handle, case: Case, dims: Dims, copy_gbs: float, torch, warmup: int, iters: int) -> dict:
+    row: dict[str, Any] = {"case": case.name, "net": case.net, "dims": list(dims)}
+    try:
+        op = case.build(handle, dims)
+        ms = handle.time_ms(op.enqueue, warmup=warmup, iters=iters)
+    except miopy.MiopyError as exc:   # failures are data: record and go on
+        return {**row, "error": f"{type(exc).__name__}: {exc}"}
+    gbs = op.bytes / ms / 1e6
+    row.update(solver=op.solver, bytes=op.bytes, miopy_ms=ms, gbs=gbs, pct_copy=100 * gbs / copy_gbs)
+    if torch is not None and case.torch_build is not None:
+        tms = torch_ms(torch, case.torch_build(torch, dims), warmup, iters)
+        row.update(torch_ms=tms, ratio=ms / tms)
+        torch.cuda.empty_cache()
+    return row
+
+
+def print_row(row: dict) -> None:
+    head = f"{row['net']:9} {row['case']:24} {'x'.join(map(str, row['dims'])):18}"
+    if "error" in row:
+        print(f"{head} FAILED: {row['error']}")
+        return
+    torch_part = f"{row['torch_ms']:9.4f} {row['ratio']:6.2f}x" if "torch_ms" in row else f"{'-':>9} {'-':>7}"
+    print(f"{head} {row['bytes'] / 2**20:9.1f} {row['miopy_ms']:9.4f} {row['gbs']:8.1f} {row['pct_copy']:6.1f}% "
+          f"{torch_part}  {row['solver']}")
+
+
+def shrunk(case: Case, n: int, factor: int) -> Dims:
+    c, h, w = case.chw
+    return (n, c, max(h // factor, 3), max(w // factor, 3))
+
+
+def run(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batch", type=int, nargs="+", default=[32, 128])
+    ap.add_argument("--shrink", type=int, default=1, help="divide spatial sizes by this (quick CPU runs)")
+    ap.add_argument("--only", default=None, help="run only cases whose name contains this")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--no-torch", action="store_true", help="skip PyTorch even where it is installed")
+    ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
+    ap.add_argument("--docs", type=Path, nargs="+", default=None,
+                    help="write the docs section of these JSON results into docs/primitives.md and exit")
+    a = ap.parse_args(argv)
+    if a.docs:
+        write_docs([json.loads(p.read_text()) for p in a.docs])
+        return 0
+    handle = miopy.Handle()
+    torch = None if a.no_torch else load_torch()
+    copy_gbs = copy_bandwidth_gbs(handle)
+    print(f"device: {handle.info.name} ({handle.info.platform}); copy bandwidth {copy_gbs:.1f} GB/s; "
+          f"PyTorch: {torch.__version__ + ' on ' + torch.cuda.get_device_name() if torch else 'not used'}")
+    print(f"{'net':9} {'case':24} {'dims':18} {'MiB':>9} {'miopy ms':>9} {'GB/s':>8} {'%copy':>7} "
+          f"{'torch ms':>9} {'ratio':>7}  solver")
+    rows = []
+    for n in a.batch:
+        for case in CASES:
+            if a.only and a.only not in case.name:
+                continue
+            row = measure(handle, case, shrunk(case, n, a.shrink), copy_gbs, torch, a.warmup, a.iters)
+            print_row(row)
+            rows.append(row)
+    if a.out:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        info = {"device": handle.info.name, "device_id": handle.info.device_id, "miopy": miopy.__version__,
+                "torch": torch.__version__ if torch else None, "copy_gbs": copy_gbs, "shrink": a.shrink,
+                "rows": rows}
+        a.out.write_text(json.dumps(info, indent=1))
+        print(f"wrote {a.out}")
+    return 0
+
+
+# -- the docs section -----------------------------------------------------------------------------------------
+def section(results: list[dict]) -> list[str]:
+    """Markdown tables of recorded runs: one per result file, every row with its bandwidth and ratio."""
+    out = []
+    for res in results:
+        out += [f"### {res['device']} (copy bandwidth {res['copy_gbs']:.0f} GB/s; PyTorch {res.get('torch') or '-'})",
+                "", "| net | case | N x C x H x W | MiB moved | miopy ms | GB/s | % copy | PyTorch ms "
+                "| miopy / PyTorch | solver |", "|" + "---|" * 10]
+        for r in res["rows"]:
+            dims = "x".join(map(str, r["dims"]))
+            if "error" in r:
+                out.append(f"| {r['net']} | {r['case']} | {dims} | error: {r['error']} |" + " |" * 6)
+                continue
+            torch_part = f"{r['torch_ms']:.4f} | {r['ratio']:.2f}" if "torch_ms" in r else "- | -"
+            out.append(f"| {r['net']} | {r['case']} | {dims} | {r['bytes'] / 2**20:.1f} | {r['miopy_ms']:.4f} | "
+                       f"{r['gbs']:.0f} | {r['pct_copy']:.0f} | {torch_part} | {r['solver']} |")
+        out.append("")
+    return out
+
+
+def write_docs(results: list[dict], path: Path = DOCS) -> None:
+    """Replace the text between the benchmark markers of docs/primitives.md with the tables."""
+    text = path.read_text()
+    start, stop = text.index(BEGIN) + len(BEGIN), text.index(END)
+    path.write_text(text[:start] + "\n" + "\n".join(section(results)) + text[stop:])
+    print(f"wrote the benchmark section of {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(run())

@@ -1,0 +1,75 @@
+"""What miopy-driver's primitive sub-commands share: MIOpenDriver's common flags, timing, verification
+lines and the error guard. A sub-command module exposes add_parser(subparsers) and run(args) -> int."""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pyopencl as cl
+
+from ..errors import MiopyError
+from ..handle import Handle
+from ..reference import max_error
+
+
+def add_common(parser: argparse.ArgumentParser, what: str) -> None:
+    """MIOpenDriver's flags every primitive driver takes: input dims, -F, -i, -V, -t, -w (and a seed)."""
+    add = parser.add_argument
+    add("-n", "--batchsize", type=int, default=100, help="mini-batch size")
+    add("-c", "--in_channels", type=int, default=3, help="input channels")
+    add("-H", "--in_h", type=int, default=32, help="input height")
+    add("-W", "--in_w", type=int, default=32, help="input width")
+    add("-F", "--forw", type=int, default=0, choices=(0, 1, 2),
+        help=f"0: forward and backward {what}, 1: forward only, 2: backward only")
+    add("-i", "--iter", type=int, default=10, help="timed iterations")
+    add("-V", "--verify", type=int, default=1, help="verify against the float64 reference")
+    add("-t", "--time", type=int, default=1, help="time each direction (profiling events)")
+    add("-w", "--wall", type=int, default=0, help="accepted for MIOpenDriver's sake; kernel times are reported")
+    add("-s", "--seed", type=int, default=0, help="random seed of the inputs")
+
+
+def dims(args: argparse.Namespace) -> tuple[int, int, int, int]:
+    return (args.batchsize, args.in_channels, args.in_h, args.in_w)
+
+
+def directions(args: argparse.Namespace) -> tuple[str, ...]:
+    """The directions -F asks for ("forward", "backward")."""
+    return {0: ("forward", "backward"), 1: ("forward",), 2: ("backward",)}[args.forw]
+
+
+def random(shape: Sequence[int], seed: int, dtype=np.float32) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(tuple(shape)).astype(dtype)
+
+
+def report_time(handle: Handle, args: argparse.Namespace, name: str, call: Callable[[], list[cl.Event]],
+                nbytes: int) -> None:
+    """Time call (median of -i runs after a warm-up) and print MIOpenDriver's kernel-time line with the
+    effective bandwidth of nbytes moved."""
+    if not args.time:
+        return
+    ms = handle.time_ms(call, warmup=1, iters=max(args.iter, 1))
+    print(f"GPU Kernel Time {name} Elapsed: {ms:.4f} ms ({nbytes / ms / 1e6:.1f} GB/s effective)")
+
+
+def verify(name: str, got: np.ndarray, expected: np.ndarray, tolerance: float) -> bool:
+    """Print whether got matches the float64 expected within the hybrid tolerance."""
+    err = max_error(got, expected)
+    ok = err <= tolerance
+    print(f"{name} {'Verifies OK' if ok else 'FAILED'} (max error {err:.2e}, tolerance {tolerance:.0e})")
+    return ok
+
+
+def guarded(body: Callable[[Handle], bool]) -> int:
+    """Run body on a fresh handle: 0 when it verifies, 1 when it fails or raises a MiopyError."""
+    try:
+        handle = Handle()
+        print(f"miopy-driver: device {handle.info.name} ({handle.info.platform})")
+        ok = body(handle)
+    except MiopyError as exc:
+        print(f"miopy-driver: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    s = handle.cache_stats()
+    print(f"kernel cache: compiled={s['compiled']} disk_hits={s['disk_hits']} memory_hits={s['memory_hits']}")
+    return 0 if ok else 1

@@ -1,0 +1,1 @@
+"""Pooling solvers, one file each (the registry in miopy.pooling.registry orders them)."""

@@ -1,0 +1,20 @@
+"""miopy-driver's primitive sub-commands: MIOpenDriver's flags, forward and backward verified."""
+from miopy.cli import driver
+
+
+def test_pool_driver_verifies_every_mode(capsys):
+    for mode in ("max", "avg", "avg_in"):
+        args = ["pool", "-n", "2", "-c", "3", "-H", "9", "-W", "8", "-y", "3", "-x", "2", "-v", "2", "-u", "1",
+                "-p", "1", "-q", "1", "-m", mode, "-i", "1", "--ceil", "1"]
+        assert driver.main(args) == 0
+        out = capsys.readouterr().out
+        assert "Forward Pooling Verifies OK" in out and "Backward Pooling Verifies OK" in out
+
+
+def test_pool_driver_same_padding_and_bad_input(capsys):
+    assert driver.main(["pool", "-n", "1", "-c", "2", "-H", "14", "-W", "14", "-u", "2", "-v", "2", "-z", "same",
+                        "-F", "1", "-i", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "(0, 1, 0, 1)" in out and "output (1, 2, 7, 7)" in out and "Backward" not in out
+    assert driver.main(["pool", "-n", "1", "-c", "1", "-H", "2", "-W", "2", "-y", "3"]) == 1
+    assert "x_desc.h" in capsys.readouterr().err
