@@ -17,7 +17,6 @@ import weakref
 from collections.abc import Callable, Mapping
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass
-from operator import is_
 from typing import Any, TypeVar
 
 import numpy as np
@@ -35,6 +34,7 @@ T = TypeVar("T")
 _MEMORY = cl.MemoryObjectHolder
 _MEM_PARENT = cl.mem_info.ASSOCIATED_MEMOBJECT
 _MEM_OFFSET = cl.mem_info.OFFSET
+_SCALARS = frozenset({np.float32, np.int32, np.uint32, np.int64, np.uint64})   # kernel scalar arguments
 _BOOLS = frozenset({bool, np.bool_})   # equal to 1 and 0, but not numbers a caller meant
 
 
@@ -240,8 +240,11 @@ class Plan:
         """The warm loop: when values are the very arrays of the last checked run (held weakly: a plan keeps
         no user buffer alive), their buffers by role without checking again; else None."""
         refs = self._verified
-        if len(refs) != len(values) or not all(map(is_, [ref() for ref in refs], values)):
+        if len(refs) != len(values):
             return None
+        for ref, value in zip(refs, values):
+            if ref() is not value or value is None:   # a dead reference reads None
+                return None
         bound = dict(zip(self._roles, [value.base_data for value in values]))
         if self.workspace is not None:
             bound["workspace"] = self.workspace
@@ -344,12 +347,14 @@ class _BlendStep:
 
 
 class _Step:
-    """One launch with its own kernel object: scalars set once, buffer arguments set when they change.
+    """One launch with its own kernel object: fixed scalars set once, per-call scalars when they change,
+    buffer arguments on every launch.
 
-    A buffer argument is compared by its cl_mem handle (``int_ptr``), not by holding the Python object:
-    the plan keeps no user buffer alive, and a pooled block handed out again is the same cl_mem, whose
-    argument is already set. A scalar argument (activation's alpha, ...) is compared by value: setting a
-    NumPy scalar costs pyopencl several microseconds."""
+    A buffer argument is set on every launch (as a raw pyopencl program does): the plan keeps no user
+    buffer alive, so it cannot know that a cl_mem handle equal to the last one is the same object (a freed
+    buffer's handle is reused, and drivers such as PoCL resolve a sub-buffer's parent when the argument is
+    set: skipping the call then reads freed memory). A scalar argument (activation's alpha, ...) is compared
+    by value: setting a NumPy scalar costs pyopencl several microseconds."""
 
     __slots__ = ("kernel", "global_size", "local_size", "slots", "last", "name")
 
@@ -371,10 +376,12 @@ class _Step:
         try:
             for index, role in self.slots:
                 value = bound[role]
-                key = getattr(value, "int_ptr", value)   # a buffer's cl_mem handle, or the scalar itself
-                if last[index] != key:
+                if value.__class__ in _SCALARS:
+                    if last[index] != value:
+                        kernel.set_arg(index, value)
+                        last[index] = value
+                else:
                     kernel.set_arg(index, value)
-                    last[index] = key
             return cl.enqueue_nd_range_kernel(queue, kernel, self.global_size, self.local_size)
         except KeyError as exc:
             raise BadParam(str(exc.args[0]), f"kernel {self.name} needs a buffer for role {exc.args[0]!r}") from None

@@ -33,6 +33,16 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _descendants(pid: int) -> list[int]:
+    """Live descendants of pid (children, their children, ...), from /proc."""
+    found, frontier = [], [pid]
+    while frontier:
+        children = [c for parent in frontier for c in _children(parent)]
+        found += children
+        frontier = children
+    return found
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -153,3 +163,37 @@ def test_a_worker_started_from_an_ended_thread_lives_with_its_parent_and_dies_wi
         store="-", processes=2, repetitions=1,
         happened=f"the worker lived on while its parent did, and exited {waited:.1f} s after the parent's kill "
                  "(its lifeline thread saw it re-parented)", test="test_orphans"))
+
+
+def test_sigkilled_distributed_tune_leaves_no_dask_or_compile_worker(tmp_path, report):
+    """miopy-tune --workers 2: Dask's worker processes (their parent-alive pipe) and each worker's compile
+    pool (its lifeline) all end when miopy-tune is SIGKILLed."""
+    pytest.importorskip("distributed")
+    flags = DRIVER_FLAGS[:DRIVER_FLAGS.index("-F")] + ["-F", "0", "--budget", "200", "--strategy", "exhaustive",
+                                                       "--workers", "2"]
+    env = procs.child_env(MIOPY_USER_DB_PATH=tmp_path / "user.db", MIOPY_CACHE_DIR=tmp_path / "cache")
+    tune = subprocess.Popen([sys.executable, "-m", "miopy.cli.tune", *flags], cwd=procs.ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tree: list[int] = []
+    try:
+        deadline = time.monotonic() + procs.TIMEOUT_S
+        while time.monotonic() < deadline and tune.poll() is None:
+            tree = _descendants(tune.pid)
+            grandchildren = set(tree) - set(_children(tune.pid))
+            if sum("spawn_main" in _cmdline(pid) for pid in grandchildren) >= 2:   # compile pools at work
+                break
+            time.sleep(0.2)
+        assert tune.poll() is None, f"miopy-tune ended (rc {tune.returncode}) before its workers were seen"
+        tune.send_signal(signal.SIGKILL)
+        tune.wait()
+        survivors, waited = _wait_gone(tree)
+    finally:
+        _kill_all([pid for pid in tree if _alive(pid)])
+        if tune.poll() is None:
+            tune.kill()
+    assert not survivors, {pid: _cmdline(pid) for pid in survivors}
+    report.record(Outcome(
+        fault="miopy-tune --workers 2 (Dask) SIGKILLed while its workers tune", store="-",
+        processes=1 + len(tree), repetitions=1,
+        happened=f"all {len(tree)} processes under it (Dask workers, their compile workers, resource trackers) "
+                 f"exited {waited:.1f} s after the kill (bound {BOUND_S:.0f} s)", test="test_orphans"))
