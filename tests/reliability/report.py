@@ -141,6 +141,16 @@ def _merge_tallies(outcomes: list[dict]) -> list[dict]:
     return list(rows.values())
 
 
+def merge_runs(summaries: list[dict]) -> list[dict]:
+    """The rows of several runs on one device (parts of a GPU run), a later run's row replacing an earlier
+    one of the same fault."""
+    rows: dict[tuple, dict] = {}
+    for data in summaries:
+        for o in data["outcomes"]:
+            rows[(o["fault"], o["store"])] = o
+    return list(rows.values())
+
+
 def slug(device: str) -> str:
     """A file-name form of a device description."""
     return re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-")[:60]
@@ -177,11 +187,13 @@ def _device_line(data: dict) -> str:
     line = (f"- **{_column(data)}**: {data['device']}. {len(outcomes)} faults, {processes} processes in all, "
             f"{data['seconds']} s for the suite. Failed or wrong calls: **{failed}**. Corrupt entries left: "
             f"**{bad}**.")
-    suite = data.get("suite")
-    if suite:
-        line += (f" Whole test suite there: {suite['passed']} passed, {suite['failed']} failed, {suite['skipped']} "
-                 f"skipped, {suite.get('deselected', 0)} deselected in {suite['seconds']} s ({suite['command']}).")
+    for part, run in data.get("runs", {}).items():
+        line += (f" {RUN_NAMES.get(part, part)}: {run['passed']} passed, {run['failed'] + run.get('errors', 0)} "
+                 f"failed, {run['skipped']} skipped in {run['seconds']} s (`{run['command']}`).")
     return line
+
+
+RUN_NAMES = {"suite": "Whole test suite", "bigmem": "Big-memory tests", "slow": "Slow jobs (fuzzing at scale)"}
 
 
 def render(summaries: list[dict]) -> str:
@@ -213,7 +225,6 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", type=Path, action="append", default=[],
                     help="keep this summary (or its xdist pieces) instead of running the suite; repeatable")
-    ap.add_argument("--suite", type=Path, help="a JSON of the whole test suite's counts on that device, kept with it")
     ap.add_argument("--render", action="store_true", help="only render the kept summaries")
     ap.add_argument("-n", "--workers", type=int, default=0, help="pytest-xdist workers for the suite run")
     ap.add_argument("--results", type=Path, default=RESULTS, help=f"where summaries are kept (default {RESULTS})")
@@ -230,8 +241,6 @@ def main(argv=None) -> int:
                 return status
             new.append(load_summary(summary))
     for data in new:
-        if args.suite is not None:
-            data["suite"] = json.loads(args.suite.read_text())
         print(f"report: kept {keep(data, args.results)}")
     args.out.write_text(render(kept(args.results)))
     print(f"report: wrote {args.out}")

@@ -24,7 +24,8 @@ from tests.reliability.faults import Outcome
 POISON = -7.25  # what every buffer holds before a call
 # Cases per public call: CI runs 100; the slow job (`pytest -m slow`, on the GPU machine and before a release)
 # runs 1000.
-SCALES = [pytest.param(100, id="ci"), pytest.param(1000, id="slow", marks=pytest.mark.slow)]
+SLOW = 1000
+SCALES = [pytest.param(100, id="ci"), pytest.param(SLOW, id="slow", marks=pytest.mark.slow)]
 
 
 def _settings(examples: int):
@@ -219,8 +220,11 @@ def _call_once(handle, call: str, args: dict) -> str:
     return "ran"
 
 
-def _record(report, what: str, tally: Tally) -> None:
-    report.record(Outcome(fault=what, store="-", processes=1, repetitions=sum(tally.counts.values()),
+def _record(report, what: str, tally: Tally, examples: int) -> None:
+    total = sum(tally.counts.values())
+    assert total >= examples, f"hypothesis ran {total} cases of {examples}"
+    what += " [slow job]" if examples >= SLOW else ""
+    report.record(Outcome(fault=what, store="-", processes=1, repetitions=total,
                           happened=f"{tally.summary()}; no other exception; every buffer of a refused call "
                                    "untouched", test="test_bad_input_fuzz"))
 
@@ -241,7 +245,7 @@ def test_spoiled_calls_raise_only_miopy_errors(handle, report, examples):
         prop()
         _record(report, f"random bad input to convolution_{call} (descriptors, channels/groups, dtypes, y desc, "
                         "buffers: undersized, foreign, views, the output aliasing an input; tuning values, "
-                        "alpha/beta)", tally)
+                        "alpha/beta)", tally, examples)
 
 
 # -- conv2d ------------------------------------------------------------------------------------------------
@@ -282,7 +286,7 @@ def test_random_conv2d_arguments_raise_only_miopy_errors(handle, report, example
 
     prop()
     _record(report, "random conv2d arguments (shapes, dtypes, strided views, stride, padding, dilation, groups)",
-            tally)
+            tally, examples)
 
 
 # -- every other public call with buffers: one table, generic mutations ---------------------------------------
@@ -338,8 +342,27 @@ def _forward_bias(queue):
                                                   Arg("buffer", _poisoned(queue, y), 3)])
 
 
+def _pooling_forward(queue):
+    x, y = TensorDesc("FP32", (1, 2, 4, 4)), TensorDesc("FP32", (1, 2, 2, 2))
+    return Call(miopy.pooling_forward, [
+        Arg("handle", HANDLE), Arg("pool", miopy.PoolingDesc("max", 2)), Arg("scalar", 1.0), Arg("desc", x),
+        Arg("buffer", _poisoned(queue, x), 3), Arg("scalar", 0.0), Arg("desc", y),
+        Arg("buffer", _poisoned(queue, y), 6)])
+
+
+def _pooling_backward(queue):
+    x, y = TensorDesc("FP32", (1, 2, 4, 4)), TensorDesc("FP32", (1, 2, 2, 2))
+    return Call(miopy.pooling_backward, [
+        Arg("handle", HANDLE), Arg("pool", miopy.PoolingDesc("average", 2)), Arg("scalar", 1.0), Arg("desc", y),
+        Arg("buffer", _poisoned(queue, y), 3), Arg("desc", y), Arg("buffer", _poisoned(queue, y), 5),
+        Arg("desc", x), Arg("buffer", _poisoned(queue, x), 7), Arg("scalar", 0.0), Arg("desc", x),
+        Arg("buffer", _poisoned(queue, x), 10)])
+
+
 # The table new primitives join as they land: name -> a valid call on a queue.
 PUBLIC_CALLS = {
+    "pooling_forward": _pooling_forward,
+    "pooling_backward": _pooling_backward,
     "activation_forward": lambda q: _element_wise(q, miopy.activation_forward, ("relu", "tanh", "leaky_relu"), 2),
     "activation_backward": lambda q: _element_wise(q, miopy.activation_backward, ("relu", "logistic"), 4),
     "conv_bias_activation_forward": _conv_bias_activation,
@@ -353,7 +376,7 @@ def _spoil_argument(call: Call, index: int, draw, queue) -> None:
     arg = call.args[index]
     if arg.kind == "handle":
         arg.value = draw(st.sampled_from([None, "handle", 3, object()]))
-    elif arg.kind in ("mode", "conv"):
+    elif arg.kind in ("mode", "conv", "pool"):
         arg.value = draw(st.sampled_from(BAD_MODES))
     elif arg.kind == "scalar":
         arg.value = draw(st.sampled_from(BAD_SCALARS))
@@ -425,4 +448,4 @@ def test_every_public_call_given_bad_input_raises_only_miopy_errors(handle, repo
     prop()
     assert tally.counts["ran"] >= 1, "no valid call ran: the fuzzer spoils everything"
     _record(report, f"random bad input to {name} (handle, modes, scalars, descriptors, buffers: undersized, "
-                    "foreign, views, aliasing and overlapping sub-buffers)", tally)
+                    "foreign, views, aliasing and overlapping sub-buffers)", tally, examples)
