@@ -13,6 +13,7 @@ import shutil
 import statistics
 import tempfile
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,7 @@ class Handle:
         # Held while a plan enqueues its launches (the queue, scratch buffers and kernel arguments are shared
         # by every plan of the handle) and while scratch buffers are replaced: see docs/index.md, Threads.
         self.lock = threading.RLock()
+        _BY_QUEUE[self.queue.int_ptr] = self
 
     def __repr__(self) -> str:
         return f"Handle({self.info.name!r} on {self.info.platform!r})"
@@ -219,10 +221,16 @@ class Handle:
 
 
 _HANDLES: dict = {}
+_BY_QUEUE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()   # queue's cl handle -> its Handle
 
 
 def handle_for(array: cl_array.Array) -> Handle:
-    """A Handle on the array's context, one per context per process (the functional layers' default)."""
+    """The functional layer's default handle for array: the Handle whose queue the array lives on (so work
+    on it stays in order with the array's own transfers), else one Handle per context per process."""
+    queue = array.queue
+    handle = _BY_QUEUE.get(queue.int_ptr) if queue is not None else None
+    if handle is not None:
+        return handle
     ctx = array.context
     handle = _HANDLES.get(ctx)
     if handle is None:

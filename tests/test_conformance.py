@@ -23,6 +23,7 @@ SHAPES = [  # (n, c, h, w, k, r, s, pad, stride, dilation, groups): structured c
     (2, 6, 13, 13, 4, 3, 3, 2, 1, 2, 1),
     (2, 8, 8, 8, 8, 3, 3, 1, 1, 1, 4),
     (1, 3, 23, 23, 8, 7, 7, 0, 4, 1, 1),
+    (3, 40, 1, 1, 9, 1, 1, 0, 1, 1, 1),   # a classifier (fully connected) at small batch
 ]
 
 
@@ -76,3 +77,26 @@ def test_solution_is_pure(handle):
         params = solver.default_params(problem, handle.info)
         assert solver.solution(problem, params) == solver.solution(problem, params)
     assert handle.cache_stats()["compiled"] == before
+
+
+ASYMMETRIC = [  # begin != end padding along each axis, in both senses (ONNX pads, auto_pad SAME_*)
+    (2, 6, 9, 11, 8, 3, 3, (2, 0, 1, 2), 1, 1, 1),
+    (1, 6, 14, 14, 8, 3, 3, (0, 1, 0, 1), 2, 1, 1),   # MIOpen's --pad_mode same: 14x14, 3x3, stride 2
+    (2, 8, 10, 10, 8, 3, 3, (0, 1, 0, 1), 1, 1, 1),
+    (2, 4, 9, 9, 6, 5, 5, (3, 1, 0, 2), 1, 1, 1),
+    (1, 4, 11, 10, 4, 3, 3, (1, 0, 2, 0), (2, 1), 2, 2),
+    (1, 4, 12, 12, 6, 3, 3, (1, 2, 2, 1), 2, 1, 1),
+    (2, 6, 8, 8, 4, 1, 1, (1, 0, 0, 1), 1, 1, 1),
+]
+
+
+@pytest.mark.parametrize("solver,direction", CASES, ids=[f"{s.id}-{d.name}" for s, d in CASES])
+def test_asymmetric_padding_matches_reference(handle, solver, direction):
+    problems = [make_problem(direction, *shape) for shape in ASYMMETRIC]
+    applicable = [p for p in problems if solver.is_applicable(p, handle.info)]
+    if solver.id in ("ConvGemm1x1", "ConvGemv1x1"):   # 1x1 GEMMs read x in place: any padding rules them out
+        assert not applicable and "padding" in solver.not_applicable_reason(problems[-1], handle.info)
+        return
+    assert applicable, f"{solver.id} applies to none of the asymmetric {direction.name} problems"
+    for i, problem in enumerate(applicable[:2]):   # the first two pad each axis unevenly both ways
+        check_solution(handle, solver, problem, solver.default_params(problem, handle.info), seed=i)

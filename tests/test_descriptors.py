@@ -117,3 +117,56 @@ def test_tolerance_grows_with_the_reduction_length():
     assert fwd.reduction_length() == 96 * 25 and wrw.reduction_length() == 128 * 27 * 27
     assert reference.tolerance(naive) == 1e-3
     assert 1e-3 < reference.tolerance(naive, fwd) < reference.tolerance(naive, wrw) < 1e-2
+
+
+# -- per-side padding ---------------------------------------------------------------------------------------
+def test_pads_per_side_and_pairs_agree():
+    assert ConvDesc(1) == ConvDesc((1, 1)) == ConvDesc((1, 1, 1, 1))
+    c = ConvDesc((0, 1, 2, 3))
+    assert (c.pad, c.pad_end, c.pads) == ((0, 2), (1, 3), (0, 1, 2, 3)) and not c.is_symmetric
+    assert ConvDesc((0, 1, 0, 1)) != ConvDesc((1, 0, 1, 0)) and hash(c) == hash(ConvDesc((0, 1, 2, 3)))
+    import pickle
+    assert pickle.loads(pickle.dumps(c)) == c
+
+
+@pytest.mark.parametrize("pad", [(1, 2, 3), (0, 1, 0, -1), (0, 1, 0, 1, 0), (0, 1, 0, 1.0), True])
+def test_pads_rejected(pad):
+    with pytest.raises(BadParam) as info:
+        ConvDesc(pad)
+    assert info.value.field == "pad"
+
+
+@pytest.mark.parametrize("h,r,pads,stride", [(14, 3, (0, 1, 0, 1), 2), (9, 5, (3, 1, 0, 2), 1),
+                                             (10, 3, (2, 0, 1, 0), 3)])
+def test_asymmetric_output_shape(h, r, pads, stride):
+    x, w = TensorDesc("FP32", (1, 2, h, h + 1)), TensorDesc("FP32", (3, 2, r, r))
+    y = ConvDesc(pads, stride).output_desc(x, w)
+    top, bottom, left, right = pads
+    assert y.dims[2:] == ((h + top + bottom - r) // stride + 1, (h + 1 + left + right - r) // stride + 1)
+    t = ConvDesc(pads, stride, mode="transpose").output_desc(y, TensorDesc("FP32", (3, 2, r, r)))
+    assert t.dims[2:] == tuple((o - 1) * stride - b - e + r for o, b, e in zip(y.dims[2:], pads[::2], pads[1::2]))
+
+
+def test_same_padding():
+    from miopy.conv.problem import same_padding
+    assert same_padding((14, 14), (3, 3), 2) == (0, 1, 0, 1)          # MIOpen's --pad_mode same case
+    assert same_padding((14, 14), (3, 3), 2, upper=False) == (1, 0, 1, 0)
+    assert same_padding((7, 8), (3, 3), 1) == (1, 1, 1, 1)
+    assert same_padding((5, 5), (1, 1), 2) == (0, 0, 0, 0)
+    for h, r, s, d in [(13, 5, 3, 1), (12, 3, 2, 2), (224, 7, 2, 1)]:
+        x, w = TensorDesc("FP32", (1, 1, h, h)), TensorDesc("FP32", (1, 1, r, r))
+        y = ConvDesc(same_padding((h, h), (r, r), s, d), s, d).output_desc(x, w)
+        assert y.dims[2:] == (-(-h // s),) * 2
+
+
+def test_asymmetric_key_and_driver_args():
+    p = ConvProblem.create(1, TensorDesc("FP32", (1, 4, 14, 14)), TensorDesc("FP32", (8, 4, 3, 3)),
+                           ConvDesc((0, 1, 0, 1), 2))
+    q = ConvProblem.create(1, TensorDesc("FP32", (1, 4, 14, 14)), TensorDesc("FP32", (8, 4, 3, 3)),
+                           ConvDesc((1, 0, 1, 0), 2))
+    assert p.key() == "4-14-14-3x3-8-7-7-1-0,1x0,1-2x2-1x1-0-NCHW-FP32-F" and p.key() != q.key()
+    from miopy.cli.driver import descriptors, parser
+    args = parser().parse_args(["conv", *p.driver_args().split()])
+    assert descriptors(args)[2] == p.conv
+    same = parser().parse_args(["conv", "-H", "14", "-W", "14", "-u", "2", "-v", "2", "--pad_mode", "same"])
+    assert descriptors(same)[2].pads == (0, 1, 0, 1)

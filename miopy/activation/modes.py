@@ -19,6 +19,7 @@ class ActivationMode(enum.IntEnum):
     CLIPPED_RELU = 7    # min(alpha, max(0, x))
     LEAKY_RELU = 8      # x > 0 ? x : alpha * x
     ELU = 9             # x > 0 ? x : alpha * (e^x - 1)
+    HARDSWISH = 10      # x * min(1, max(0, alpha * x + beta)): miopy's, for ONNX (alpha = 1/6, beta = 1/2)
 
     @classmethod
     def of(cls, value: ActivationMode | int | str, field: str = "mode") -> ActivationMode:

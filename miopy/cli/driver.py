@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import conv as api
 from ..conv import registry
-from ..conv.problem import OUTPUT_ROLE, ConvDesc, Direction, directions, map_problem
+from ..conv.problem import OUTPUT_ROLE, ConvDesc, Direction, directions, map_problem, same_padding
 from ..conv.reference import solve, tolerance
 from ..conv.solver import ConvSolver
 from ..errors import MiopyError, check
@@ -17,10 +17,14 @@ from ..handle import Handle
 from ..plan import check_fits
 from ..reference import max_error
 from ..tensor import TensorDesc
-from . import driver_pool
+from . import driver_bnorm, driver_dropout, driver_pool, driver_softmax, driver_tensorop
 
 SUBCOMMANDS = (  # modules with add_parser(subparsers) and run(args) -> int, one line each
     driver_pool,
+    driver_softmax,
+    driver_bnorm,
+    driver_tensorop,
+    driver_dropout,
 )
 
 NAMES = {Direction.FORWARD: "Forward Convolution", Direction.BACKWARD_DATA: "Backward Data Convolution",
@@ -39,6 +43,10 @@ def conv_arguments(parser: argparse.ArgumentParser) -> None:
     add("-x", "--fil_w", type=int, default=3)
     add("-p", "--pad_h", type=int, default=0)
     add("-q", "--pad_w", type=int, default=0)
+    add("--pad_h_end", type=int, default=None, help="bottom padding when it differs from -p (the top)")
+    add("--pad_w_end", type=int, default=None, help="right padding when it differs from -q (the left)")
+    add("-z", "--pad_mode", choices=("default", "same", "valid"), default="default",
+        help="same: pads giving ceil(input / stride) outputs, the odd one at the end; valid: no padding")
     add("-u", "--conv_stride_h", type=int, default=1)
     add("-v", "--conv_stride_w", type=int, default=1)
     add("-l", "--dilation_h", type=int, default=1)
@@ -55,9 +63,20 @@ def descriptors(a: argparse.Namespace) -> tuple[TensorDesc, TensorDesc, ConvDesc
     x = TensorDesc("FP32", (a.batchsize, a.in_channels, a.in_h, a.in_w))
     wdims = ((a.in_channels, a.out_channels // max(a.group_count, 1), a.fil_h, a.fil_w) if mode == "transpose"
              else (a.out_channels, a.in_channels // max(a.group_count, 1), a.fil_h, a.fil_w))
-    conv = ConvDesc((a.pad_h, a.pad_w), (a.conv_stride_h, a.conv_stride_w), (a.dilation_h, a.dilation_w),
-                    a.group_count, mode)
+    conv = ConvDesc(_pads(a), (a.conv_stride_h, a.conv_stride_w), (a.dilation_h, a.dilation_w), a.group_count, mode)
     return x, TensorDesc("FP32", wdims), conv
+
+
+def _pads(a: argparse.Namespace) -> tuple[int, int, int, int]:
+    """(top, bottom, left, right) from -p -q, --pad_h_end --pad_w_end and --pad_mode."""
+    if a.pad_mode == "valid":
+        return 0, 0, 0, 0
+    if a.pad_mode == "same":
+        return same_padding((a.in_h, a.in_w), (a.fil_h, a.fil_w), (a.conv_stride_h, a.conv_stride_w),
+                            (a.dilation_h, a.dilation_w))
+    bottom = a.pad_h if a.pad_h_end is None else a.pad_h_end
+    right = a.pad_w if a.pad_w_end is None else a.pad_w_end
+    return a.pad_h, bottom, a.pad_w, right
 
 
 def parser() -> argparse.ArgumentParser:

@@ -1,7 +1,8 @@
 """miopy-tune: tune solvers' params on convolution problems and store the winners in the user perf DB.
 
 Problems come from MIOpenDriver conv flags (one problem), --network NAME (its unique layers at batch
-size -n) or --file PATH (miopy-driver / MIOpenDriver conv command lines, one per line). Each applicable
+size -n), --file PATH (miopy-driver / MIOpenDriver conv command lines, one per line) or --onnx MODEL
+(the convolutions that model runs, at --batch). Each applicable
 solver with a grid is tuned with the chosen strategy; a table per problem compares default and tuned
 times. An interrupted run resumes where it stopped: every measured point is in the user DB's tuning log.
 
@@ -38,6 +39,9 @@ def parser() -> argparse.ArgumentParser:
     source = ap.add_mutually_exclusive_group()
     source.add_argument("--network", help=f"tune the unique conv layers of {sorted(networks.NETWORKS)} at batch -n")
     source.add_argument("--file", type=Path, help="tune the problems of miopy-driver / MIOpenDriver conv lines")
+    source.add_argument("--onnx", type=Path, help="tune the convolutions an ONNX model runs (the onnx extra), "
+                                                  "in the directions -F asks, at --batch")
+    ap.add_argument("--batch", type=int, default=None, help="--onnx: batch size of the model's inputs")
     ap.add_argument("--strategy", choices=sorted(STRATEGIES), default="local", help="search strategy")
     ap.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="most points measured per solver")
     ap.add_argument("--time-limit", type=float, default=None, help="seconds per solver and problem")
@@ -60,6 +64,8 @@ def problems_of(args: argparse.Namespace) -> tuple[list[ConvProblem], list[str]]
         found = networks.problems(args.network, args.batchsize, directions(args.forw))
     elif args.file:
         found, skipped = file_problems(args.file)
+    elif args.onnx:
+        found = onnx_problems(args.onnx, args.batch, args.forw)
     else:
         found = _flag_problems(args)
     return list({p.key(): p for p in found}.values()), skipped
@@ -116,6 +122,17 @@ def driver_lines(lines: Iterable[str]) -> tuple[list[tuple[int, argparse.Namespa
 
 def _prefix(words: list[str]) -> tuple[str, str] | None:
     return next((p for p in DRIVER_PREFIXES if tuple(words[:2]) == p), None)
+
+
+def onnx_problems(model: Path, batch: int | None, forw: int) -> list[ConvProblem]:
+    """The problems of every convolution model runs (fusions included: a fused convolution is tuned as its
+    plain problem), in the directions forw asks (0: all three)."""
+    try:
+        from ..onnx import convolutions
+    except ImportError as exc:
+        raise BadParam("--onnx", f"needs the onnx extra (pip install 'miopy[onnx]'): {exc}") from None
+    return [map_problem(d, x, w, conv).problem for _, x, w, conv in convolutions(model, batch)
+            for d in directions(forw)]
 
 
 def _flag_problems(args: argparse.Namespace) -> list[ConvProblem]:

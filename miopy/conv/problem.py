@@ -42,15 +42,47 @@ def _pair(value, field: str) -> tuple[int, int]:
     return pair[0], pair[1]
 
 
+def _sides(value) -> tuple[int, int, int, int]:
+    """Padding as (top, bottom, left, right): an int, an (h, w) pair (both sides alike, MIOpen's form) or
+    four ints (top, bottom, left, right); BadParam("pad") for anything else."""
+    if not isinstance(value, bool):
+        try:
+            pad = operator.index(value)
+            return pad, pad, pad, pad
+        except TypeError:
+            pass
+    sides = int_tuple(value, "pad")
+    check(len(sides) in (2, 4), "pad", f"expected an int, an (h, w) pair or (top, bottom, left, right), got {value!r}")
+    return (sides[0], sides[0], sides[1], sides[1]) if len(sides) == 2 else (sides[0], sides[1], sides[2], sides[3])
+
+
+def same_padding(in_hw: Sequence[int], filter_hw: Sequence[int], stride: IntPair = 1, dilation: IntPair = 1,
+                 upper: bool = True) -> tuple[int, int, int, int]:
+    """(top, bottom, left, right) padding whose output is ceil(input / stride) along each axis (ONNX's
+    auto_pad SAME_UPPER, TensorFlow's "SAME", MIOpen's same mode): the odd pixel goes to the end when upper,
+    to the beginning otherwise (SAME_LOWER)."""
+    strides, dilations = _pair(stride, "stride"), _pair(dilation, "dilation")
+    sides: list[int] = []
+    for size, f, st, d in zip(in_hw, filter_hw, strides, dilations):
+        total = max((-(-size // st) - 1) * st + d * (f - 1) + 1 - size, 0)
+        small, large = total // 2, total - total // 2
+        sides += [small, large] if upper else [large, small]
+    return sides[0], sides[1], sides[2], sides[3]
+
+
 @dataclass(frozen=True, eq=False)
 class ConvDesc:
     """Padding, stride, dilation (each an int or an (h, w) pair), groups, and mode.
 
-    mode="conv" is cross-correlation as in PyTorch's conv2d; mode="transpose" is PyTorch's
+    pad may also give every side: (top, bottom, left, right), as ONNX's begin / end pads and auto_pad
+    SAME_UPPER / SAME_LOWER need (see same_padding). ``pad`` is then the (top, left) pair the kernels
+    index with, ``pad_end`` the (bottom, right) pair, and ``pads`` all four; an int or a pair pads both
+    sides alike. mode="conv" is cross-correlation as in PyTorch's conv2d; mode="transpose" is PyTorch's
     conv_transpose2d, whose weights are laid out (C_in, C_out / groups, R, S).
     """
 
     pad: tuple[int, int]
+    pad_end: tuple[int, int]
     stride: tuple[int, int]
     dilation: tuple[int, int]
     groups: int
@@ -61,9 +93,10 @@ class ConvDesc:
 
     def __init__(self, pad: IntPair = 0, stride: IntPair = 1, dilation: IntPair = 1, groups: int = 1,
                  mode: str = "conv", output_padding: IntPair = 0):
-        pad_, stride_, dil_, op = (_pair(v, f) for v, f in ((pad, "pad"), (stride, "stride"),
-                                                            (dilation, "dilation"), (output_padding, "output_padding")))
-        check(all(p >= 0 for p in pad_), "pad", f"must be >= 0, got {pad_}")
+        sides = _sides(pad)
+        stride_, dil_, op = (_pair(v, f) for v, f in ((stride, "stride"), (dilation, "dilation"),
+                                                      (output_padding, "output_padding")))
+        check(all(p >= 0 for p in sides), "pad", f"must be >= 0, got {pad!r}")
         check(all(s > 0 for s in stride_), "stride", f"must be > 0, got {stride_}")
         check(all(d > 0 for d in dil_), "dilation", f"must be > 0, got {dil_}")
         groups_ = as_int(groups, "groups")
@@ -73,9 +106,9 @@ class ConvDesc:
         check(mode == "transpose" or op == (0, 0), "output_padding", "only applies to mode='transpose'")
         check(all(o < max(s, d) for o, s, d in zip(op, stride_, dil_)), "output_padding",
               f"must be smaller than stride or dilation, got {op}")
-        key = (pad_, stride_, dil_, groups_, mode, op)
-        for name, value in zip(("pad", "stride", "dilation", "groups", "mode", "output_padding", "_key", "_hash"),
-                               (*key, key, hash(key))):
+        key = ((sides[0], sides[2]), (sides[1], sides[3]), stride_, dil_, groups_, mode, op)
+        for name, value in zip(("pad", "pad_end", "stride", "dilation", "groups", "mode", "output_padding", "_key",
+                                "_hash"), (*key, key, hash(key))):
             object.__setattr__(self, name, value)
 
     def __eq__(self, other: object) -> bool:
@@ -87,7 +120,23 @@ class ConvDesc:
         return self._hash
 
     def __reduce__(self):
-        return (ConvDesc, (self.pad, self.stride, self.dilation, self.groups, self.mode, self.output_padding))
+        return (ConvDesc, (self.pads, self.stride, self.dilation, self.groups, self.mode, self.output_padding))
+
+    @property
+    def pads(self) -> tuple[int, int, int, int]:
+        """(top, bottom, left, right)."""
+        return self.pad[0], self.pad_end[0], self.pad[1], self.pad_end[1]
+
+    @property
+    def is_symmetric(self) -> bool:
+        """Whether each axis is padded alike at both ends (MIOpen's pairs)."""
+        return self.pad == self.pad_end
+
+    def pad_text(self) -> str:
+        """"1x1" for symmetric padding, "top,bottomxleft,right" otherwise (problem keys, messages)."""
+        if self.is_symmetric:
+            return f"{self.pad[0]}x{self.pad[1]}"
+        return f"{self.pad[0]},{self.pad_end[0]}x{self.pad[1]},{self.pad_end[1]}"
 
     def output_desc(self, x_desc: TensorDesc, w_desc: TensorDesc) -> TensorDesc:
         """Descriptor of the output for input x and weights w (PyTorch's shape formulas)."""
@@ -96,16 +145,16 @@ class ConvDesc:
         _, _, r, s = w_desc.dims
         if self.mode == "conv":
             k = w_desc.n
-            out = [(size + 2 * p - d * (f - 1) - 1) // st + 1
-                   for size, p, d, f, st in zip((h, w), self.pad, self.dilation, (r, s), self.stride)]
+            out = [(size + p + e - d * (f - 1) - 1) // st + 1
+                   for size, p, e, d, f, st in zip((h, w), self.pad, self.pad_end, self.dilation, (r, s), self.stride)]
         else:
             k = w_desc.c * self.groups
-            out = [(size - 1) * st - 2 * p + d * (f - 1) + o + 1
-                   for size, p, d, f, st, o in zip((h, w), self.pad, self.dilation, (r, s), self.stride,
-                                                   self.output_padding)]
+            out = [(size - 1) * st - p - e + d * (f - 1) + o + 1
+                   for size, p, e, d, f, st, o in zip((h, w), self.pad, self.pad_end, self.dilation, (r, s),
+                                                      self.stride, self.output_padding)]
         check(out[0] > 0 and out[1] > 0, "pad",
               f"output would be {out[0]}x{out[1]}: filter {r}x{s} (dilation {self.dilation}) does not fit "
-              f"input {h}x{w} with pad {self.pad}")
+              f"input {h}x{w} with pad {self.pad_text()}")
         return TensorDesc(x_desc.dtype, (n, k, out[0], out[1]))
 
 
@@ -170,8 +219,10 @@ class ConvProblem:
     out_h = property(lambda self: self.y.h)
     out_w = property(lambda self: self.y.w)
     groups = property(lambda self: self.conv.groups)
-    pad_h = property(lambda self: self.conv.pad[0])
-    pad_w = property(lambda self: self.conv.pad[1])
+    pad_h = property(lambda self: self.conv.pad[0])          # top: the kernels index with the begin pads
+    pad_w = property(lambda self: self.conv.pad[1])          # left
+    pad_h_end = property(lambda self: self.conv.pad_end[0])  # bottom: implied by H, R and P
+    pad_w_end = property(lambda self: self.conv.pad_end[1])  # right
     stride_h = property(lambda self: self.conv.stride[0])
     stride_w = property(lambda self: self.conv.stride[1])
     dil_h = property(lambda self: self.conv.dilation[0])
@@ -200,7 +251,7 @@ class ConvProblem:
 
     def _make_key(self) -> str:
         parts = [self.c, self.in_h, self.in_w, f"{self.r}x{self.s}", self.k, self.out_h, self.out_w, self.n,
-                 f"{self.pad_h}x{self.pad_w}", f"{self.stride_h}x{self.stride_w}",
+                 self.conv.pad_text(), f"{self.stride_h}x{self.stride_w}",
                  f"{self.dil_h}x{self.dil_w}", 0, "NCHW", self.dtype.value, self.direction.letter]
         key = "-".join(str(p) for p in parts)
         if self.groups > 1:
@@ -234,8 +285,9 @@ class ConvProblem:
 
     def driver_args(self) -> str:
         """The miopy-driver flags that describe this problem."""
+        ends = "" if self.conv.is_symmetric else f"--pad_h_end {self.pad_h_end} --pad_w_end {self.pad_w_end} "
         return (f"-n {self.n} -c {self.c} -H {self.in_h} -W {self.in_w} -k {self.k} -y {self.r} -x {self.s} "
-                f"-p {self.pad_h} -q {self.pad_w} -u {self.stride_h} -v {self.stride_w} "
+                f"-p {self.pad_h} -q {self.pad_w} {ends}-u {self.stride_h} -v {self.stride_w} "
                 f"-l {self.dil_h} -j {self.dil_w} -g {self.groups} -F {int(self.direction)}")
 
     def __str__(self) -> str:
@@ -295,7 +347,7 @@ def map_problem(direction, x_desc: TensorDesc, w_desc: TensorDesc, conv: ConvDes
     if y_desc is not None:
         check(isinstance(y_desc, TensorDesc), "y_desc", "must be a TensorDesc")
         check(y_desc.dims == expected.dims, "y_desc.dims", f"expected {expected.dims}, got {y_desc.dims}")
-    conv_as_conv = ConvDesc(conv.pad, conv.stride, conv.dilation, conv.groups, "conv")
+    conv_as_conv = ConvDesc(conv.pads, conv.stride, conv.dilation, conv.groups, "conv")
     out = y_desc or expected
     problem = ConvProblem.create(_TRANSPOSE_DIRECTION[direction], out, w_desc, conv_as_conv, x_desc)
     return ProblemMapping(problem, {"x": "y", "w": "w", "y": "x"})

@@ -14,7 +14,7 @@ from .problem import OUTPUT_ROLE, ConvProblem, Direction
 def solve(problem: ConvProblem, tensors: Mapping[str, np.ndarray]) -> np.ndarray:
     """Float64 output of problem's direction; tensors maps the forward roles x, w, y to host arrays."""
     c = problem.conv
-    geo = dict(pad=c.pad, stride=c.stride, dilation=c.dilation, groups=c.groups)
+    geo = dict(pad=c.pads, stride=c.stride, dilation=c.dilation, groups=c.groups)
     if problem.direction is Direction.FORWARD:
         return ref.conv_forward(tensors["x"], tensors["w"], **geo)
     if problem.direction is Direction.BACKWARD_DATA:

@@ -9,6 +9,7 @@ from .problem import ConvProblem
 from .reference import reference_outputs
 from .solvers.direct_local import ConvDirectLocal
 from .solvers.gemm_1x1 import ConvGemm1x1
+from .solvers.gemv_1x1 import ConvGemv1x1
 from .solvers.im2col_gemm import ConvIm2colGemm
 from .solvers.naive import ConvDirectNaive
 from .solvers.winograd import ConvWinograd3x3F2, ConvWinograd3x3F4
@@ -16,6 +17,7 @@ from .solvers.winograd import ConvWinograd3x3F2, ConvWinograd3x3F4
 REGISTRY = Registry("convolution", ConvProblem, (
     ConvWinograd3x3F4(),
     ConvWinograd3x3F2(),
+    ConvGemv1x1(),
     ConvGemm1x1(),
     ConvDirectLocal(),
     ConvIm2colGemm(),

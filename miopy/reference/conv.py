@@ -1,10 +1,17 @@
 """Float64 NumPy ground truth of convolution in every direction (grouped, dilated, strided, padded).
 
-Each function loops over the R*S filter taps and does one tensor contraction per tap and group.
+Each function loops over the R*S filter taps and does one tensor contraction per tap and group. pad is an
+(h, w) pair (both sides alike) or (top, bottom, left, right).
 """
 from __future__ import annotations
 
 import numpy as np
+
+
+def _sides(pad) -> tuple[int, int, int, int]:
+    """(top, bottom, left, right) from an (h, w) pair or four sides."""
+    pad = tuple(int(p) for p in pad)
+    return (pad[0], pad[0], pad[1], pad[1]) if len(pad) == 2 else (pad[0], pad[1], pad[2], pad[3])
 
 
 def _tap_slices(size_out: int, stride: int, start: int) -> slice:
@@ -16,9 +23,10 @@ def conv_forward(x, w, pad=(0, 0), stride=(1, 1), dilation=(1, 1), groups=1) -> 
     x, w = np.asarray(x, np.float64), np.asarray(w, np.float64)
     n, c, h, wd = x.shape
     k, cg, r, s = w.shape
-    p_out = (h + 2 * pad[0] - dilation[0] * (r - 1) - 1) // stride[0] + 1
-    q_out = (wd + 2 * pad[1] - dilation[1] * (s - 1) - 1) // stride[1] + 1
-    xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+    top, bottom, left, right = _sides(pad)
+    p_out = (h + top + bottom - dilation[0] * (r - 1) - 1) // stride[0] + 1
+    q_out = (wd + left + right - dilation[1] * (s - 1) - 1) // stride[1] + 1
+    xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
     y = np.zeros((n, k, p_out, q_out))
     kg = k // groups
     for g in range(groups):
@@ -37,7 +45,8 @@ def conv_backward_data(dy, w, x_shape, pad=(0, 0), stride=(1, 1), dilation=(1, 1
     n, c, h, wd = x_shape
     k, cg, r, s = w.shape
     _, _, p_out, q_out = dy.shape
-    dxp = np.zeros((n, c, h + 2 * pad[0], wd + 2 * pad[1]))
+    top, bottom, left, right = _sides(pad)
+    dxp = np.zeros((n, c, h + top + bottom, wd + left + right))
     kg = k // groups
     for g in range(groups):
         dys, ws = dy[:, g * kg:(g + 1) * kg], w[g * kg:(g + 1) * kg]
@@ -45,7 +54,7 @@ def conv_backward_data(dy, w, x_shape, pad=(0, 0), stride=(1, 1), dilation=(1, 1
             for j in range(s):
                 dxp[:, g * cg:(g + 1) * cg, _tap_slices(p_out, stride[0], i * dilation[0]),
                     _tap_slices(q_out, stride[1], j * dilation[1])] += np.einsum("nkhw,kc->nchw", dys, ws[:, :, i, j])
-    return dxp[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + wd]
+    return dxp[:, :, top:top + h, left:left + wd]
 
 
 def conv_backward_weights(x, dy, w_shape, pad=(0, 0), stride=(1, 1), dilation=(1, 1), groups=1) -> np.ndarray:
@@ -53,7 +62,8 @@ def conv_backward_weights(x, dy, w_shape, pad=(0, 0), stride=(1, 1), dilation=(1
     x, dy = np.asarray(x, np.float64), np.asarray(dy, np.float64)
     k, cg, r, s = w_shape
     _, _, p_out, q_out = dy.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+    top, bottom, left, right = _sides(pad)
+    xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
     dw = np.zeros(w_shape)
     kg = k // groups
     for g in range(groups):
@@ -70,6 +80,8 @@ def transpose_forward(x, w, pad=(0, 0), stride=(1, 1), dilation=(1, 1), groups=1
     """PyTorch's conv_transpose2d: x (N,Cin,H,W), w (Cin,Cout/g,R,S); the backward-data of a convolution."""
     n, cin, h, wd = np.shape(x)
     _, coutg, r, s = np.shape(w)
-    out = [(size - 1) * st - 2 * p + d * (f - 1) + o + 1
-           for size, st, p, d, f, o in zip((h, wd), stride, pad, dilation, (r, s), output_padding)]
+    top, bottom, left, right = _sides(pad)
+    out = [(size - 1) * st - begin - end + d * (f - 1) + o + 1
+           for size, st, begin, end, d, f, o in zip((h, wd), stride, (top, left), (bottom, right), dilation, (r, s),
+                                                    output_padding)]
     return conv_backward_data(x, w, (n, coutg * groups, out[0], out[1]), pad, stride, dilation, groups)

@@ -31,7 +31,7 @@ class ConvGemm1x1(GemmSolver):
     def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
         super().applicability(problem, dev)
         require(problem.r == 1 and problem.s == 1, "filter is not 1x1")
-        require(problem.pad_h == 0 and problem.pad_w == 0, "padding is not 0")
+        require(not any(problem.conv.pads), f"padding {problem.conv.pad_text()} is not 0")
 
     def gemm_shape(self, problem: ConvProblem) -> GemmShape:
         """The per-group product of problem's direction, over all images."""

@@ -36,7 +36,8 @@ class WinogradLayout:
     """The forward-equivalent geometry of a problem and its workspace layout for output tile size m.
 
     Backward-data at stride 1 is the forward convolution of dy with the filters rotated 180 degrees, the
-    channel axes swapped and padding 2 - pad; the plan describes that convolution.
+    channel axes swapped and padding 2 - pad at each side; the plan describes that convolution (the kernels
+    index with the begin pads and clip at the tensors' edges, so the end pads follow from the sizes).
     """
 
     m: int
@@ -162,7 +163,7 @@ class _ConvWinograd3x3(ConvSolver):
         require((problem.r, problem.s) == (3, 3), f"filter is {problem.r}x{problem.s}, not 3x3")
         require((problem.stride_h, problem.stride_w) == (1, 1), f"stride {problem.conv.stride} is not 1x1")
         require((problem.dil_h, problem.dil_w) == (1, 1), f"dilation {problem.conv.dilation} is not 1x1")
-        require(max(problem.pad_h, problem.pad_w) <= 2, f"padding {problem.conv.pad} is over 2")
+        require(max(problem.conv.pads) <= 2, f"padding {problem.conv.pad_text()} is over 2")
         require(problem.groups == 1, "grouped convolution is not implemented")
         require_none(index_reason(*(d.element_span for d in (problem.x, problem.w, problem.y)),
                                   self.workspace_bytes(problem) // FLOAT_BYTES))
