@@ -54,7 +54,7 @@ class Operand:
     def __post_init__(self):
         object.__setattr__(self, "nbytes", self.desc.nbytes)
         object.__setattr__(self, "numpy_dtype", self.desc.dtype.numpy)
-        object.__setattr__(self, "packed", self.desc.is_packed)
+        object.__setattr__(self, "packed", getattr(self.desc, "is_packed", True))   # byte buffers have no layout
 
 
 def operands(tensors: Mapping[str, TensorDesc], outputs: Seq[str],
@@ -91,7 +91,7 @@ def buffer_of(value: Any, field: str, desc: TensorDesc | None = None, nbytes: in
     return buf
 
 
-def _array_bytes(value: cl_array.Array, field: str, desc: TensorDesc | None) -> int:
+def _array_bytes(value: cl_array.Array, field: str, desc: Any) -> int:
     """The bytes of value's buffer that the descriptor may address, after checking its dtype and layout."""
     if desc is not None and value.dtype != desc.dtype.numpy:
         raise BadParam(field, f"dtype {value.dtype} != descriptor {desc.dtype.value}")
@@ -99,7 +99,8 @@ def _array_bytes(value: cl_array.Array, field: str, desc: TensorDesc | None) -> 
         raise BadParam(field, f"array view starting {value.offset} bytes into its buffer: kernels address buffers "
                               "from their start; pass a copy (or a Buffer and a descriptor whose strides describe it)")
     contiguous = value.flags.c_contiguous
-    if desc is None or (contiguous and (desc.is_packed or tuple(value.shape) != desc.dims)):
+    dims = getattr(desc, "dims", None)   # None: no descriptor, or a byte buffer's (a size only)
+    if dims is None or (contiguous and (desc.is_packed or tuple(value.shape) != dims)):
         if not contiguous:
             raise BadParam(field, f"array with strides {value.strides} is not C-contiguous")
         return value.nbytes

@@ -313,7 +313,9 @@ HANDLE = object()   # stands for the test's handle in a valid call
 
 
 def _poisoned(queue, desc: TensorDesc):
-    return cl_array.to_device(queue, np.full(desc.dims, POISON, np.float32))
+    """A poisoned array for desc: its dims when packed, else flat storage of its span."""
+    shape = desc.dims if desc.is_packed else (desc.element_span,)
+    return cl_array.to_device(queue, np.full(shape, POISON, np.float32))
 
 
 def _element_wise(queue, function, modes: tuple[str, ...], roles: int):
@@ -359,8 +361,107 @@ def _pooling_backward(queue):
         Arg("buffer", _poisoned(queue, x), 10)])
 
 
+def _softmax_forward(queue):
+    x = TensorDesc("FP32", (2, 5, 2, 3))
+    return Call(miopy.softmax_forward, [Arg("handle", HANDLE), Arg("scalar", 1.0), Arg("desc", x),
+                                        Arg("buffer", _poisoned(queue, x), 2), Arg("scalar", 0.0), Arg("desc", x),
+                                        Arg("buffer", _poisoned(queue, x), 5), Arg("mode", "accurate"),
+                                        Arg("mode", "channel")])
+
+
+def _softmax_backward(queue):
+    x = TensorDesc("FP32", (2, 5, 2, 3))
+    return Call(miopy.softmax_backward, [Arg("handle", HANDLE), Arg("scalar", 1.0), Arg("desc", x),
+                                         Arg("buffer", _poisoned(queue, x), 2), Arg("desc", x),
+                                         Arg("buffer", _poisoned(queue, x), 4), Arg("scalar", 0.0), Arg("desc", x),
+                                         Arg("buffer", _poisoned(queue, x), 7)])
+
+
+def _batch_norm_inference(queue):
+    x, bn = TensorDesc("FP32", (2, 3, 4, 4)), TensorDesc("FP32", (1, 3, 1, 1))
+    return Call(miopy.batch_normalization_forward_inference, [
+        Arg("handle", HANDLE), Arg("mode", "spatial"), Arg("scalar", 1.0), Arg("scalar", 0.0), Arg("desc", x),
+        Arg("buffer", _poisoned(queue, x), 4), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 6),
+        Arg("desc", bn), Arg("buffer", _poisoned(queue, bn), 8), Arg("buffer", _poisoned(queue, bn), 8),
+        Arg("buffer", _positive(queue, bn), 8), Arg("buffer", _positive(queue, bn), 8), Arg("scalar", 1e-5)])
+
+
+def _batch_norm_training(queue):
+    x, bn = TensorDesc("FP32", (2, 3, 4, 4)), TensorDesc("FP32", (1, 3, 1, 1))
+    return Call(miopy.batch_normalization_forward_training, [
+        Arg("handle", HANDLE), Arg("mode", "spatial"), Arg("scalar", 1.0), Arg("scalar", 0.0), Arg("desc", x),
+        Arg("buffer", _poisoned(queue, x), 4), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 6),
+        Arg("desc", bn), Arg("buffer", _poisoned(queue, bn), 8), Arg("buffer", _poisoned(queue, bn), 8),
+        Arg("scalar", 0.1), Arg("buffer", _poisoned(queue, bn), 8), Arg("buffer", _positive(queue, bn), 8),
+        Arg("scalar", 1e-5), Arg("buffer", _poisoned(queue, bn), 8), Arg("buffer", _poisoned(queue, bn), 8)])
+
+
+def _batch_norm_backward(queue):
+    x, bn = TensorDesc("FP32", (2, 3, 4, 4)), TensorDesc("FP32", (1, 3, 1, 1))
+    return Call(miopy.batch_normalization_backward, [
+        Arg("handle", HANDLE), Arg("mode", "spatial"), Arg("scalar", 1.0), Arg("scalar", 0.0), Arg("scalar", 1.0),
+        Arg("scalar", 0.0), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 6), Arg("desc", x),
+        Arg("buffer", _poisoned(queue, x), 8), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 10),
+        Arg("desc", bn), Arg("buffer", _poisoned(queue, bn), 12), Arg("buffer", _poisoned(queue, bn), 12),
+        Arg("buffer", _poisoned(queue, bn), 12), Arg("scalar", 1e-5)])
+
+
+def _op_tensor(queue):
+    a, b = TensorDesc("FP32", (2, 3, 4, 4)), TensorDesc("FP32", (1, 3, 1, 1))
+    return Call(miopy.op_tensor, [Arg("handle", HANDLE), Arg("mode", "add"), Arg("scalar", 1.0), Arg("desc", a),
+                                  Arg("buffer", _poisoned(queue, a), 3), Arg("scalar", 2.0), Arg("desc", b),
+                                  Arg("buffer", _poisoned(queue, b), 6), Arg("scalar", 0.0), Arg("desc", a),
+                                  Arg("buffer", _poisoned(queue, a), 9)])
+
+
+def _one_tensor(function):
+    def call(queue):
+        y = TensorDesc("FP32", (2, 3, 4, 4))
+        return Call(function, [Arg("handle", HANDLE), Arg("desc", y), Arg("buffer", _poisoned(queue, y), 1),
+                               Arg("scalar", 0.5)])
+    return call
+
+
+def _transform_tensor(queue):
+    x, y = TensorDesc("FP32", (2, 3, 4, 4)), TensorDesc("FP32", (2, 3, 4, 4), (48, 1, 12, 3))   # to NHWC
+    return Call(miopy.transform_tensor, [Arg("handle", HANDLE), Arg("scalar", 1.0), Arg("desc", x),
+                                         Arg("buffer", _poisoned(queue, x), 2), Arg("scalar", 0.0), Arg("desc", y),
+                                         Arg("buffer", _poisoned(queue, y), 5)])
+
+
+def _dropout(function, queue):
+    x = TensorDesc("FP32", (2, 3, 4, 4))
+    handle = _HANDLES.get(queue.int_ptr)   # one handle on the states' context for every example
+    if handle is None:
+        handle = _HANDLES[queue.int_ptr] = miopy.Handle(context=queue.context)
+    states = cl_array.to_device(queue, np.zeros(miopy.dropout_get_states_size(handle), np.uint8))
+    desc = miopy.set_dropout_descriptor(handle, 0.5, states, seed=7)
+    reserve = cl_array.to_device(queue, np.ones(miopy.dropout_get_reserve_space_size(x), np.uint8))
+    return Call(function, [Arg("handle", HANDLE), Arg("dropout", desc), Arg("noise", None), Arg("desc", x),
+                           Arg("buffer", _poisoned(queue, x), 3), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 5),
+                           Arg("raw", reserve)])
+
+
+_HANDLES: dict[int, miopy.Handle] = {}
+
+
+def _positive(queue, desc: TensorDesc):
+    return cl_array.to_device(queue, np.ones(desc.dims, np.float32))
+
+
 # The table new primitives join as they land: name -> a valid call on a queue.
 PUBLIC_CALLS = {
+    "softmax_forward": _softmax_forward,
+    "softmax_backward": _softmax_backward,
+    "batch_normalization_forward_inference": _batch_norm_inference,
+    "batch_normalization_forward_training": _batch_norm_training,
+    "batch_normalization_backward": _batch_norm_backward,
+    "op_tensor": _op_tensor,
+    "set_tensor": _one_tensor(miopy.set_tensor),
+    "scale_tensor": _one_tensor(miopy.scale_tensor),
+    "transform_tensor": _transform_tensor,
+    "dropout_forward": lambda q: _dropout(miopy.dropout_forward, q),
+    "dropout_backward": lambda q: _dropout(miopy.dropout_backward, q),
     "pooling_forward": _pooling_forward,
     "pooling_backward": _pooling_backward,
     "activation_forward": lambda q: _element_wise(q, miopy.activation_forward, ("relu", "tanh", "leaky_relu"), 2),
@@ -376,8 +477,13 @@ def _spoil_argument(call: Call, index: int, draw, queue) -> None:
     arg = call.args[index]
     if arg.kind == "handle":
         arg.value = draw(st.sampled_from([None, "handle", 3, object()]))
-    elif arg.kind in ("mode", "conv", "pool"):
+    elif arg.kind in ("mode", "conv", "pool", "dropout", "noise"):
         arg.value = draw(st.sampled_from(BAD_MODES))
+    elif arg.kind == "raw":   # an untyped buffer (dropout's reserve space)
+        size = call.original[index].size
+        arg.value = draw(st.sampled_from([None, np.ones(size, np.uint8),
+                                          cl_array.to_device(queue, np.ones(1, np.uint8)),
+                                          cl_array.to_device(queue, np.ones(size + 1, np.uint8))[1:]]))
     elif arg.kind == "scalar":
         arg.value = draw(st.sampled_from(BAD_SCALARS))
     elif arg.kind == "desc":
@@ -434,6 +540,7 @@ def test_every_public_call_given_bad_input_raises_only_miopy_errors(handle, repo
         call, mutations = example
         values = [handle if a.value is HANDLE else a.value for a in call.args]
         buffers = [v for v in values if isinstance(v, (cl_array.Array, cl.Buffer, np.ndarray))]
+        buffers += [v.states for v in values if isinstance(v, miopy.DropoutDescriptor)]
         before = [_snapshot(handle.queue, b) for b in buffers]
         try:
             call.function(*values)
@@ -449,3 +556,68 @@ def test_every_public_call_given_bad_input_raises_only_miopy_errors(handle, repo
     assert tally.counts["ran"] >= 1, "no valid call ran: the fuzzer spoils everything"
     _record(report, f"random bad input to {name} (handle, modes, scalars, descriptors, buffers: undersized, "
                     "foreign, views, aliasing and overlapping sub-buffers)", tally, examples)
+
+
+# -- the functional layers: arrays and keyword arguments, spoiled ---------------------------------------------
+FUNCTIONAL = {   # name -> (function, array shapes, valid keyword arguments)
+    "conv_transpose2d": (miopy.conv_transpose2d, [(1, 4, 5, 5), (4, 2, 3, 3)], {"stride": 2, "padding": 1}),
+    "max_pool2d": (miopy.max_pool2d, [(1, 2, 4, 4)], {"kernel_size": 2}),
+    "avg_pool2d": (miopy.avg_pool2d, [(1, 2, 4, 4)], {"kernel_size": 2, "padding": 1}),
+    "adaptive_avg_pool2d": (miopy.adaptive_avg_pool2d, [(1, 2, 4, 4)], {"output_size": 1}),
+    "softmax": (miopy.softmax.softmax, [(2, 5, 2, 3)], {"dim": 1}),
+    "batch_norm": (miopy.batch_norm, [(2, 3, 4, 4), (3,), (3,)], {"training": False, "eps": 1e-5}),
+    "tensor_ops.add": (miopy.tensor_ops.add, [(2, 3, 4, 4), (1, 3, 1, 1)], {"alpha": 2.0}),
+    "tensor_ops.scale": (miopy.tensor_ops.scale, [(2, 3, 4, 4)], {"factor": 0.5}),
+}
+BAD_KEYWORDS = [None, -1, 0, 2.5, "2", True, (1, 2, 3), [1], float("nan"), object()]
+
+
+@st.composite
+def spoiled_functional_calls(draw, name: str) -> tuple[list[dict], dict, int]:
+    _, shapes, keywords = FUNCTIONAL[name]
+    arrays: list[Any] = [{"shape": shape, "dtype": np.float32, "view": False} for shape in shapes]
+    keywords = dict(keywords)
+    count = draw(st.integers(0, 2))
+    for _ in range(count):
+        index = draw(st.integers(0, len(arrays) + len(keywords) - 1))
+        if index < len(arrays):   # spoilt so that no other valid shape (a new program to build) is made
+            shape = shapes[index]
+            arrays[index] = draw(st.sampled_from([
+                {"shape": shape, "dtype": np.float64, "view": False},
+                {"shape": shape, "dtype": np.int32, "view": False},
+                {"shape": shape, "dtype": np.float32, "view": True},
+                {"shape": shape[1:], "dtype": np.float32, "view": False},
+                {"shape": (0,) + shape[1:], "dtype": np.float32, "view": False}, "numpy", None]))
+        else:
+            keywords[sorted(keywords)[index - len(arrays)]] = draw(st.sampled_from(BAD_KEYWORDS))
+    return arrays, keywords, count
+
+
+@pytest.mark.parametrize("examples", SCALES)
+@pytest.mark.parametrize("name", sorted(FUNCTIONAL))
+def test_functional_calls_given_bad_input_raise_only_miopy_errors(handle, report, name, examples):
+    tally = Tally()
+
+    @_settings(examples)
+    @given(spoiled_functional_calls(name))
+    def prop(example):
+        specs, keywords, mutations = example
+        arrays = [spec if spec is None else np.ones(FUNCTIONAL[name][1][i], np.float32) if spec == "numpy"
+                  else _conv2d_array(handle.queue, spec) for i, spec in enumerate(specs)]
+        if name == "batch_norm" and isinstance(arrays[2], cl_array.Array) and arrays[2].size:
+            arrays[2] = cl_array.to_device(handle.queue, np.ones(arrays[2].shape, arrays[2].dtype))   # variance > 0
+        before = [_snapshot(handle.queue, a) for a in arrays]
+        try:
+            FUNCTIONAL[name][0](*arrays, handle=handle, **keywords)
+            handle.finish()
+        except MiopyError:
+            assert mutations, "an unspoiled call was refused"
+            assert [_snapshot(handle.queue, a) for a in arrays] == before, "a refused call wrote"
+            tally.add("raised MiopyError")
+            return
+        tally.add("ran")
+
+    prop()
+    assert tally.counts["ran"] >= 1, "no valid call ran"
+    _record(report, f"random bad input to the functional {name} (array shapes, dtypes, strided views, keyword "
+                    "arguments)", tally, examples)
