@@ -7,7 +7,7 @@ state their validity as one-line checks and find reports why a candidate was ski
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pyopencl as cl
@@ -95,4 +95,26 @@ def index_reason(*element_counts: int) -> str | None:
     """Element offsets of every tensor (or workspace) must fit a 32-bit signed int."""
     if max(element_counts, default=0) >= INT_LIMIT:
         return "a tensor or workspace spans 2^31 elements or more (32-bit indices)"
+    return None
+
+
+def byte_size(nbytes: int) -> str:
+    """nbytes for a message: exact, with GiB / MiB for a reader."""
+    for unit, shift in (("GiB", 30), ("MiB", 20)):
+        if nbytes >= 1 << shift:
+            return f"{nbytes} bytes ({nbytes / (1 << shift):.1f} {unit})"
+    return f"{nbytes} bytes"
+
+
+def allocation_reason(dev: DeviceInfo, sizes: Mapping[str, int]) -> str | None:
+    """Buffers of these sizes (name -> bytes) against the device's largest allocation (each) and its global
+    memory (all together); None when they fit (or the device does not say its limits)."""
+    for name, nbytes in sizes.items():
+        if dev.max_alloc_bytes and nbytes > dev.max_alloc_bytes:
+            return (f"{name} needs {byte_size(nbytes)}, over the device's largest allocation "
+                    f"({byte_size(dev.max_alloc_bytes)})")
+    total = sum(sizes.values())
+    if dev.global_mem_bytes and total > dev.global_mem_bytes:
+        names = " + ".join(sizes)
+        return f"{names} need {byte_size(total)} in all, over the device's memory ({byte_size(dev.global_mem_bytes)})"
     return None

@@ -25,11 +25,13 @@ import numpy as np
 import pyopencl as cl
 
 from . import config, db
-from .errors import BadParam, MiopyError, NotSupported
+from .device import allocation_reason
+from .errors import BadParam, MiopyError, NotSupported, check
 from .handle import Handle
 from .log import warn_once
-from .plan import Plan, solution_plan
+from .plan import Plan, check_fits, solution_plan
 from .solver import Params, Problem, Solver
+from .tensor import as_int
 from .version import __version__
 
 logger = logging.getLogger(__name__)
@@ -87,11 +89,18 @@ def random_host(problem: Problem, seed: int = 0) -> dict[str, np.ndarray]:
 
 def random_buffers(handle: Handle, problem: Problem, workspace_bytes: int, seed: int = 0) -> dict:
     """Device buffers for every tensor of problem (random normal values) and a workspace."""
-    mf = cl.mem_flags
-    out: dict = {role: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=host)
-                 for role, host in random_host(problem, seed).items()}
+    check_fits(handle, {**tensor_bytes(problem), "workspace": workspace_bytes})
+    out: dict = {}
+    for role, host in random_host(problem, seed).items():
+        out[role] = handle.alloc(host.nbytes)
+        cl.enqueue_copy(handle.queue, out[role], host)
     out["workspace"] = handle.alloc(workspace_bytes)
     return out
+
+
+def tensor_bytes(problem: Problem) -> dict[str, int]:
+    """Bytes of every tensor of problem, by role."""
+    return {role: desc.nbytes for role, desc in problem.tensors().items()}
 
 
 def params_for(solver: Solver, problem: Problem, handle: Handle) -> tuple[Params, str]:
@@ -138,6 +147,7 @@ def find_problem(handle: Handle, problem: Problem, *, buffers: Mapping[str, cl.B
     solvers restricts the search to those solvers (as miopy-driver -S does): then the find DB is neither
     read nor written. Raises NotSupported when no solver succeeds.
     """
+    _check_arguments(handle, problem, workspace_limit, solvers)
     if solvers is not None:
         return _benchmark(handle, problem, buffers, workspace_limit, timer, solvers)
     mode, enforce = resolve_mode(mode), resolve_enforce()
@@ -158,8 +168,24 @@ def find_problem(handle: Handle, problem: Problem, *, buffers: Mapping[str, cl.B
     return result
 
 
+def _check_arguments(handle: Handle, problem: Problem, workspace_limit, solvers) -> None:
+    """BadParam for a bad workspace_limit or solvers list; OutOfResources when the problem's tensors cannot
+    be held by the device at all (before any random data is made or anything allocated)."""
+    if workspace_limit is not None:
+        check(as_int(workspace_limit, "workspace_limit") >= 0, "workspace_limit",
+              f"must be >= 0 bytes, got {workspace_limit}")
+    if solvers is not None:
+        check(not isinstance(solvers, (str, bytes)) and isinstance(solvers, Sequence), "solvers",
+              f"must be a sequence of Solver objects, got {type(solvers).__name__}")
+        for solver in solvers:
+            check(isinstance(solver, Solver), "solvers", f"expected Solver objects, got {solver!r}")
+            problem.registry.get(solver.id)
+    check_fits(handle, tensor_bytes(problem))
+
+
 def get_solutions(handle: Handle, problem: Problem, workspace_limit: int | None = None) -> FindResult:
     """Immediate mode: the find DB's ranking (from_db=True), else the heuristic's; runs nothing."""
+    _check_arguments(handle, problem, workspace_limit, None)
     hit = _from_find_db(handle, problem, workspace_limit)
     return hit if hit is not None else _heuristic(handle, problem, workspace_limit)
 
@@ -268,6 +294,8 @@ def _skip_reason(solver: Solver, problem: Problem, handle: Handle, workspace_lim
     reason = solver.not_applicable_reason(problem, handle.info)
     if reason is None and workspace_limit is not None and solver.workspace_bytes(problem) > workspace_limit:
         reason = f"needs {solver.workspace_bytes(problem)} bytes of workspace, limit is {workspace_limit}"
+    if reason is None and solver.workspace_bytes(problem):
+        reason = allocation_reason(handle.info, {**tensor_bytes(problem), "workspace": solver.workspace_bytes(problem)})
     return reason
 
 
@@ -279,6 +307,9 @@ def _measure(solver: Solver, problem: Problem, handle: Handle, buffers, timer: T
         time_ms = timer(handle, plan, buffers)
     except MiopyError as exc:
         skipped[solver.id] = f"{type(exc).__name__}: {exc}"
+        return None
+    if not isinstance(time_ms, (int, float, np.integer, np.floating)) or isinstance(time_ms, bool) or not time_ms >= 0:
+        skipped[solver.id] = f"the timer returned {time_ms!r}, not a time in ms"
         return None
     return AlgoPerf(solver.id, solver.algorithm, float(time_ms), solver.workspace_bytes(problem),
                         dict(params), problem.key(), source)

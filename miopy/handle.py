@@ -12,6 +12,7 @@ import os
 import shutil
 import statistics
 import tempfile
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -24,7 +25,7 @@ import pyopencl.array as cl_array
 import pyopencl.tools as cl_tools
 
 from . import config
-from .device import DeviceInfo
+from .device import DeviceInfo, allocation_reason
 from .errors import DeviceNotFound, LaunchError, OutOfResources
 from .kernel_cache import KernelCache
 from .log import warn_once
@@ -113,6 +114,9 @@ class Handle:
         # Outputs of the functional layer come from this pool: a fresh array costs no device allocation.
         self.pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(self.queue))
         self._scratch: dict[str, cl.Buffer] = {}
+        # Held while a plan enqueues its launches (the queue, scratch buffers and kernel arguments are shared
+        # by every plan of the handle) and while scratch buffers are replaced: see docs/index.md, Threads.
+        self.lock = threading.RLock()
         _BY_QUEUE[self.queue.int_ptr] = self
 
     def __repr__(self) -> str:
@@ -124,10 +128,22 @@ class Handle:
 
     # -- arrays -------------------------------------------------------------------------------------
     def to_device(self, array: np.ndarray) -> cl_array.Array:
-        return cl_array.to_device(self.queue, np.ascontiguousarray(array))
+        """A device copy of array (OutOfResources when the device cannot hold it)."""
+        array = np.ascontiguousarray(array)
+        self._check_allocation(array.nbytes, f"array {array.shape} {array.dtype}")
+        try:
+            return cl_array.to_device(self.queue, array)
+        except cl.Error as exc:
+            raise OutOfResources(f"cannot copy {array.shape} {array.dtype} to {self.info.name}: {exc}") from exc
 
     def empty(self, shape: Sequence[int], dtype=np.float32) -> cl_array.Array:
-        return cl_array.empty(self.queue, tuple(shape), dtype)
+        """An uninitialised device array (OutOfResources when the device cannot hold it)."""
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        self._check_allocation(nbytes, f"array {tuple(shape)} {np.dtype(dtype)}")
+        try:
+            return cl_array.empty(self.queue, tuple(shape), dtype)
+        except cl.Error as exc:
+            raise OutOfResources(f"cannot allocate {tuple(shape)} {dtype} on {self.info.name}: {exc}") from exc
 
     def pooled(self, shape: tuple[int, ...], dtype: np.dtype) -> cl_array.Array:
         """An uninitialised array from the handle's memory pool (the functional layer's outputs)."""
@@ -153,17 +169,30 @@ class Handle:
         return array.get(queue=self.queue)
 
     def alloc(self, nbytes: int) -> cl.Buffer:
+        """A device buffer of nbytes, backed by device memory now: a size over the device's largest
+        allocation, or memory the device cannot find, raises OutOfResources here rather than at a later
+        launch (drivers that allocate lazily would otherwise fail the first kernel that touches it)."""
+        nbytes = max(int(nbytes), 4)
+        self._check_allocation(nbytes, "buffer")
         try:
-            return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, max(int(nbytes), 4))
+            buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, nbytes)
+            cl.enqueue_copy(self.queue, buf, np.zeros(1, np.uint32), is_blocking=True)
         except cl.Error as exc:
             raise OutOfResources(f"cannot allocate {nbytes} bytes on {self.info.name}: {exc}") from exc
+        return buf
+
+    def _check_allocation(self, nbytes: int, what: str) -> None:
+        reason = allocation_reason(self.info, {what: nbytes})
+        if reason is not None:
+            raise OutOfResources(f"{reason} on {self.info.name}")
 
     def scratch(self, slot: str, nbytes: int) -> cl.Buffer:
         """A buffer of at least nbytes kept for reuse under slot (workspace, blend temporaries)."""
-        buf = self._scratch.get(slot)
-        if buf is None or buf.size < nbytes:
-            buf = self._scratch[slot] = self.alloc(nbytes)
-        return buf
+        with self.lock:
+            buf = self._scratch.get(slot)
+            if buf is None or buf.size < nbytes:
+                buf = self._scratch[slot] = self.alloc(nbytes)
+            return buf
 
     def finish(self) -> None:
         self.queue.finish()

@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,7 @@ class KernelCache:
         self._kernels: dict[tuple[str, str], cl.Kernel] = {}
         self._keys: dict[KernelSpec, str] = {}
         self.stats = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}
+        self._lock = threading.RLock()
 
     def program_key(self, spec: KernelSpec) -> str:
         key = self._keys.get(spec)
@@ -136,18 +138,23 @@ class KernelCache:
         if knl is not None:
             self.stats["memory_hits"] += 1
             return knl
-        prg = self._programs.get(key)
-        if prg is None:
-            prg = self._load_or_build(key, spec)
-            self._programs[key] = prg
-        else:
-            self.stats["memory_hits"] += 1
-        try:
-            knl = cl.Kernel(prg, spec.name)
-        except cl.Error as exc:
-            raise CompileError(f"{spec.file} has no kernel {spec.name}: {exc}") from exc
-        self._kernels[(key, spec.name)] = knl
-        return knl
+        with self._lock:   # threads sharing a handle build each program once
+            knl = self._kernels.get((key, spec.name))
+            if knl is not None:
+                self.stats["memory_hits"] += 1
+                return knl
+            prg = self._programs.get(key)
+            if prg is None:
+                prg = self._load_or_build(key, spec)
+                self._programs[key] = prg
+            else:
+                self.stats["memory_hits"] += 1
+            try:
+                knl = cl.Kernel(prg, spec.name)
+            except cl.Error as exc:
+                raise CompileError(f"{spec.file} has no kernel {spec.name}: {exc}") from exc
+            self._kernels[(key, spec.name)] = knl
+            return knl
 
     def new_kernel(self, spec: KernelSpec) -> cl.Kernel:
         """A kernel object of its own for spec (a plan sets its arguments once), from the cached program."""

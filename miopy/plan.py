@@ -13,7 +13,7 @@ with one call, for fixed-shape loops such as an inference pass.
 from __future__ import annotations
 
 import dataclasses
-import threading
+import weakref
 from collections.abc import Callable, Mapping
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass
@@ -23,20 +23,25 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from .device import allocation_reason
 from .errors import BadParam, LaunchError, NotApplicable, OutOfResources, check
 from .kernel_cache import KernelSpec
 from .solver import KernelLaunch, Solution, round_up
-from .tensor import TensorDesc
+from .tensor import TensorDesc, as_float32
 
 _ARRAY = cl_array.Array
 T = TypeVar("T")
 _MEMORY = cl.MemoryObjectHolder
+_MEM_PARENT = cl.mem_info.ASSOCIATED_MEMOBJECT
+_MEM_OFFSET = cl.mem_info.OFFSET
+_SCALARS = frozenset({np.float32, np.int32, np.uint32, np.int64, np.uint64})   # kernel scalar arguments
+_BOOLS = frozenset({bool, np.bool_})   # equal to 1 and 0, but not numbers a caller meant
 
 
 @dataclass(frozen=True)
 class Operand:
     """What a plan expects of one buffer: the kernel role it binds, the user's name for it (in errors),
-    its descriptor and whether the plan writes it. nbytes and the NumPy dtype are computed once."""
+    its descriptor and whether the plan writes it. nbytes, the NumPy dtype and packedness are computed once."""
 
     role: str
     field: str
@@ -44,10 +49,12 @@ class Operand:
     written: bool = False
     nbytes: int = dataclasses.field(init=False, repr=False, compare=False)
     numpy_dtype: np.dtype = dataclasses.field(init=False, repr=False, compare=False)
+    packed: bool = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "nbytes", self.desc.nbytes)
         object.__setattr__(self, "numpy_dtype", self.desc.dtype.numpy)
+        object.__setattr__(self, "packed", getattr(self.desc, "is_packed", True))   # byte buffers have no layout
 
 
 def operands(tensors: Mapping[str, TensorDesc], outputs: Seq[str],
@@ -59,16 +66,16 @@ def operands(tensors: Mapping[str, TensorDesc], outputs: Seq[str],
 
 def buffer_of(value: Any, field: str, desc: TensorDesc | None = None, nbytes: int | None = None,
               context: cl.Context | None = None) -> Any:
-    """The cl.Buffer behind value (a pyopencl Array or Buffer), checked against desc / nbytes / context."""
+    """The cl.Buffer behind value (a pyopencl Array or Buffer), checked against desc / nbytes / context.
+
+    A Buffer is raw memory the descriptor describes from its first byte. An Array must hold its tensor in
+    the layout its descriptor states: either it has the descriptor's dims and (byte) strides, or it is
+    C-contiguous storage of another shape (a flat array holding a strided tensor's span, say) and the
+    descriptor is read from its first byte. An Array with an offset (a view starting inside another array)
+    is refused: kernels address buffers from their start.
+    """
     if isinstance(value, _ARRAY):
-        if desc is not None and value.dtype != desc.dtype.numpy:
-            raise BadParam(field, f"dtype {value.dtype} != descriptor {desc.dtype.value}")
-        if value.offset != 0:
-            raise BadParam(field, "arrays with an offset (views into another array) are not supported")
-        if desc is not None and not value.flags.c_contiguous:
-            raise BadParam(field, f"array with strides {value.strides} is not C-contiguous: pass a contiguous "
-                                  "copy, or a Buffer with a descriptor whose strides describe it")
-        size, buf, ctx = value.nbytes, value.base_data, value.context
+        size, buf, ctx = _array_bytes(value, field, desc), value.base_data, value.context
     elif isinstance(value, _MEMORY):
         size, buf, ctx = value.size, value, None
     else:
@@ -82,6 +89,64 @@ def buffer_of(value: Any, field: str, desc: TensorDesc | None = None, nbytes: in
         if ctx is not context and ctx != context:
             raise BadParam(field, "buffer belongs to another OpenCL context than the handle's")
     return buf
+
+
+def _array_bytes(value: cl_array.Array, field: str, desc: Any) -> int:
+    """The bytes of value's buffer that the descriptor may address, after checking its dtype and layout."""
+    if desc is not None and value.dtype != desc.dtype.numpy:
+        raise BadParam(field, f"dtype {value.dtype} != descriptor {desc.dtype.value}")
+    if value.offset != 0:
+        raise BadParam(field, f"array view starting {value.offset} bytes into its buffer: kernels address buffers "
+                              "from their start; pass a copy (or a Buffer and a descriptor whose strides describe it)")
+    contiguous = value.flags.c_contiguous
+    dims = getattr(desc, "dims", None)   # None: no descriptor, or a byte buffer's (a size only)
+    if dims is None or (contiguous and (desc.is_packed or tuple(value.shape) != dims)):
+        if not contiguous:
+            raise BadParam(field, f"array with strides {value.strides} is not C-contiguous")
+        return value.nbytes
+    itemsize = desc.dtype.itemsize
+    if tuple(value.shape) == desc.dims and tuple(value.strides) == tuple(s * itemsize for s in desc.strides):
+        return value.base_data.size  # type: ignore[union-attr,return-value]
+    layout = "C-contiguous" if contiguous else f"strides {value.strides} (bytes)"
+    raise BadParam(field, f"array of shape {value.shape} with {layout} does not have its descriptor's layout "
+                          f"(dims {desc.dims}, element strides {desc.strides}): pass a C-contiguous copy, or an "
+                          "array (or Buffer) laid out as the descriptor states")
+
+
+def extent(buf: Any) -> tuple[int, int]:
+    """(the cl_mem at the root of buf, buf's byte offset in it): a sub-buffer's parent and origin, or
+    the buffer itself at 0."""
+    try:
+        parent = buf.get_info(_MEM_PARENT)
+    except (cl.Error, AttributeError, TypeError):   # not a plain cl_mem: it is its own root
+        return buf.int_ptr, 0
+    if parent is None:
+        return buf.int_ptr, 0
+    return parent.int_ptr, buf.get_info(_MEM_OFFSET)
+
+
+def overlap_reason(spans: Mapping[str, tuple[Any, int]], written: Seq[str],
+                   may_alias: frozenset = frozenset()) -> tuple[str, str] | None:
+    """The first (written field, other field) whose byte ranges overlap, or None. spans maps each field to
+    (buffer, bytes used from its start); pairs in may_alias may be the very same range (in place)."""
+    where = {name: (extent(buf), used) for name, (buf, used) in spans.items()}
+    for out in written:
+        (root, start), used = where[out]
+        for other, ((o_root, o_start), o_used) in where.items():
+            if other == out or o_root != root or not (o_start < start + used and start < o_start + o_used):
+                continue
+            if other not in written and o_start == start and frozenset((out, other)) in may_alias:
+                continue
+            return out, other
+    return None
+
+
+def check_fits(handle, sizes: Mapping[str, int]) -> None:
+    """OutOfResources unless buffers of these sizes (field -> bytes) fit the handle's device: each under
+    its largest allocation, all together under its global memory. Nothing is allocated."""
+    reason = allocation_reason(handle.info, sizes)
+    if reason is not None:
+        raise OutOfResources(f"{reason} on {handle.info.name}")
 
 
 def array_desc(array: Any, field: str) -> TensorDesc:
@@ -107,16 +172,23 @@ class Plan:
         self.context = handle.context
         self.operands = tuple(ops)
         self._by_field = {op.field: op for op in self.operands}
-        self._inputs = tuple(op for op in self.operands if not op.written)
-        self._outputs = tuple(op for op in self.operands if op.written)
-        self._may_alias = frozenset(frozenset(pair) for pair in may_alias)
+        self._roles = tuple(op.role for op in self.operands)
+        self._written = tuple(op.field for op in self.operands if op.written)
+        field_of = {op.role: op.field for op in self.operands}
+        self._may_alias = frozenset(frozenset(field_of.get(name, name) for name in pair) for pair in may_alias)
         self._blend = self._by_field_or_role(blend_output) if blend_output else None
-        self._steps = tuple(_Step(handle, launch) for launch in solution.launches)
         need = solution.workspace_bytes
+        # Device limits before anything is built or allocated: every operand, and the workspace the plan takes.
+        check_fits(handle, {**{op.field: op.nbytes for op in self.operands},
+                            **({"workspace": need} if workspace is None and need else {})})
+        self._steps = tuple(_Step(handle, launch) for launch in solution.launches)
         self.workspace = (buffer_of(workspace, "workspace", nbytes=need, context=self.context)
                           if workspace is not None else handle.scratch("workspace", need) if need else None)
         self._blend_steps: tuple[_Step, ...] | None = None
-        self._lock = threading.Lock()
+        # One lock per handle: its queue, scratch buffers and kernels' arguments are shared by all its plans,
+        # so each run's launches are enqueued back to back, whatever other threads do.
+        self._lock = handle.lock
+        self._verified: tuple = ()   # weak references to the arrays of the last run whose checks passed
         self.released = False
 
     # -- introspection -----------------------------------------------------------------------------
@@ -141,6 +213,7 @@ class Plan:
         self.released = True
         self._steps = ()
         self.workspace = None
+        self._verified = ()
 
     # -- running -------------------------------------------------------------------------------------
     def run(self, alpha: float = 1.0, beta: float = 0.0, workspace: Any = None, **buffers: Any) -> list[cl.Event]:
@@ -155,49 +228,81 @@ class Plan:
         scalars binds per-call kernel arguments by role (already checked: activation's alpha, ...)."""
         if self.released:
             raise BadParam("plan", "released: build a new plan")
-        bound = {op.role: self._checked(op, value) for op, value in zip(self.operands, values)}
+        bound = self._verified_bound(values) if workspace is None else None
+        if bound is None:
+            bound = self._bind(values, workspace)
         if scalars:
             bound.update(scalars)
-        self._check_aliasing(bound)
-        if workspace is not None:
-            bound["workspace"] = buffer_of(workspace, "workspace", nbytes=self.solution.workspace_bytes,
-                                           context=self.context)
-        elif self.workspace is not None:
-            bound["workspace"] = self.workspace
-        if alpha == 1.0 and beta == 0.0:
+        if alpha == 1.0 and beta == 0.0 and alpha.__class__ not in _BOOLS and beta.__class__ not in _BOOLS:
             return self.enqueue(bound)
         return self._run_blended(bound, _scalar(alpha, "alpha"), _scalar(beta, "beta"))
+
+    def _verified_bound(self, values: tuple) -> dict[str, Any] | None:
+        """The warm loop: when values are the very arrays of the last checked run (held weakly: a plan keeps
+        no user buffer alive), their buffers by role without checking again; else None."""
+        refs = self._verified
+        if len(refs) != len(values):
+            return None
+        for ref, value in zip(refs, values):
+            if ref() is not value or value is None:   # a dead reference reads None
+                return None
+        bound = dict(zip(self._roles, [value.base_data for value in values]))
+        if self.workspace is not None:
+            bound["workspace"] = self.workspace
+        return bound
+
+    def _bind(self, values: tuple, workspace: Any) -> dict[str, Any]:
+        """Every value checked against its operand (and for overlap), as a role -> buffer dict. Arrays that
+        pass are remembered (weakly) when no workspace was passed: the next run with them skips the checks."""
+        checked = self._checked
+        buffers = tuple([checked(op, value) for op, value in zip(self.operands, values)])
+        if workspace is not None:
+            buffers += (buffer_of(workspace, "workspace", nbytes=self.solution.workspace_bytes, context=self.context),)
+        self._check_aliasing(buffers)
+        bound = dict(zip(self._roles, buffers))
+        if workspace is not None:
+            bound["workspace"] = buffers[-1]
+        elif self.workspace is not None:
+            bound["workspace"] = self.workspace
+        arrays = workspace is None and all(value.__class__ is _ARRAY for value in values)
+        self._verified = tuple(weakref.ref(value) for value in values) if arrays else ()
+        return bound
 
     def enqueue(self, bound: Mapping[str, Any]) -> list[cl.Event]:
         """Enqueue with buffers and scalars already checked, by kernel role (find's and tuning's timers,
         sequences). Sets only the arguments that changed since this plan's last launch."""
-        recording = self.handle.recording
-        if recording is not None:
-            recording.append((self, dict(bound)))
+        handle = self.handle
+        if handle.recording is not None:
+            handle.recording.append((self, dict(bound)))
+        queue = handle.queue
         with self._lock:
-            return [step.launch(self.handle.queue, bound) for step in self._steps]
+            return [step.launch(queue, bound) for step in self._steps]
 
     # -- checks ----------------------------------------------------------------------------------------
     def _checked(self, op: Operand, value: Any) -> Any:
         """The buffer behind value if it fits op; the fast path is a handful of attribute comparisons."""
         if value.__class__ is _ARRAY:
-            if (value.dtype == op.numpy_dtype and value.offset == 0 and value.nbytes >= op.nbytes
+            if (op.packed and value.offset == 0 and value.dtype == op.numpy_dtype and value.nbytes >= op.nbytes
                     and value.flags.c_contiguous):
                 ctx = value.context
                 if ctx is self.context or ctx == self.context:
                     return value.base_data
         return buffer_of(value, op.field, op.desc, context=self.context)
 
-    def _check_aliasing(self, bound: Mapping[str, Any]) -> None:
-        for out in self._outputs:
-            target = bound[out.role]
-            for op in self.operands:
-                if op is out or (not op.written and frozenset((op.role, out.role)) in self._may_alias):
-                    continue
-                other = bound[op.role]
-                if other is target or other.int_ptr == target.int_ptr:
-                    raise BadParam(out.field, f"{out.field} and {op.field} are the same buffer: this operation "
-                                              "does not run in place; pass a separate output")
+    def _check_aliasing(self, buffers: tuple) -> None:
+        """BadParam unless every written buffer's bytes are apart from every other operand's (the same range
+        is allowed for in-place pairs); a user workspace (last in buffers when given) counts as written."""
+        spans = {op.field: (buf, op.nbytes) for op, buf in zip(self.operands, buffers)}
+        written = self._written
+        if len(buffers) > len(self.operands):
+            spans["workspace"] = (buffers[-1], self.solution.workspace_bytes)
+            written += ("workspace",)
+        pair = overlap_reason(spans, written, self._may_alias)
+        if pair is not None:
+            out, other = pair
+            same = "are the same buffer" if spans[out][0].int_ptr == spans[other][0].int_ptr else "overlap in memory"
+            raise BadParam(out, f"{out} and {other} {same}: this operation does not write {out} in place "
+                                f"of {other}; pass a separate {out}")
 
     def _bad_fields(self, buffers: Mapping[str, Any]) -> None:
         missing = [f for f in self._by_field if f not in buffers]
@@ -218,15 +323,15 @@ class Plan:
             raise BadParam("beta", f"{self.solver_id} has no single output to blend into")
         if not out.desc.is_packed:
             raise BadParam("beta", "alpha/beta blending needs a packed output")
-        tmp = self.handle.scratch("blend", out.nbytes)
-        events = self.enqueue({**bound, out.role: tmp})
-        if self._blend_steps is None:
-            self._blend_steps = (_Step(self.handle, blend_launch(out.desc.element_count, out.desc)),)
-        recording = self.handle.recording
-        blend_args = {"out": bound[out.role], "result": tmp, "alpha": alpha, "beta": beta}
-        if recording is not None:
-            recording.append((_BlendStep(self), blend_args))
-        with self._lock:
+        with self._lock:   # the blend temporary is the handle's: the result and its blend go back to back
+            tmp = self.handle.scratch("blend", out.nbytes)
+            if self._blend_steps is None:
+                self._blend_steps = (_Step(self.handle, blend_launch(out.desc.element_count, out.desc)),)
+            events = self.enqueue({**bound, out.role: tmp})
+            recording = self.handle.recording
+            blend_args = {"out": bound[out.role], "result": tmp, "alpha": alpha, "beta": beta}
+            if recording is not None:
+                recording.append((_BlendStep(self), blend_args))
             return events + [self._blend_steps[0].launch(self.handle.queue, blend_args)]
 
 
@@ -243,12 +348,14 @@ class _BlendStep:
 
 
 class _Step:
-    """One launch with its own kernel object: scalars set once, buffer arguments set when they change.
+    """One launch with its own kernel object: fixed scalars set once, per-call scalars when they change,
+    buffer arguments on every launch.
 
-    A buffer argument is compared by its cl_mem handle (``int_ptr``), not by holding the Python object:
-    the plan keeps no user buffer alive, and a pooled block handed out again is the same cl_mem, whose
-    argument is already set. A scalar argument (activation's alpha, ...) is compared by value: setting a
-    NumPy scalar costs pyopencl several microseconds."""
+    A buffer argument is set on every launch (as a raw pyopencl program does): the plan keeps no user
+    buffer alive, so it cannot know that a cl_mem handle equal to the last one is the same object (a freed
+    buffer's handle is reused, and drivers such as PoCL resolve a sub-buffer's parent when the argument is
+    set: skipping the call then reads freed memory). A scalar argument (activation's alpha, ...) is compared
+    by value: setting a NumPy scalar costs pyopencl several microseconds."""
 
     __slots__ = ("kernel", "global_size", "local_size", "slots", "last", "name")
 
@@ -270,10 +377,12 @@ class _Step:
         try:
             for index, role in self.slots:
                 value = bound[role]
-                key = getattr(value, "int_ptr", value)   # a buffer's cl_mem handle, or the scalar itself
-                if last[index] != key:
+                if value.__class__ in _SCALARS:
+                    if last[index] != value:
+                        kernel.set_arg(index, value)
+                        last[index] = value
+                else:
                     kernel.set_arg(index, value)
-                    last[index] = key
             return cl.enqueue_nd_range_kernel(queue, kernel, self.global_size, self.local_size)
         except KeyError as exc:
             raise BadParam(str(exc.args[0]), f"kernel {self.name} needs a buffer for role {exc.args[0]!r}") from None
@@ -290,14 +399,7 @@ def _launch_error(exc: cl.Error, step: _Step) -> Exception:
 
 
 def _scalar(value: Any, field: str) -> np.float32:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise BadParam(field, f"must be a finite real number, got {value!r}") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
-            or number - number != 0.0:
-        raise BadParam(field, f"must be a finite real number, got {value!r}")
-    return np.float32(number)
+    return as_float32(value, field)
 
 
 BLEND_WG = 256
@@ -307,7 +409,7 @@ def blend_launch(count: int, desc: TensorDesc) -> KernelLaunch:
     """out = alpha * result + beta * out over count elements (scale.cl)."""
     spec = KernelSpec.make("scale.cl", "blend", desc.dtype.defines)
     return KernelLaunch(spec, (round_up(count, BLEND_WG),), (BLEND_WG,),
-                        ("out", "result", "alpha", "beta", np.int32(count)))
+                        ("out", "result", "alpha", "beta", np.uint64(count)))
 
 
 def memo_plan(handle, key: tuple, build: Callable[[], T]) -> T:
@@ -386,6 +488,7 @@ class Sequence:
     def replay(self) -> list[cl.Event]:
         """Enqueue every recorded run again, back to back; returns the events of the last one."""
         events: list[cl.Event] = []
-        for runner, bound in self.steps:
-            events = runner.enqueue(bound)
+        with self.handle.lock:   # a recorded run and its blend share the handle's temporary: no thread between
+            for runner, bound in self.steps:
+                events = runner.enqueue(bound)
         return events

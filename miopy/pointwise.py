@@ -16,7 +16,7 @@ from .device import INT_LIMIT
 from .errors import BadParam, NotSupported, check
 from .kernel_cache import KernelSpec
 from .solver import Arg, KernelLaunch, round_up
-from .tensor import DataType, TensorDesc
+from .tensor import DataType, TensorDesc, as_float32
 
 WORK_GROUP = 256
 MAX_ELEMENTS = INT_LIMIT - 1
@@ -55,12 +55,7 @@ def check_same_dims(reference_field: str, reference: TensorDesc, others: Mapping
 
 def scalar(value, field: str, minimum: float | None = None) -> np.float32:
     """value as a finite float32 kernel argument (at least minimum when given), else BadParam(field)."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise BadParam(field, f"expected a number, got {value!r}") from None
-    if not math.isfinite(number):   # messages are formatted only when a check fails (a warm call's path)
-        raise BadParam(field, f"must be finite, got {number}")
+    number = as_float32(value, field)   # messages are formatted only when a check fails (a warm call's path)
     if minimum is not None and number < minimum:
         raise BadParam(field, f"must be >= {minimum}, got {number}")
-    return np.float32(number)
+    return number

@@ -60,10 +60,33 @@ def as_int(value, field: str) -> int:
         raise BadParam(field, f"expected an integer, got {value!r}") from None
 
 
+def as_real(value, field: str) -> float:
+    """value as a finite float (a Python or NumPy real number, never a bool or a string); BadParam(field)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise BadParam(field, f"expected a finite real number, got {value!r}")
+    number = float(value)
+    if number - number != 0.0:
+        raise BadParam(field, f"must be finite, got {number}")
+    return number
+
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def as_float32(value, field: str) -> np.float32:
+    """value as a float32 kernel argument: a finite real number within float32's range; BadParam(field)."""
+    number = as_real(value, field)
+    if abs(number) > FLOAT32_MAX:
+        raise BadParam(field, f"{number} is out of float32's range")
+    return np.float32(number)
+
+
 def enum_member(cls, value, field: str, what: str):
     """The member of an int enum given as a member, its value or its name (any case); else BadParam(field)."""
     if isinstance(value, str) and value.upper() in cls.__members__:
         return cls[value.upper()]
+    if isinstance(value, (bool, np.bool_)):   # True == 1, but no one means a mode by it
+        raise BadParam(field, f"unknown {what} {value!r}; known: {[m.name for m in cls]}")
     try:
         return cls(value)
     except (ValueError, TypeError):

@@ -18,16 +18,23 @@ def _setup(handle, n=2, c=4, h=7, w=7, k=6, r=3, pad=1, stride=1, groups=1):
     return xd, wd, yd, conv, x, wt
 
 
-def test_find_returns_sorted_records_and_uses_injected_timer(handle):
+def test_find_ranks_by_the_injected_timer(handle):
+    """The fake timer makes the registry's last solver fastest and the first slowest: find must rank the
+    solvers in exactly the timer's order, whatever the registry's."""
     problem = make_problem(Direction.FORWARD, 1, 4, 6, 6, 4, 3, 3, 1)
+    applicable = [s.id for s in problem.registry.solvers() if s.is_applicable(problem, handle.info)]
+    fake = {sid: 1.0 + i for i, sid in enumerate(reversed(applicable))}   # naive (last) fastest
     calls = []
 
     def timer(h, prepared, buffers):
         calls.append(prepared.solution.solver_id)
-        return 10.0 - len(calls)
+        return fake[prepared.solution.solver_id]
 
     result = find_problem(handle, problem, timer=timer)
-    assert calls and [r.time_ms for r in result] == sorted(r.time_ms for r in result)
+    assert sorted(calls) == sorted(applicable)
+    assert [r.solver_id for r in result] == list(reversed(applicable))
+    assert [r.time_ms for r in result] == sorted(fake.values())
+    assert result[0].solver_id == "ConvDirectNaive" and len(applicable) > 2
     assert all(r.problem_key == problem.key() for r in result)
 
 

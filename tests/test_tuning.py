@@ -98,11 +98,11 @@ def _tune(handle, problem, timer, solver=NAIVE, **options):
                        options=TuneOptions(**options), timer=timer, compiler=miopy.tuning.Compiler(handle, 0))
 
 
-def test_tiny_budget_is_never_slower_than_default_and_is_stored(fresh_dbs, handle):
+def test_tiny_budget_stores_the_point_the_timer_makes_fastest(fresh_dbs, handle):
     problem = make_problem(Direction.FORWARD, 1, 4, 6, 6, 4, 3, 3, 1)
     timer = WgTimer({64: 3.0, 128: 1.0, 256: 2.0})
     result = _tune(handle, problem, timer, budget=2)
-    assert timer.calls == 2 and result.best_ms <= result.default_ms
+    assert timer.calls == 2 and (result.default_ms, result.best_ms) == (3.0, 1.0)
     assert result.stored and result.best_params == {"WG": 128} and result.speedup == 3.0
     assert find.params_for(NAIVE, problem, handle) == ({"WG": 128}, "user perf DB")
 
@@ -168,16 +168,6 @@ def test_tune_cli_then_driver_reports_user_perf_db(fresh_dbs, capsys):
     assert "ConvDirectNaive" in out and "default ms" in out and "speedup" in out and "GFLOP/s" in out
     assert driver_cli.main(["conv"] + SMALL + ["-F", "1", "-i", "1"]) == 0
     assert "params from user perf DB" in capsys.readouterr().out
-
-
-def test_driver_lines_are_read_from_files():
-    lines = ["./bin/MIOpenDriver conv -n 2 -c 8 -H 9 -W 9 -k 4 -y 3 -x 3 -t 1 -V 0",
-             "MIOpenDriver conv -n 1 -c 4 -H 6 -W 6 -k 4 -y 1 -x 1 -F 2 -S 0", "# a comment",
-             "miopy-driver conv -n 1 -c 4 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 -g 2 -m trans",
-             "MIOpenDriver convfp16 -n 1", "something else"]
-    parsed = tune_cli.driver_lines(lines)
-    assert [(a.batchsize, a.in_channels, a.fil_h, a.forw, a.group_count, a.mode) for a in parsed] == [
-        (2, 8, 3, 0, 1, "conv"), (1, 4, 1, 2, 1, "conv"), (1, 4, 3, 0, 2, "trans")]
 
 
 def test_network_layer_sets():

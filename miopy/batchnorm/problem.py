@@ -64,6 +64,7 @@ class BatchNormProblem:
         mode = BatchNormMode.of(mode)
         x_name, y_name, param_name = names
         check(isinstance(x, TensorDesc), x_name, "must be a TensorDesc")
+        check(dy is not None or direction is not BnDirection.BACKWARD, "dy_desc", "must be a TensorDesc")
         others = {y_name: y} if dy is None else {"dy_desc": dy, y_name: y}
         for name, desc in others.items():
             check(isinstance(desc, TensorDesc), name, "must be a TensorDesc")

@@ -12,8 +12,9 @@ from ..conv import registry
 from ..conv.problem import OUTPUT_ROLE, ConvDesc, Direction, directions, map_problem, same_padding
 from ..conv.reference import solve, tolerance
 from ..conv.solver import ConvSolver
-from ..errors import MiopyError
+from ..errors import MiopyError, check
 from ..handle import Handle
+from ..plan import check_fits
 from ..reference import max_error
 from ..tensor import TensorDesc
 from . import driver_bnorm, driver_dropout, driver_lrn, driver_pool, driver_softmax, driver_tensorop
@@ -84,8 +85,10 @@ def parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     conv = sub.add_parser("conv", help="find, run, time and verify a convolution")
     conv_arguments(conv)
-    conv.add_argument("-t", "--time", type=int, default=1, help="1: time -i iterations; 0: report find's time")
-    conv.add_argument("-V", "--verify", type=int, default=1, help="verify against the float64 reference")
+    conv.add_argument("-t", "--time", type=int, default=1, choices=(0, 1),
+                      help="1: time -i iterations; 0: report find's time")
+    conv.add_argument("-V", "--verify", type=int, default=1, choices=(0, 1),
+                      help="verify against the float64 reference")
     conv.add_argument("-i", "--iter", type=int, default=10, help="timed iterations")
     conv.add_argument("-s", "--seed", type=int, default=0, help="random seed of the inputs")
     for module in SUBCOMMANDS:
@@ -98,6 +101,7 @@ def run_direction(handle: Handle, direction: Direction, x_desc, w_desc, conv, ar
     y_desc = conv.output_desc(x_desc, w_desc)
     mapping = map_problem(direction, x_desc, w_desc, conv, y_desc)
     problem = mapping.problem
+    check_fits(handle, {"x": x_desc.nbytes, "w": w_desc.nbytes, "y": y_desc.nbytes})  # before any host data
     rng = np.random.default_rng(args.seed)
     host = {r: rng.standard_normal(d.dims).astype(np.float32) for r, d in (("x", x_desc), ("w", w_desc), ("y", y_desc))}
     out_user = mapping.roles[OUTPUT_ROLE[problem.direction]]
@@ -110,7 +114,7 @@ def run_direction(handle: Handle, direction: Direction, x_desc, w_desc, conv, ar
           f"{rec.params}; find ranked {len(found)} solver(s){' from the find DB' if found.from_db else ''}")
     call = _call(handle, direction, x_desc, w_desc, y_desc, conv, dev, rec)
     call()
-    ms = handle.time_ms(call, warmup=1, iters=max(args.iter, 1)) if args.time else rec.time_ms
+    ms = handle.time_ms(call, warmup=1, iters=args.iter) if args.time else rec.time_ms
     print(f"{NAMES[direction]}: kernel time {ms:.4f} ms, {problem.flops() / ms / 1e6:.1f} GFLOP/s, "
           f"{problem.bytes() / ms / 1e6:.1f} GB/s")
     if not args.verify:
@@ -152,6 +156,8 @@ def main(argv=None) -> int:
     if args.command != "conv":
         return args.run(args)
     try:
+        check(args.iter >= 1, "-i", f"must be >= 1 timed iteration, got {args.iter}")
+        check(args.seed >= 0, "-s", f"must be >= 0, got {args.seed}")
         x_desc, w_desc, conv = descriptors(args)
         handle = Handle()
         print(f"miopy-driver: device {handle.info.name} ({handle.info.platform})")
@@ -159,6 +165,9 @@ def main(argv=None) -> int:
                   if _claimed(args, d, x_desc, w_desc, conv)])
     except MiopyError as exc:
         print(f"miopy-driver: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print("miopy-driver: error: out of host memory for the problem's tensors", file=sys.stderr)
         return 1
     s = handle.cache_stats()
     print(f"kernel cache: compiled={s['compiled']} disk_hits={s['disk_hits']} memory_hits={s['memory_hits']}")

@@ -22,8 +22,10 @@ from pathlib import Path
 from .. import config, db
 from ..conv import networks, registry
 from ..conv.problem import ConvProblem, directions, map_problem
-from ..errors import BadParam, MiopyError
+from ..errors import BadParam, MiopyError, check
+from ..find import tensor_bytes
 from ..handle import Handle
+from ..plan import check_fits
 from ..tuning import DEFAULT_BUDGET, STRATEGIES, Compiler, SearchSpace, TuneOptions, TuneResult, tunable, tune_problem
 from .driver import conv_arguments, descriptors
 
@@ -54,31 +56,72 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def problems_of(args: argparse.Namespace) -> list[ConvProblem]:
-    """The problems the arguments name, each once, in order."""
+def problems_of(args: argparse.Namespace) -> tuple[list[ConvProblem], list[str]]:
+    """The problems the arguments name, each once, in order, and one message per --file line skipped as bad
+    (its file and line number and what is wrong with it)."""
+    skipped: list[str] = []
     if args.network:
         found = networks.problems(args.network, args.batchsize, directions(args.forw))
     elif args.file:
-        found = [p for argv in driver_lines(args.file.read_text().splitlines()) for p in _flag_problems(argv)]
+        found, skipped = file_problems(args.file)
     elif args.onnx:
         found = onnx_problems(args.onnx, args.batch, args.forw)
     else:
         found = _flag_problems(args)
-    return list({p.key(): p for p in found}.values())
+    return list({p.key(): p for p in found}.values()), skipped
 
 
-def driver_lines(lines: Iterable[str]) -> list[argparse.Namespace]:
-    """Parsed problem flags of each line that is a miopy-driver or MIOpenDriver conv command; others are
-    skipped. Flags that do not describe the problem (-t, -V, -i, -S, ...) are ignored."""
-    line_parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+def file_problems(path: Path) -> tuple[list[ConvProblem], list[str]]:
+    """The problems of a --file's driver lines, and a message for each such line whose flags are bad; a file
+    that cannot be read is BadParam("--file")."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadParam("--file", f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    lines, bad = driver_lines(text.splitlines())
+    found = []
+    for number, argv in lines:
+        try:
+            found += _flag_problems(argv)
+        except MiopyError as exc:
+            bad.append((number, f"{type(exc).__name__}: {exc}"))
+    return found, [f"{path}:{number}: {why}" for number, why in sorted(bad)]
+
+
+class _LineParser(argparse.ArgumentParser):
+    """Parses one file line's flags; a bad flag raises instead of exiting the program."""
+
+    def error(self, message: str):
+        raise BadParam("line", message)
+
+
+def driver_lines(lines: Iterable[str]) -> tuple[list[tuple[int, argparse.Namespace]], list[tuple[int, str]]]:
+    """(line number, parsed problem flags) of each line that is a miopy-driver or MIOpenDriver conv command,
+    and (line number, what is wrong) of each such line whose flags do not parse. Other lines (comments,
+    other commands) are not problems and are passed over; flags that do not describe the problem (-t, -V,
+    -i, -S, ...) are ignored."""
+    line_parser = _LineParser(add_help=False, allow_abbrev=False)
     conv_arguments(line_parser)
-    out = []
-    for line in lines:
-        words = shlex.split(line, comments=True)
-        prefix = next((p for p in DRIVER_PREFIXES if tuple(words[:2]) == p), None)
-        if prefix is not None:
-            out.append(line_parser.parse_known_args(words[2:])[0])
-    return out
+    parsed, bad = [], []
+    for number, line in enumerate(lines, 1):
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError as exc:   # an unclosed quote: a problem only if the line is a driver command
+            words = line.split()
+            if _prefix(words) is not None:
+                bad.append((number, f"cannot split the line: {exc}"))
+            continue
+        if _prefix(words) is None:
+            continue
+        try:
+            parsed.append((number, line_parser.parse_known_args(words[2:])[0]))
+        except BadParam as exc:
+            bad.append((number, f"bad flags: {str(exc).split(': ', 1)[-1]}"))
+    return parsed, bad
+
+
+def _prefix(words: list[str]) -> tuple[str, str] | None:
+    return next((p for p in DRIVER_PREFIXES if tuple(words[:2]) == p), None)
 
 
 def onnx_problems(model: Path, batch: int | None, forw: int) -> list[ConvProblem]:
@@ -101,12 +144,24 @@ def tune_one(handle: Handle, problem: ConvProblem, args: argparse.Namespace, com
     """Tune every chosen solver on problem behind a progress bar; returns their results."""
     from tqdm import tqdm  # the bar is the CLI's business; the library does not need tqdm
 
+    check_fits(handle, tensor_bytes(problem))   # before the bar: an error is then one line
     solvers = tunable(handle, problem, [registry.get(args.solver)] if args.solver else None)
     total = sum(min(args.budget, len(SearchSpace.of(s, problem, handle.info))) for s in solvers)
-    options = TuneOptions(args.budget, args.time_limit, args.patience, args.seed)
     with tqdm(total=total, desc=problem.key(), unit="pt", file=sys.stderr, leave=False) as bar:
-        return tune_problem(handle, problem, solvers=solvers, strategy_name=args.strategy, options=options,
+        return tune_problem(handle, problem, solvers=solvers, strategy_name=args.strategy, options=options_of(args),
                             compiler=compiler, on_result=lambda _: bar.update(1))
+
+
+def options_of(args: argparse.Namespace) -> TuneOptions:
+    """The tuning limits the flags give, each checked (BadParam naming the flag)."""
+    check(args.budget >= 1, "--budget", f"must be >= 1, got {args.budget}")
+    check(args.time_limit is None or (math.isfinite(args.time_limit) and args.time_limit > 0), "--time-limit",
+          f"must be a number of seconds > 0, got {args.time_limit}")
+    check(args.patience is None or args.patience >= 1, "--patience", f"must be >= 1, got {args.patience}")
+    check(args.jobs is None or args.jobs >= 0, "--jobs", f"must be >= 0 (0: compile in this process), got {args.jobs}")
+    check(args.seed >= 0, "--seed", f"must be >= 0, got {args.seed}")
+    check(args.workers is None or args.workers >= 1, "--workers", f"must be >= 1, got {args.workers}")
+    return TuneOptions(args.budget, args.time_limit, args.patience, args.seed)
 
 
 def table(problem: ConvProblem, results: list[TuneResult]) -> str:
@@ -127,11 +182,12 @@ def table(problem: ConvProblem, results: list[TuneResult]) -> str:
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     try:
-        if args.budget is not None and args.budget < 1:
-            raise BadParam("--budget", f"must be >= 1, got {args.budget}")
-        problems = problems_of(args)
+        options_of(args)
+        problems, skipped = problems_of(args)
+        for message in skipped:
+            print(f"miopy-tune: skipped {message}", file=sys.stderr)
         if args.workers is not None or args.scheduler is not None:
-            return tune_on_cluster(problems, args)
+            return tune_on_cluster(problems, args) or (1 if skipped else 0)
         handle = Handle()
         print(f"miopy-tune: device {handle.info.name} ({handle.info.platform}); {len(problems)} problem(s); "
               f"strategy {args.strategy}, budget {args.budget}; user DB {config.user_db_path() or 'in memory'}")
@@ -140,6 +196,12 @@ def main(argv=None) -> int:
                 print(table(problem, tune_one(handle, problem, args, compiler)), flush=True)
     except MiopyError as exc:
         print(f"miopy-tune: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print("miopy-tune: error: out of host memory", file=sys.stderr)
+        return 1
+    if skipped:
+        print(f"miopy-tune: {len(skipped)} line(s) of {args.file} skipped (see above)", file=sys.stderr)
         return 1
     return 0
 

@@ -16,10 +16,10 @@ from typing import Any
 import pyopencl as cl
 
 from .. import config
-from ..errors import check
+from ..errors import BadParam, check
 from ..find import AlgoPerf, FindResult, Timer, find_problem, get_solutions, resolve_enforce
 from ..handle import Handle
-from ..plan import Operand, Plan, buffer_of, checked_solution
+from ..plan import Operand, Plan, buffer_of, checked_solution, overlap_reason
 from ..solver import Solver
 from ..tensor import TensorDesc
 from .problem import FIELDS, ConvDesc, ConvProblem, Direction, ProblemMapping, map_problem
@@ -51,17 +51,34 @@ def find_convolution(handle: Handle, x_desc: TensorDesc, w_desc: TensorDesc, con
     """
     check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
     mapping = map_problem(direction, x_desc, w_desc, conv_desc, y_desc)
-    buffers = None
-    if tensors is not None:
-        user = {"x": x_desc, "w": w_desc, "y": y_desc or conv_desc.output_desc(x_desc, w_desc)}
-        buffers = {prole: buffer_of(tensors[urole], urole, user[urole], context=handle.context)
-                   for prole, urole in mapping.roles.items()}
-        if "workspace" in tensors:
-            buffers["workspace"] = buffer_of(tensors["workspace"], "workspace", context=handle.context)
+    buffers = None if tensors is None else _find_buffers(handle, mapping, tensors)
     result = find(handle, mapping.problem, buffers=buffers, workspace_limit=workspace_limit, timer=timer,
                   mode=mode, solvers=solvers)
     _choose_record(handle, mapping.problem, result[0])
     return result
+
+
+def _find_buffers(handle: Handle, mapping: ProblemMapping, tensors) -> dict:
+    """find_convolution's tensors (x, w, y and optionally workspace, by forward role) as the problem's
+    buffers, each checked against its descriptor; the output may share no memory with another."""
+    check(isinstance(tensors, dict), "tensors",
+          f"must be a dict of x, w, y (and workspace), got {type(tensors).__name__}")
+    extra = sorted(set(tensors) - {"x", "w", "y", "workspace"}, key=str)
+    missing = [role for role in "xwy" if role not in tensors]
+    check(not extra and not missing, "tensors", f"takes x, w, y and workspace; missing {missing}, unexpected {extra}")
+    problem = mapping.problem
+    descs = problem.tensors()
+    buffers = {prole: buffer_of(tensors[urole], f"tensors[{urole!r}]", descs[prole], context=handle.context)
+               for prole, urole in mapping.roles.items()}
+    spans = {f"tensors[{mapping.roles[r]!r}]": (buffers[r], descs[r].nbytes) for r in descs}
+    if "workspace" in tensors:
+        buffers["workspace"] = buffer_of(tensors["workspace"], "tensors['workspace']", context=handle.context)
+        spans["tensors['workspace']"] = (buffers["workspace"], buffers["workspace"].size)
+    written = [f"tensors[{mapping.roles[r]!r}]" for r in problem.outputs()] + [s for s in spans if "workspace" in s]
+    pair = overlap_reason(spans, written)
+    if pair is not None:
+        raise BadParam(pair[0], f"{pair[0]} and {pair[1]} share memory: find writes {pair[0]}")
+    return buffers
 
 
 def convolution_forward(handle: Handle, x_desc: TensorDesc, x, w_desc: TensorDesc, w, conv_desc: ConvDesc,
@@ -195,4 +212,4 @@ def _choose_record(handle: Handle, problem: ConvProblem, record: AlgoPerf) -> No
         if memo_key[0] == "conv" and isinstance(memo, list):
             memo[:] = [c for c in memo if not (c.algo is None and c.plan.problem.key() == key)]
         elif memo_key[0] == "conv2d" and memo[0].problem.key() == key:
-            del handle.plans[memo_key]   # the functional layer's plan for the previous choice
+            handle.plans.pop(memo_key, None)   # the functional layer's plan for the previous choice

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from ..conv import REGISTRY as CONV_REGISTRY
 from ..conv.problem import ConvProblem, Direction
 from ..conv.solver import ConvSolver
-from ..device import DeviceInfo
+from ..device import DeviceInfo, index_reason
 from ..find import params_for
 from ..handle import Handle
 from ..plan import checked_solution
 from ..pointwise import MAX_ELEMENTS, pointwise_launch
-from ..solver import Applicable, Params, Solution, require
+from ..solver import Applicable, Params, Solution, require, require_none
 from ..tensor import DataType, TensorDesc
 from .epilogue import Epilogue
 
@@ -99,6 +99,7 @@ class ConvEpilogueFused(FusedSolver):
         require(self.conv.supports_epilogue, f"{self.conv.id} has no epilogue hook")
         missing = sorted(fp.epilogue.ops - self.conv.epilogue_ops)
         require(not missing, f"{self.conv.id}'s epilogue does not fuse {', '.join(missing)}")
+        require_none(index_reason(conv.y.element_span))   # the epilogue's operand offsets are 32-bit
         self.conv.applicability(conv, dev)
 
     def params(self, fp: FusedProblem, handle: Handle) -> tuple[Params, str]:

@@ -6,22 +6,28 @@
  *   P Q            output dims         G       groups
  *   PAD_H PAD_W  STRIDE_H STRIDE_W  DIL_H DIL_W
  *   XS_N XS_C XS_H XS_W, WS_K WS_C WS_R WS_S, YS_N YS_K YS_P YS_Q   element strides of x, w, y
+ *   INDEX_T        type of element offsets and work-item ids: int (default), or long where a tensor spans
+ *                  2^31 elements or more, or there are that many work-items
  */
 #include "epilogue.h"
 
+#ifndef INDEX_T
+#define INDEX_T int
+#endif
 #define CG (C / G)
 #define KG (K / G)
-#define X_AT(n, c, h, w) ((n) * XS_N + (c) * XS_C + (h) * XS_H + (w) * XS_W)
-#define W_AT(k, c, r, s) ((k) * WS_K + (c) * WS_C + (r) * WS_R + (s) * WS_S)
-#define Y_AT(n, k, p, q) ((n) * YS_N + (k) * YS_K + (p) * YS_P + (q) * YS_Q)
+#define X_AT(n, c, h, w) ((INDEX_T)(n) * XS_N + (INDEX_T)(c) * XS_C + (INDEX_T)(h) * XS_H + (INDEX_T)(w) * XS_W)
+#define W_AT(k, c, r, s) ((INDEX_T)(k) * WS_K + (INDEX_T)(c) * WS_C + (INDEX_T)(r) * WS_R + (INDEX_T)(s) * WS_S)
+#define Y_AT(n, k, p, q) ((INDEX_T)(n) * YS_N + (INDEX_T)(k) * YS_K + (INDEX_T)(p) * YS_P + (INDEX_T)(q) * YS_Q)
 
 /* y[n,k,p,q] = sum_{c,r,s} x[n, g*CG + c, p*U - PAD + r*DIL, ...] * w[k, c, r, s] */
 __kernel void naive_fwd(__global const float* restrict x, __global const float* restrict w,
                         __global float* restrict y MIOPY_EPILOGUE_PARAMS)
 {
-    const int gid = get_global_id(0);
-    if (gid >= N * K * P * Q) return;
-    const int q = gid % Q, p = (gid / Q) % P, k = (gid / (P * Q)) % K, n = gid / (K * P * Q);
+    const INDEX_T gid = get_global_id(0);
+    if (gid >= (INDEX_T)N * K * P * Q) return;
+    const int q = gid % Q, p = (gid / Q) % P, k = (gid / ((INDEX_T)P * Q)) % K;
+    const INDEX_T n = gid / ((INDEX_T)K * P * Q);
     const int c0 = (k / KG) * CG;
     float acc = 0.0f;
     for (int c = 0; c < CG; ++c)
@@ -42,9 +48,10 @@ __kernel void naive_fwd(__global const float* restrict x, __global const float* 
 __kernel void naive_bwd_data(__global float* restrict dx, __global const float* restrict w,
                              __global const float* restrict dy)
 {
-    const int gid = get_global_id(0);
-    if (gid >= N * C * H * W) return;
-    const int wi = gid % W, h = (gid / W) % H, c = (gid / (H * W)) % C, n = gid / (C * H * W);
+    const INDEX_T gid = get_global_id(0);
+    if (gid >= (INDEX_T)N * C * H * W) return;
+    const int wi = gid % W, h = (gid / W) % H, c = (gid / ((INDEX_T)H * W)) % C;
+    const INDEX_T n = gid / ((INDEX_T)C * H * W);
     const int g = c / CG, cg = c % CG;
     float acc = 0.0f;
     for (int r = 0; r < R; ++r) {
@@ -66,9 +73,10 @@ __kernel void naive_bwd_data(__global float* restrict dx, __global const float* 
 __kernel void naive_bwd_weights(__global const float* restrict x, __global float* restrict dw,
                                 __global const float* restrict dy)
 {
-    const int gid = get_global_id(0);
-    if (gid >= K * CG * R * S) return;
-    const int s = gid % S, r = (gid / S) % R, c = (gid / (R * S)) % CG, k = gid / (CG * R * S);
+    const INDEX_T gid = get_global_id(0);
+    if (gid >= (INDEX_T)K * CG * R * S) return;
+    const int s = gid % S, r = (gid / S) % R, c = (gid / (R * S)) % CG;
+    const INDEX_T k = gid / ((INDEX_T)CG * R * S);
     const int cx = (k / KG) * CG + c;
     float acc = 0.0f;
     for (int n = 0; n < N; ++n)

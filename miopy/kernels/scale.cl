@@ -4,11 +4,12 @@
  */
 #include "types.h"
 
-/* out = alpha * result + beta * out (out is not read when beta == 0). */
+/* out = alpha * result + beta * out (out is not read when beta == 0); 64-bit indices: an output may hold
+ * 2^31 elements or more. */
 __kernel void blend(__global DATA_T* restrict out, __global const DATA_T* restrict result,
-                    const float alpha, const float beta, const int count)
+                    const float alpha, const float beta, const ulong count)
 {
-    const int i = get_global_id(0);
+    const size_t i = get_global_id(0);
     if (i >= count) return;
     const float r = alpha * LOAD(result, i);
     STORE(out, i, beta == 0.0f ? r : r + beta * LOAD(out, i));

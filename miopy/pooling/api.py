@@ -105,6 +105,7 @@ def forward_call(handle: Handle, pool_desc, x_desc, y_desc, do_backward) -> Pool
 
 def backward_call(handle: Handle, pool_desc, y_desc, dy_desc, x_desc, dx_desc) -> PoolingCall:
     check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
+    check(isinstance(y_desc, TensorDesc), "y_desc", "must be a TensorDesc")   # create() would derive a None
     PoolingProblem.create(Direction.FORWARD, pool_desc, x_desc, y_desc)   # x_desc and y_desc agree
     _same("dx_desc", dx_desc, "x_desc", x_desc)
     _same("dy_desc", dy_desc, "y_desc", y_desc)

@@ -109,11 +109,9 @@ def _desc(geometry: tuple) -> PoolingDesc:
 
 
 def _handle(x, handle: Handle | None) -> Handle:
-    if handle is not None:
-        return handle
-    if not isinstance(x, cl_array.Array):
+    if not isinstance(x, cl_array.Array):   # with a handle too: the memo key reads x's shape
         raise BadParam("x", f"expected a pyopencl Array, got {type(x).__name__}")
-    return handle_for(x)
+    return handle if handle is not None else handle_for(x)
 
 
 def _avg_mode(count_include_pad) -> PoolingMode:

@@ -1,6 +1,7 @@
 """Compiling candidates ahead of timing, in parallel worker processes.
 
-Each worker (spawn context) opens its own Handle on the tuning device, found again by platform and device
+Each worker (spawn context) first ties its life to the parent's (miopy.lifeline: it exits when the parent
+dies, SIGKILL included), then opens its own Handle on the tuning device, found again by platform and device
 index, and calls ``handle.kernels.kernel(spec)`` for every launch of a solution, so the binary lands in the
 disk kernel cache; the main process then loads it from disk instead of compiling. With jobs=0, or when
 the disk cache is disabled (workers could not hand binaries over), kernels are built in the main process.
@@ -16,10 +17,13 @@ from collections.abc import Sequence
 import pyopencl as cl
 
 from .. import config
+from ..errors import check
 from ..handle import Handle
 from ..kernel_cache import KernelSpec
+from ..lifeline import die_with_parent, parent_token
 from ..log import warn_once
 from ..solver import Solution
+from ..tensor import as_int
 
 logger = logging.getLogger(__name__)
 
@@ -40,8 +44,11 @@ def device_address(handle: Handle) -> tuple[int, int]:
     raise LookupError(f"{handle.device.name} is in no platform's device list")
 
 
-def _open_device(address: tuple[int, int]) -> None:
+def _open_device(address: tuple[int, int], parent: tuple[int, bool] | None = None) -> None:
+    """A worker's initializer: tie its life to the parent's (lifeline), then open its handle."""
     global _WORKER_HANDLE
+    if parent is not None:
+        die_with_parent(parent)
     platform_index, device_index = address
     _WORKER_HANDLE = Handle(device=cl.get_platforms()[platform_index].get_devices()[device_index])
 
@@ -62,7 +69,9 @@ class Compiler:
 
     def __init__(self, handle: Handle, jobs: int | None = None):
         self.handle = handle
-        self.jobs = default_jobs() if jobs is None else max(0, jobs)
+        check(jobs is None or as_int(jobs, "jobs") >= 0, "jobs",
+              f"must be >= 0 (0: compile in this process), got {jobs}")
+        self.jobs = default_jobs() if jobs is None else int(jobs)
         self._pool: cf.ProcessPoolExecutor | None = None
         self._worked = False  # some worker has answered: a later crash is a config's, not the pool's
 
@@ -126,5 +135,6 @@ class Compiler:
         if self._pool is None:
             logger.debug("starting %d compile workers", self.jobs)
             self._pool = cf.ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"),
-                                                initializer=_open_device, initargs=(device_address(self.handle),))
+                                                initializer=_open_device,
+                                                initargs=(device_address(self.handle), parent_token()))
         return self._pool

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..db import params_key
+from ..errors import check
 from ..solver import Params
+from ..tensor import as_int, as_real
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,14 @@ class TuneOptions:
     time_limit_s: float | None = None  # wall-clock seconds per solver
     patience: int | None = None        # stop after this many points in a row that do not beat the best
     seed: int = 0                      # for the strategies that draw at random
+
+    def __post_init__(self) -> None:
+        for name, least in (("budget", 1), ("patience", 1)):
+            value = getattr(self, name)
+            check(value is None or as_int(value, name) >= least, name, f"must be >= {least}, got {value}")
+        limit = self.time_limit_s
+        check(limit is None or as_real(limit, "time_limit_s") > 0, "time_limit_s", f"must be > 0 s, got {limit}")
+        check(as_int(self.seed, "seed") >= 0, "seed", f"must be >= 0, got {self.seed}")
 
 
 class Runner(Protocol):

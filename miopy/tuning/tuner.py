@@ -16,11 +16,12 @@ from dataclasses import dataclass
 import pyopencl as cl
 
 from .. import db
+from ..device import allocation_reason
 from ..errors import BadParam, MiopyError, NotApplicable
-from ..find import Timer
+from ..find import Timer, tensor_bytes
 from ..handle import Handle
 from ..log import warn_once
-from ..plan import plan_of
+from ..plan import check_fits, plan_of
 from ..solver import Params, Problem, Solver
 from .compile import Compiler
 from .device import DeviceRunner
@@ -69,7 +70,7 @@ def tune_solver(handle: Handle, problem: Problem, solver: Solver, *, strategy_na
                 options: TuneOptions = DEFAULT_OPTIONS, timer: Timer | None = None,
                 compiler: Compiler | None = None, on_result: Progress | None = None) -> TuneResult:
     """Tune solver on problem with a strategy and limits; store the verified winner in the user perf DB."""
-    reason = solver.not_applicable_reason(problem, handle.info)
+    reason = solver.not_applicable_reason(problem, handle.info) or _fit_reason(handle, problem, solver)
     if reason is not None:
         raise NotApplicable(f"{solver.id}: {reason}")
     walk = strategy(strategy_name)
@@ -99,7 +100,9 @@ def tune_problem(handle: Handle, problem: Problem, *, solvers: Sequence[Solver] 
                  strategy_name: str = "local", options: TuneOptions = DEFAULT_OPTIONS, timer: Timer | None = None,
                  jobs: int | None = None, compiler: Compiler | None = None,
                  on_result: Progress | None = None) -> list[TuneResult]:
-    """Tune every applicable solver with a grid (of solvers, else the registry) on problem."""
+    """Tune every applicable solver with a grid (of solvers, else the registry) on problem; OutOfResources when
+    the device cannot hold the problem's tensors."""
+    check_fits(handle, tensor_bytes(problem))
     with contextlib.nullcontext(compiler) if compiler is not None else Compiler(handle, jobs) as active:
         return [tune_solver(handle, problem, s, strategy_name=strategy_name, options=options, timer=timer,
                             compiler=active, on_result=on_result)
@@ -107,9 +110,15 @@ def tune_problem(handle: Handle, problem: Problem, *, solvers: Sequence[Solver] 
 
 
 def tunable(handle: Handle, problem: Problem, solvers: Sequence[Solver] | None = None) -> list[Solver]:
-    """The solvers (default: the registry) that apply to problem and have something to tune."""
+    """The solvers (default: the registry) that apply to problem, whose workspace the device can hold beside
+    the problem's tensors, and that have something to tune."""
     return [s for s in (problem.registry.solvers() if solvers is None else solvers)
-            if s.grid and s.is_applicable(problem, handle.info)]
+            if s.grid and s.is_applicable(problem, handle.info) and _fit_reason(handle, problem, s) is None]
+
+
+def _fit_reason(handle: Handle, problem: Problem, solver: Solver) -> str | None:
+    """Why the device cannot hold solver's workspace beside problem's tensors, or None."""
+    return allocation_reason(handle.info, {**tensor_bytes(problem), "workspace": solver.workspace_bytes(problem)})
 
 
 def _recorded(log: db.TuningLog, device: str, key: str, solver: Solver, space: SearchSpace) -> dict[str, Measurement]:

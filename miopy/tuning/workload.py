@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from ..find import random_host
+from ..find import random_host, tensor_bytes
 from ..handle import Handle
-from ..plan import Plan
+from ..plan import Plan, check_fits
 from ..reference import max_error, strided_view
 from ..solver import Problem, Solver
 
@@ -17,10 +17,12 @@ class Workload:
 
     def __init__(self, handle: Handle, problem: Problem, workspace_bytes: int, seed: int = 0):
         self.handle, self.problem = handle, problem
+        check_fits(handle, {**tensor_bytes(problem), "workspace": workspace_bytes})   # before any host data
         self.host = random_host(problem, seed)
-        mf = cl.mem_flags
-        self.buffers: dict = {role: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a)
-                              for role, a in self.host.items()}
+        self.buffers: dict = {}
+        for role, host in self.host.items():
+            self.buffers[role] = handle.alloc(host.nbytes)
+            cl.enqueue_copy(handle.queue, self.buffers[role], host)
         self.buffers["workspace"] = handle.alloc(workspace_bytes)
         self._expected: dict[str, np.ndarray] | None = None
 

@@ -269,10 +269,22 @@ class Report:
     def record(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
 
+    def tally(self, fault: str, happened: str, test: str, store: str = "-", repetitions: int = 1) -> None:
+        """Count repetitions of one fault over several tests (or parameters): one row, its count summed."""
+        for outcome in self.outcomes:
+            if (outcome.fault, outcome.store) == (fault, store):
+                outcome.repetitions += repetitions
+                return
+        self.record(Outcome(fault, store, 1, repetitions, happened, test=test))
+
     def write(self, path: Path, seconds: float) -> None:
+        """The session's summary as JSON; under pytest-xdist each worker writes <path>.<worker>, which
+        report.py merges."""
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        target = path.with_name(f"{path.name}.{worker}") if worker else path
         data = {"device": self.device, "seconds": round(seconds, 1),
                 "outcomes": [asdict(o) for o in self.outcomes]}
-        path.write_text(json.dumps(data, indent=1) + "\n")
+        target.write_text(json.dumps(data, indent=1) + "\n")
 
 
 def report_path() -> Path | None:

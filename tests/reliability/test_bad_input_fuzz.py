@@ -7,9 +7,13 @@ Sizes stay tiny so the valid combinations compile in a moment on PoCL.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,10 +21,17 @@ import miopy
 from miopy import ConvAlgoPerf, ConvDesc, MiopyError, TensorDesc
 from tests.reliability.faults import Outcome
 
-EXAMPLES = 50
 POISON = -7.25  # what every buffer holds before a call
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+# Cases per public call: CI runs 100; the slow job (`pytest -m slow`, on the GPU machine and before a release)
+# runs 1000.
+SLOW = 1000
+SCALES = [pytest.param(100, id="ci"), pytest.param(SLOW, id="slow", marks=pytest.mark.slow)]
+
+
+def _settings(examples: int):
+    return settings(max_examples=examples, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
 CALLS = {"forward": miopy.convolution_forward, "backward_data": miopy.convolution_backward_data,
          "backward_weights": miopy.convolution_backward_weights}
 ROLES = ("x", "w", "y")
@@ -91,7 +102,8 @@ def _spoil_buffer(args, draw):
     spec.update(draw(st.sampled_from([{"fraction": 0.5}, {"fraction": 0.0}, {"dtype": np.float16},
                                       {"dtype": np.float64}, {"dtype": np.int32}, {"kind": "numpy"},
                                       {"kind": "none"}, {"kind": "buffer", "fraction": 0.5},
-                                      {"kind": "offset"}])))
+                                      {"kind": "offset"}, {"kind": "strided"},
+                                      {"kind": "alias", "of": draw(st.sampled_from(ROLES))}])))
 
 
 def _spoil_scalar(args, draw):
@@ -141,6 +153,9 @@ def _buffer(queue, desc, spec: dict):
         return None
     need = desc.nbytes if isinstance(desc, TensorDesc) else 64
     count = max(1, int(need * spec["fraction"]) // np.dtype(spec["dtype"]).itemsize)
+    if spec["kind"] == "strided" and isinstance(desc, TensorDesc):   # a view every other element of a bigger array
+        wide = cl_array.to_device(queue, np.full(desc.dims[:3] + (2 * desc.dims[3],), POISON, spec["dtype"]))
+        return wide[:, :, :, ::2]
     host = np.full(count + (spec["kind"] == "offset"), POISON).astype(spec["dtype"])
     if spec["kind"] == "numpy":
         return host
@@ -149,9 +164,10 @@ def _buffer(queue, desc, spec: dict):
 
 
 def _snapshot(queue, value) -> bytes | None:
-    """The bytes a buffer holds, to compare before and after a refused call."""
+    """The bytes a buffer holds (all of its base buffer, for a view), to compare before and after a refused
+    call."""
     if isinstance(value, cl_array.Array):
-        return value.get(queue=queue).tobytes()
+        value = value.base_data
     if isinstance(value, np.ndarray):
         return value.tobytes()
     if isinstance(value, cl.Buffer):
@@ -190,6 +206,9 @@ def _call_once(handle, call: str, args: dict) -> str:
     except MiopyError:
         return "raised MiopyError"
     buffers = {role: _buffer(queue, descs[role], args["buffers"][role]) for role in ROLES}
+    for role in ROLES:   # an alias is another role's very buffer (the output in place of an input, ...)
+        if args["buffers"][role]["kind"] == "alias":
+            buffers[role] = buffers[args["buffers"][role]["of"]]
     before = {role: _snapshot(queue, b) for role, b in buffers.items()}
     try:
         CALLS[call](handle, *_ordered(call, descs, buffers, conv), algo=args["algo"], alpha=args["alpha"],
@@ -201,17 +220,21 @@ def _call_once(handle, call: str, args: dict) -> str:
     return "ran"
 
 
-def _record(report, what: str, tally: Tally) -> None:
-    report.record(Outcome(fault=what, store="-", processes=1, repetitions=sum(tally.counts.values()),
+def _record(report, what: str, tally: Tally, examples: int) -> None:
+    total = sum(tally.counts.values())
+    assert total >= examples, f"hypothesis ran {total} cases of {examples}"
+    what += " [slow job]" if examples >= SLOW else ""
+    report.record(Outcome(fault=what, store="-", processes=1, repetitions=total,
                           happened=f"{tally.summary()}; no other exception; every buffer of a refused call "
                                    "untouched", test="test_bad_input_fuzz"))
 
 
-def test_spoiled_calls_raise_only_miopy_errors(handle, report):
+@pytest.mark.parametrize("examples", SCALES)
+def test_spoiled_calls_raise_only_miopy_errors(handle, report, examples):
     for call in CALLS:
         tally = Tally()
 
-        @SETTINGS
+        @_settings(examples)
         @given(spoiled_calls())
         def prop(example):
             args, mutations = example
@@ -221,7 +244,8 @@ def test_spoiled_calls_raise_only_miopy_errors(handle, report):
 
         prop()
         _record(report, f"random bad input to convolution_{call} (descriptors, channels/groups, dtypes, y desc, "
-                        "buffers, tuning values, alpha/beta)", tally)
+                        "buffers: undersized, foreign, views, the output aliasing an input; tuning values, "
+                        "alpha/beta)", tally, examples)
 
 
 # -- conv2d ------------------------------------------------------------------------------------------------
@@ -229,26 +253,371 @@ def test_spoiled_calls_raise_only_miopy_errors(handle, report):
 ARRAY = st.fixed_dictionaries({
     "shape": st.one_of(st.sampled_from([(1, 4, 6, 6), (4, 4, 3, 3)]),
                        st.lists(st.integers(0, 3), max_size=5).filter(lambda d: len(d) != 4 or min(d) == 0)),
-    "dtype": st.sampled_from([np.float32, np.float32, np.float32, np.float16, np.float64, np.int32])})
+    "dtype": st.sampled_from([np.float32, np.float32, np.float32, np.float16, np.float64, np.int32]),
+    "view": st.sampled_from([False, False, False, True])})   # every other element of a wider array
 CONV2D_ARG = st.one_of(st.just(1), NEGATIVE, st.tuples(NEGATIVE, SMALL), GARBAGE)
 
 
-def test_random_conv2d_arguments_raise_only_miopy_errors(handle, report):
+def _conv2d_array(queue, spec: dict):
+    shape = tuple(spec["shape"])
+    if spec["view"] and shape:
+        wide = cl_array.to_device(queue, np.full(shape[:-1] + (2 * shape[-1],), POISON).astype(spec["dtype"]))
+        return wide[..., ::2]
+    return cl_array.to_device(queue, np.full(shape, POISON).astype(spec["dtype"]))
+
+
+@pytest.mark.parametrize("examples", SCALES)
+def test_random_conv2d_arguments_raise_only_miopy_errors(handle, report, examples):
     tally = Tally()
 
-    @SETTINGS
+    @_settings(examples)
     @given(x=ARRAY, w=ARRAY, stride=CONV2D_ARG, padding=CONV2D_ARG, dilation=CONV2D_ARG, groups=CONV2D_ARG)
     def prop(x, w, stride, padding, dilation, groups):
-        arrays = [cl_array.to_device(handle.queue, np.full(a["shape"], POISON).astype(a["dtype"])) for a in (x, w)]
-        before = [a.get().tobytes() for a in arrays]
+        arrays = [_conv2d_array(handle.queue, a) for a in (x, w)]
+        before = [_snapshot(handle.queue, a) for a in arrays]
         try:
             miopy.conv2d(*arrays, stride=stride, padding=padding, dilation=dilation, groups=groups, handle=handle)
             handle.finish()
         except MiopyError:
-            assert [a.get().tobytes() for a in arrays] == before
+            assert [_snapshot(handle.queue, a) for a in arrays] == before
             tally.add("raised MiopyError")
             return
         tally.add("ran")
 
     prop()
-    _record(report, "random conv2d arguments (shapes, dtypes, stride, padding, dilation, groups)", tally)
+    _record(report, "random conv2d arguments (shapes, dtypes, strided views, stride, padding, dilation, groups)",
+            tally, examples)
+
+
+# -- every other public call with buffers: one table, generic mutations ---------------------------------------
+@dataclass
+class Arg:
+    """One argument of a public call: what kind of thing it is (so it is spoiled in kind) and its value."""
+
+    kind: str        # "handle", "mode", "scalar", "desc" or "buffer"
+    value: Any
+    desc: int = -1   # a buffer's descriptor: the index of that argument
+
+
+@dataclass
+class Call:
+    function: Any
+    args: list[Arg] = field(default_factory=list)
+    original: list[Any] = field(default_factory=list)   # the valid values, before any spoiling
+
+    def __post_init__(self) -> None:
+        self.original = [a.value for a in self.args]
+
+
+HANDLE = object()   # stands for the test's handle in a valid call
+
+
+def _poisoned(queue, desc: TensorDesc):
+    """A poisoned array for desc: its dims when packed, else flat storage of its span."""
+    shape = desc.dims if desc.is_packed else (desc.element_span,)
+    return cl_array.to_device(queue, np.full(shape, POISON, np.float32))
+
+
+def _element_wise(queue, function, modes: tuple[str, ...], roles: int):
+    """A call of the shape (handle, mode, alpha, beta, gamma, desc, buffer, ...) on one small tensor shape."""
+    desc = TensorDesc("FP32", (1, 2, 3, 4))
+    args = [Arg("handle", HANDLE), Arg("mode", modes[0]), Arg("scalar", 0.5), Arg("scalar", 0.0), Arg("scalar", 1.0)]
+    for _ in range(roles):
+        args += [Arg("desc", desc), Arg("buffer", _poisoned(queue, desc), len(args))]
+    return Call(function, args)
+
+
+def _conv_bias_activation(queue):
+    x, w = TensorDesc("FP32", (1, 4, 6, 6)), TensorDesc("FP32", (4, 4, 3, 3))
+    bias = TensorDesc("FP32", (1, 4, 1, 1))
+    return Call(miopy.conv_bias_activation_forward, [
+        Arg("handle", HANDLE), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 1), Arg("desc", w),
+        Arg("buffer", _poisoned(queue, w), 3), Arg("conv", ConvDesc(1)), Arg("desc", bias),
+        Arg("buffer", _poisoned(queue, bias), 6), Arg("mode", "relu"), Arg("scalar", 0.0), Arg("scalar", 0.0),
+        Arg("scalar", 0.0), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 12)])
+
+
+def _forward_bias(queue):
+    y, bias = TensorDesc("FP32", (1, 4, 6, 6)), TensorDesc("FP32", (1, 4, 1, 1))
+    return Call(miopy.convolution_forward_bias, [Arg("handle", HANDLE), Arg("desc", bias),
+                                                  Arg("buffer", _poisoned(queue, bias), 1), Arg("desc", y),
+                                                  Arg("buffer", _poisoned(queue, y), 3)])
+
+
+def _pooling_forward(queue):
+    x, y = TensorDesc("FP32", (1, 2, 4, 4)), TensorDesc("FP32", (1, 2, 2, 2))
+    return Call(miopy.pooling_forward, [
+        Arg("handle", HANDLE), Arg("pool", miopy.PoolingDesc("max", 2)), Arg("scalar", 1.0), Arg("desc", x),
+        Arg("buffer", _poisoned(queue, x), 3), Arg("scalar", 0.0), Arg("desc", y),
+        Arg("buffer", _poisoned(queue, y), 6)])
+
+
+def _pooling_backward(queue):
+    x, y = TensorDesc("FP32", (1, 2, 4, 4)), TensorDesc("FP32", (1, 2, 2, 2))
+    return Call(miopy.pooling_backward, [
+        Arg("handle", HANDLE), Arg("pool", miopy.PoolingDesc("average", 2)), Arg("scalar", 1.0), Arg("desc", y),
+        Arg("buffer", _poisoned(queue, y), 3), Arg("desc", y), Arg("buffer", _poisoned(queue, y), 5),
+        Arg("desc", x), Arg("buffer", _poisoned(queue, x), 7), Arg("scalar", 0.0), Arg("desc", x),
+        Arg("buffer", _poisoned(queue, x), 10)])
+
+
+def _softmax_forward(queue):
+    x = TensorDesc("FP32", (2, 5, 2, 3))
+    return Call(miopy.softmax_forward, [Arg("handle", HANDLE), Arg("scalar", 1.0), Arg("desc", x),
+                                        Arg("buffer", _poisoned(queue, x), 2), Arg("scalar", 0.0), Arg("desc", x),
+                                        Arg("buffer", _poisoned(queue, x), 5), Arg("mode", "accurate"),
+                                        Arg("mode", "channel")])
+
+
+def _softmax_backward(queue):
+    x = TensorDesc("FP32", (2, 5, 2, 3))
+    return Call(miopy.softmax_backward, [Arg("handle", HANDLE), Arg("scalar", 1.0), Arg("desc", x),
+                                         Arg("buffer", _poisoned(queue, x), 2), Arg("desc", x),
+                                         Arg("buffer", _poisoned(queue, x), 4), Arg("scalar", 0.0), Arg("desc", x),
+                                         Arg("buffer", _poisoned(queue, x), 7)])
+
+
+def _batch_norm_inference(queue):
+    x, bn = TensorDesc("FP32", (2, 3, 4, 4)), TensorDesc("FP32", (1, 3, 1, 1))
+    return Call(miopy.batch_normalization_forward_inference, [
+        Arg("handle", HANDLE), Arg("mode", "spatial"), Arg("scalar", 1.0), Arg("scalar", 0.0), Arg("desc", x),
+        Arg("buffer", _poisoned(queue, x), 4), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 6),
+        Arg("desc", bn), Arg("buffer", _poisoned(queue, bn), 8), Arg("buffer", _poisoned(queue, bn), 8),
+        Arg("buffer", _positive(queue, bn), 8), Arg("buffer", _positive(queue, bn), 8), Arg("scalar", 1e-5)])
+
+
+def _batch_norm_training(queue):
+    x, bn = TensorDesc("FP32", (2, 3, 4, 4)), TensorDesc("FP32", (1, 3, 1, 1))
+    return Call(miopy.batch_normalization_forward_training, [
+        Arg("handle", HANDLE), Arg("mode", "spatial"), Arg("scalar", 1.0), Arg("scalar", 0.0), Arg("desc", x),
+        Arg("buffer", _poisoned(queue, x), 4), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 6),
+        Arg("desc", bn), Arg("buffer", _poisoned(queue, bn), 8), Arg("buffer", _poisoned(queue, bn), 8),
+        Arg("scalar", 0.1), Arg("buffer", _poisoned(queue, bn), 8), Arg("buffer", _positive(queue, bn), 8),
+        Arg("scalar", 1e-5), Arg("buffer", _poisoned(queue, bn), 8), Arg("buffer", _poisoned(queue, bn), 8)])
+
+
+def _batch_norm_backward(queue):
+    x, bn = TensorDesc("FP32", (2, 3, 4, 4)), TensorDesc("FP32", (1, 3, 1, 1))
+    return Call(miopy.batch_normalization_backward, [
+        Arg("handle", HANDLE), Arg("mode", "spatial"), Arg("scalar", 1.0), Arg("scalar", 0.0), Arg("scalar", 1.0),
+        Arg("scalar", 0.0), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 6), Arg("desc", x),
+        Arg("buffer", _poisoned(queue, x), 8), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 10),
+        Arg("desc", bn), Arg("buffer", _poisoned(queue, bn), 12), Arg("buffer", _poisoned(queue, bn), 12),
+        Arg("buffer", _poisoned(queue, bn), 12), Arg("scalar", 1e-5)])
+
+
+def _op_tensor(queue):
+    a, b = TensorDesc("FP32", (2, 3, 4, 4)), TensorDesc("FP32", (1, 3, 1, 1))
+    return Call(miopy.op_tensor, [Arg("handle", HANDLE), Arg("mode", "add"), Arg("scalar", 1.0), Arg("desc", a),
+                                  Arg("buffer", _poisoned(queue, a), 3), Arg("scalar", 2.0), Arg("desc", b),
+                                  Arg("buffer", _poisoned(queue, b), 6), Arg("scalar", 0.0), Arg("desc", a),
+                                  Arg("buffer", _poisoned(queue, a), 9)])
+
+
+def _one_tensor(function):
+    def call(queue):
+        y = TensorDesc("FP32", (2, 3, 4, 4))
+        return Call(function, [Arg("handle", HANDLE), Arg("desc", y), Arg("buffer", _poisoned(queue, y), 1),
+                               Arg("scalar", 0.5)])
+    return call
+
+
+def _transform_tensor(queue):
+    x, y = TensorDesc("FP32", (2, 3, 4, 4)), TensorDesc("FP32", (2, 3, 4, 4), (48, 1, 12, 3))   # to NHWC
+    return Call(miopy.transform_tensor, [Arg("handle", HANDLE), Arg("scalar", 1.0), Arg("desc", x),
+                                         Arg("buffer", _poisoned(queue, x), 2), Arg("scalar", 0.0), Arg("desc", y),
+                                         Arg("buffer", _poisoned(queue, y), 5)])
+
+
+def _dropout(function, queue):
+    x = TensorDesc("FP32", (2, 3, 4, 4))
+    handle = _HANDLES.get(queue.int_ptr)   # one handle on the states' context for every example
+    if handle is None:
+        handle = _HANDLES[queue.int_ptr] = miopy.Handle(context=queue.context)
+    states = cl_array.to_device(queue, np.zeros(miopy.dropout_get_states_size(handle), np.uint8))
+    desc = miopy.set_dropout_descriptor(handle, 0.5, states, seed=7)
+    reserve = cl_array.to_device(queue, np.ones(miopy.dropout_get_reserve_space_size(x), np.uint8))
+    return Call(function, [Arg("handle", HANDLE), Arg("dropout", desc), Arg("noise", None), Arg("desc", x),
+                           Arg("buffer", _poisoned(queue, x), 3), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 5),
+                           Arg("raw", reserve)])
+
+
+_HANDLES: dict[int, miopy.Handle] = {}
+
+
+def _positive(queue, desc: TensorDesc):
+    return cl_array.to_device(queue, np.ones(desc.dims, np.float32))
+
+
+# The table new primitives join as they land: name -> a valid call on a queue.
+PUBLIC_CALLS = {
+    "softmax_forward": _softmax_forward,
+    "softmax_backward": _softmax_backward,
+    "batch_normalization_forward_inference": _batch_norm_inference,
+    "batch_normalization_forward_training": _batch_norm_training,
+    "batch_normalization_backward": _batch_norm_backward,
+    "op_tensor": _op_tensor,
+    "set_tensor": _one_tensor(miopy.set_tensor),
+    "scale_tensor": _one_tensor(miopy.scale_tensor),
+    "transform_tensor": _transform_tensor,
+    "dropout_forward": lambda q: _dropout(miopy.dropout_forward, q),
+    "dropout_backward": lambda q: _dropout(miopy.dropout_backward, q),
+    "pooling_forward": _pooling_forward,
+    "pooling_backward": _pooling_backward,
+    "activation_forward": lambda q: _element_wise(q, miopy.activation_forward, ("relu", "tanh", "leaky_relu"), 2),
+    "activation_backward": lambda q: _element_wise(q, miopy.activation_backward, ("relu", "logistic"), 4),
+    "conv_bias_activation_forward": _conv_bias_activation,
+    "convolution_forward_bias": _forward_bias,
+}
+BAD_SCALARS = [True, np.bool_(False), "1", float("nan"), float("inf"), 1e39, None, [1.0], object()]
+BAD_MODES = [None, "bogus", -1, 99, 2.5, [1], True, object()]
+
+
+def _spoil_argument(call: Call, index: int, draw, queue) -> None:
+    arg = call.args[index]
+    if arg.kind == "handle":
+        arg.value = draw(st.sampled_from([None, "handle", 3, object()]))
+    elif arg.kind in ("mode", "conv", "pool", "dropout", "noise"):
+        arg.value = draw(st.sampled_from(BAD_MODES))
+    elif arg.kind == "raw":   # an untyped buffer (dropout's reserve space)
+        size = call.original[index].size
+        arg.value = draw(st.sampled_from([None, np.ones(size, np.uint8),
+                                          cl_array.to_device(queue, np.ones(1, np.uint8)),
+                                          cl_array.to_device(queue, np.ones(size + 1, np.uint8))[1:]]))
+    elif arg.kind == "scalar":
+        arg.value = draw(st.sampled_from(BAD_SCALARS))
+    elif arg.kind == "desc":
+        valid: TensorDesc = call.original[index]
+        dims = valid.dims
+        arg.value = draw(st.sampled_from([
+            None, (1, 2, 3, 4), TensorDesc("FP32", (dims[0], dims[1] + 1, dims[2], dims[3])),
+            TensorDesc("FP16", dims), TensorDesc("FP32", dims, tuple(2 * s for s in valid.strides)),
+            TensorDesc("FP32", (dims[0] * 2,) + dims[1:])]))
+    else:
+        desc: TensorDesc = call.original[arg.desc]
+        others = [a.value for a in call.args if a.kind == "buffer" and a is not arg]
+        choice = draw(st.sampled_from(["small", "float64", "numpy", "none", "offset", "strided", "alias", "overlap"]))
+        count = desc.element_count
+        arg.value = {
+            "small": lambda: cl_array.to_device(queue, np.full(max(count // 2, 1), POISON, np.float32)),
+            "float64": lambda: cl_array.to_device(queue, np.full(desc.dims, POISON)),
+            "numpy": lambda: np.full(desc.dims, POISON, np.float32),
+            "none": lambda: None,
+            "offset": lambda: cl_array.to_device(queue, np.full(count + 1, POISON, np.float32))[1:],
+            "strided": lambda: cl_array.to_device(
+                queue, np.full(desc.dims[:3] + (2 * desc.dims[3],), POISON, np.float32))[:, :, :, ::2],
+            "alias": lambda: draw(st.sampled_from(others)) if others else None,
+            "overlap": lambda: _overlapping(queue, draw(st.sampled_from(others)), desc) if others else None,
+        }[choice]()
+
+
+def _overlapping(queue, other, desc: TensorDesc):
+    """A sub-buffer that starts inside other's buffer (one alignment step in) and is big enough for desc."""
+    base = other.base_data if isinstance(other, cl_array.Array) else other
+    align = queue.device.mem_base_addr_align // 8
+    if base is None or base.size < align + desc.nbytes:
+        return None
+    return base.get_sub_region(align, desc.nbytes)
+
+
+@st.composite
+def spoiled_public_calls(draw, name: str, queue) -> tuple[Call, int]:
+    call = PUBLIC_CALLS[name](queue)
+    count = draw(st.integers(0, 2))
+    for _ in range(count):
+        _spoil_argument(call, draw(st.integers(0, len(call.args) - 1)), draw, queue)
+    return call, count
+
+
+@pytest.mark.parametrize("examples", SCALES)
+@pytest.mark.parametrize("name", sorted(PUBLIC_CALLS))
+def test_every_public_call_given_bad_input_raises_only_miopy_errors(handle, report, name, examples):
+    tally = Tally()
+
+    @_settings(examples)
+    @given(spoiled_public_calls(name, handle.queue))
+    def prop(example):
+        call, mutations = example
+        values = [handle if a.value is HANDLE else a.value for a in call.args]
+        buffers = [v for v in values if isinstance(v, (cl_array.Array, cl.Buffer, np.ndarray))]
+        buffers += [v.states for v in values if isinstance(v, miopy.DropoutDescriptor)]
+        before = [_snapshot(handle.queue, b) for b in buffers]
+        try:
+            call.function(*values)
+            handle.finish()
+        except MiopyError:
+            assert mutations, "an unspoiled call was refused"
+            assert [_snapshot(handle.queue, b) for b in buffers] == before, "a refused call wrote"
+            tally.add("raised MiopyError")
+            return
+        tally.add("ran")
+
+    prop()
+    assert tally.counts["ran"] >= 1, "no valid call ran: the fuzzer spoils everything"
+    _record(report, f"random bad input to {name} (handle, modes, scalars, descriptors, buffers: undersized, "
+                    "foreign, views, aliasing and overlapping sub-buffers)", tally, examples)
+
+
+# -- the functional layers: arrays and keyword arguments, spoiled ---------------------------------------------
+FUNCTIONAL = {   # name -> (function, array shapes, valid keyword arguments)
+    "conv_transpose2d": (miopy.conv_transpose2d, [(1, 4, 5, 5), (4, 2, 3, 3)], {"stride": 2, "padding": 1}),
+    "max_pool2d": (miopy.max_pool2d, [(1, 2, 4, 4)], {"kernel_size": 2}),
+    "avg_pool2d": (miopy.avg_pool2d, [(1, 2, 4, 4)], {"kernel_size": 2, "padding": 1}),
+    "adaptive_avg_pool2d": (miopy.adaptive_avg_pool2d, [(1, 2, 4, 4)], {"output_size": 1}),
+    "softmax": (miopy.softmax.softmax, [(2, 5, 2, 3)], {"dim": 1}),
+    "batch_norm": (miopy.batch_norm, [(2, 3, 4, 4), (3,), (3,)], {"training": False, "eps": 1e-5}),
+    "tensor_ops.add": (miopy.tensor_ops.add, [(2, 3, 4, 4), (1, 3, 1, 1)], {"alpha": 2.0}),
+    "tensor_ops.scale": (miopy.tensor_ops.scale, [(2, 3, 4, 4)], {"factor": 0.5}),
+}
+BAD_KEYWORDS = [None, -1, 0, 2.5, "2", True, (1, 2, 3), [1], float("nan"), object()]
+
+
+@st.composite
+def spoiled_functional_calls(draw, name: str) -> tuple[list[dict], dict, int]:
+    _, shapes, keywords = FUNCTIONAL[name]
+    arrays: list[Any] = [{"shape": shape, "dtype": np.float32, "view": False} for shape in shapes]
+    keywords = dict(keywords)
+    count = draw(st.integers(0, 2))
+    for _ in range(count):
+        index = draw(st.integers(0, len(arrays) + len(keywords) - 1))
+        if index < len(arrays):   # spoilt so that no other valid shape (a new program to build) is made
+            shape = shapes[index]
+            arrays[index] = draw(st.sampled_from([
+                {"shape": shape, "dtype": np.float64, "view": False},
+                {"shape": shape, "dtype": np.int32, "view": False},
+                {"shape": shape, "dtype": np.float32, "view": True},
+                {"shape": shape[1:], "dtype": np.float32, "view": False},
+                {"shape": (0,) + shape[1:], "dtype": np.float32, "view": False}, "numpy", None]))
+        else:
+            keywords[sorted(keywords)[index - len(arrays)]] = draw(st.sampled_from(BAD_KEYWORDS))
+    return arrays, keywords, count
+
+
+@pytest.mark.parametrize("examples", SCALES)
+@pytest.mark.parametrize("name", sorted(FUNCTIONAL))
+def test_functional_calls_given_bad_input_raise_only_miopy_errors(handle, report, name, examples):
+    tally = Tally()
+
+    @_settings(examples)
+    @given(spoiled_functional_calls(name))
+    def prop(example):
+        specs, keywords, mutations = example
+        arrays = [spec if spec is None else np.ones(FUNCTIONAL[name][1][i], np.float32) if spec == "numpy"
+                  else _conv2d_array(handle.queue, spec) for i, spec in enumerate(specs)]
+        if name == "batch_norm" and isinstance(arrays[2], cl_array.Array) and arrays[2].size:
+            arrays[2] = cl_array.to_device(handle.queue, np.ones(arrays[2].shape, arrays[2].dtype))   # variance > 0
+        before = [_snapshot(handle.queue, a) for a in arrays]
+        try:
+            FUNCTIONAL[name][0](*arrays, handle=handle, **keywords)
+            handle.finish()
+        except MiopyError:
+            assert mutations, "an unspoiled call was refused"
+            assert [_snapshot(handle.queue, a) for a in arrays] == before, "a refused call wrote"
+            tally.add("raised MiopyError")
+            return
+        tally.add("ran")
+
+    prop()
+    assert tally.counts["ran"] >= 1, "no valid call ran"
+    _record(report, f"random bad input to the functional {name} (array shapes, dtypes, strided views, keyword "
+                    "arguments)", tally, examples)

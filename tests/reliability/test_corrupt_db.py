@@ -18,7 +18,7 @@ from miopy.conv import registry
 from miopy.conv.problem import Direction, map_problem
 from miopy.tuning import Compiler, TuneOptions, tune_solver
 from miopy.version import __version__
-from tests.reliability.faults import CORRUPTIONS, PROBLEMS, USER_DB, Outcome, reopen_dbs
+from tests.reliability.faults import CORRUPTIONS, PROBLEMS, USER_DB, Outcome, reopen_dbs, stored_records
 from tests.reliability.worker import check_record, descriptors, run_checked
 
 REPETITIONS = 2
@@ -91,13 +91,16 @@ def test_damaged_user_db_is_moved_aside_and_rebuilt(fault, tmp_path, monkeypatch
     monkeypatch.setenv("MIOPY_USER_DB_PATH", str(path))
     caplog.set_level(logging.WARNING, logger="miopy")
     rng = random.Random(fault)
-    damaged = []
+    damaged, served = [], 0
     for _ in range(REPETITIONS):
         _fill_user_db(handle)
         FILE_FAULTS[fault](path, rng)
         damaged.append(path.read_bytes())
         found = run_checked(handle, PROBLEMS[0], Direction.FORWARD, seed=1)  # hybrid: the find DB first
-        assert not found.from_db
+        said = (_miopy_warnings(caplog) or [""])[-1]
+        rankings = re.search(r"(\d+) find rankings", said)
+        assert not found.from_db or (rankings and int(rankings.group(1)) >= 1), said  # only a salvaged one
+        served += found.from_db
         check = USER_DB.check(path, handle)
         assert not check.bad and check.whole >= 1, check
         reopen_dbs()
@@ -109,9 +112,15 @@ def test_damaged_user_db_is_moved_aside_and_rebuilt(fault, tmp_path, monkeypatch
     else:
         assert len(warnings) == REPETITIONS and all("moved it to" in w for w in warnings), warnings
         assert sorted(p.read_bytes() for p in aside) == sorted(damaged)
-        reason = re.search(r"was unusable \((.*)\); moved", warnings[0]).group(1)
-        happened = (f"detected ({reason}), moved aside byte for byte, a new DB built; 1 warning per damaged file; "
-                    "find missed, benchmarked, stored a new record")
+        reason = re.search(r"was unusable \((.*?)\); moved", warnings[0].replace("\n", " ")).group(1)
+        salvaged = [re.search(r"kept the (\d+) rows", w) for w in warnings]
+        kept = ("what it could read and check salvaged into it (rows kept: "
+                f"{', '.join(m.group(1) if m else '0' for m in salvaged)}); " if any(salvaged) else "")
+        find_did = ("find served the salvaged ranking" if served == REPETITIONS else
+                    "find missed, benchmarked, stored a new record" if not served else
+                    f"find served the salvaged ranking {served} time(s), else benchmarked and stored a new one")
+        happened = (f"detected ({reason[:60]}), moved aside byte for byte, a new DB built; {kept}1 warning per "
+                    f"damaged file; {find_did}")
     report.record(Outcome(
         fault=f"user DB file: {fault}", store=USER_DB.name, processes=1, repetitions=REPETITIONS,
         happened=happened + "; every result verified", test="test_corrupt_db"))
@@ -250,3 +259,67 @@ def _fault_row(handle, fault: str) -> tuple[str, str, object]:
     if fault == ANOTHER_DEVICE:
         return OTHER_DEVICE, TUNED, 1.0
     return (handle.info.device_id, *VALUE_FAULTS[fault])
+
+
+# -- salvage ----------------------------------------------------------------------------------------------
+SALVAGE_DEVICE = "reliability|salvage device|0|1CU"
+
+
+def _fill_many(path: Path) -> dict:
+    """100 perf records, 40 find rankings of 4 and 3000 tuning points (about 150 pages), all in the main file;
+    returns what the file holds (faults.stored_records)."""
+    perf, finds = db.user_perf_db(), db.find_db()
+    for i in range(100):
+        perf.put(SALVAGE_DEVICE, f"problem-{i}", NAIVE.id, {"WG": 64 + i}, 1.0 + i)
+    for i in range(40):
+        finds.put(SALVAGE_DEVICE, f"problem-{i}",
+                  [db.FindRecord(f"Solver{r}", "naive", 1.0 + r, 0, {"WG": r}) for r in range(4)])
+    db.user_store().write([("INSERT INTO tuning VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            (SALVAGE_DEVICE, f"problem-{i % 50}", "ConvDirectLocal", db.params_key({"A": i}),
+                             0.5 + i, None, __version__, "today")) for i in range(3000)])
+    reopen_dbs()
+    return stored_records(path)
+
+
+def _rows(records: dict) -> int:
+    return len(records["perf"]) + sum(len(r) for r in records["find"].values()) + len(records["tuning"])
+
+
+def test_readable_records_of_a_damaged_user_db_are_kept(tmp_path, monkeypatch, caplog, handle, report):
+    """4 KB of random bytes in the middle of a big user DB: it is moved aside as before, but every record that
+    can still be read and checked is copied into the new one first, and the warning counts kept and lost."""
+    path = tmp_path / "user.db"
+    monkeypatch.setenv("MIOPY_USER_DB_PATH", str(path))
+    caplog.set_level(logging.WARNING, logger="miopy")
+    reopen_dbs()
+    written = _fill_many(path)
+    total, good = _rows(written), path.read_bytes()
+    outcomes = []
+    for seed in range(REPETITIONS):
+        rng = random.Random(seed)
+        middle = len(good) // 2 + rng.randrange(-len(good) // 4, len(good) // 4)
+        path.write_bytes(good[:middle] + rng.randbytes(4096) + good[middle + 4096:])
+        damaged = path.read_bytes()
+        reopen_dbs()
+        log._warned.clear()
+        db.user_perf_db().get(SALVAGE_DEVICE, "problem-0", NAIVE.id)   # opens, detects, salvages
+        said = _miopy_warnings(caplog)[-1]
+        kept_said, lost_said = map(int, re.search(r"kept the (\d+) rows.*lost at least (\d+) rows", said).groups())
+        held = stored_records(path)
+        assert USER_DB.check(path, handle).bad == ()
+        assert _rows(held) == kept_said and kept_said + lost_said <= total
+        for table in ("perf", "tuning", "find"):   # every record kept is one that was written, unchanged
+            assert all(written[table][key] == value for key, value in held[table].items()), table
+        assert kept_said >= total * 0.9, said   # 4 KB spoils 2 of about 150 pages
+        aside = [p for p in tmp_path.glob("user.db.corrupt-*") if p.read_bytes() == damaged]
+        assert len(aside) == 1
+        outcomes.append((kept_said, lost_said))
+        for leftover in tmp_path.glob("user.db*"):
+            leftover.unlink()
+    report.record(Outcome(
+        fault=f"user DB of {total} rows (perf, find, tuning) with 4 KB of random bytes in the middle",
+        store=USER_DB.name, processes=1, repetitions=REPETITIONS,
+        happened="moved aside byte for byte; the rows that could still be read and checked were copied into the "
+                 "new DB first: kept/lost (at least) " + ", ".join(f"{k}/{lost}" for k, lost in outcomes)
+                 + f" of {total}; every kept row as written, whole find rankings only; 1 warning saying so",
+        test="test_corrupt_db"))

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import miopy
-from miopy import db
+from miopy import db, kernel_cache
 from miopy.cli import driver, tune
 from miopy.conv import api, reference
 from miopy.conv.problem import Direction
@@ -128,6 +128,8 @@ def workload(handle, args: dict) -> dict:
 
 
 def compile_tags(handle, args: dict) -> dict:
+    if "lock_timeout" in args:   # a lock still held then fails fast, with a warning, instead of after 120 s
+        kernel_cache.LOCK_TIMEOUT_S = args["lock_timeout"]
     failures = []
     for tag in args["tags"]:
         try:

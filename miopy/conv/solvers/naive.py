@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...device import INT_LIMIT, DeviceInfo, index_reason, work_group_reason
 from ...kernel_cache import KernelSpec
-from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
+from ...solver import KernelLaunch, Params, Solution, round_up
 from ..problem import ConvProblem, Direction
 from ..solver import ConvSolver
 from .common import problem_defines, stride_defines
@@ -19,8 +19,10 @@ class ConvDirectNaive(ConvSolver):
     """Direct convolution, one work-item per output element, in all three directions.
 
     Computes every pad / stride / dilation / groups combination and any tensor strides, reading each
-    input from global memory without reuse. It is the fallback that always applies and the slowest
-    choice on any problem where another solver applies.
+    input from global memory without reuse, at any size: offsets and work-item ids are 64-bit where a
+    tensor spans 2^31 elements or more (or there are that many work-items), so find always has a solver.
+    It is the fallback that always applies and the slowest choice on any problem where another solver
+    applies.
     """
 
     id = "ConvDirectNaive"
@@ -31,9 +33,7 @@ class ConvDirectNaive(ConvSolver):
     param_doc = {"WG": "work-group size (1-D)"}
 
     def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
-        super().applicability(problem, dev)
-        require(_work_items(problem) < INT_LIMIT, "more than 2^31 work-items")
-        require_none(index_reason(*(d.element_span for d in (problem.x, problem.w, problem.y))))
+        super().applicability(problem, dev)   # any size: offsets are 64-bit where 32 bits do not reach
 
     def invalid_reason(self, problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
         reason = super().invalid_reason(problem, params, dev)
@@ -44,7 +44,7 @@ class ConvDirectNaive(ConvSolver):
 
     def solution(self, problem: ConvProblem, params: Params, epilogue=None) -> Solution:
         name, args = _KERNELS[problem.direction]
-        defines = {**problem_defines(problem), **stride_defines(problem)}
+        defines = {**problem_defines(problem), **stride_defines(problem), "INDEX_T": index_type(problem)}
         if epilogue is not None:
             defines.update(epilogue.defines())
             args = args + tuple(epilogue.args)
@@ -52,6 +52,15 @@ class ConvDirectNaive(ConvSolver):
         wg = params["WG"]
         launch = KernelLaunch(spec, (round_up(_work_items(problem), wg),), (wg,), args)
         return Solution(self.id, dict(params), (launch,))
+
+
+def index_type(p: ConvProblem) -> str:
+    """The kernel's offset type: 32-bit while every offset and work-item id fits, else 64-bit."""
+    counts = (_work_items(p), *(d.element_span for d in (p.x, p.w, p.y)))
+    return "int" if index_reason(*counts) is None and WIDE_INDEX_FROM > max(counts) else "long"
+
+
+WIDE_INDEX_FROM = INT_LIMIT   # element counts from which 64-bit offsets are used even below 2^31 (tests lower it)
 
 
 def _work_items(p: ConvProblem) -> int:

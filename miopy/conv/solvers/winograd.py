@@ -165,7 +165,8 @@ class _ConvWinograd3x3(ConvSolver):
         require((problem.dil_h, problem.dil_w) == (1, 1), f"dilation {problem.conv.dilation} is not 1x1")
         require(max(problem.conv.pads) <= 2, f"padding {problem.conv.pad_text()} is over 2")
         require(problem.groups == 1, "grouped convolution is not implemented")
-        require_none(index_reason(self.workspace_bytes(problem) // FLOAT_BYTES))
+        require_none(index_reason(*(d.element_span for d in (problem.x, problem.w, problem.y)),
+                                  self.workspace_bytes(problem) // FLOAT_BYTES))
         require(any(self.is_valid(problem, p, dev) for p in _FALLBACK_DEFAULTS),
                 "no GEMM tiling fits the device")
 

@@ -1,0 +1,130 @@
+"""The whole test suite, the fault suite's report, the big-memory tensors and the slow fuzzing, on one device.
+
+    python3 benchmarks/gpu_tests.py --out DIR [--parts suite,bigmem,slow] [--workers 12]
+
+Each part is one pytest run on the default device (NVIDIA's OpenCL on the GPU machine, through
+benchmarks/gpu_tests.sh; PoCL here):
+  suite   the whole test suite as CI runs it (-m "not slow and not bigmem"), the fault suite included
+  bigmem  tensors past 2^31 elements in every direction (-m bigmem; serially: each holds ~20 GB)
+  slow    fuzzing at scale: 1000 bad inputs per public call (-m slow)
+Every part writes the fault suite's rows (MIOPY_RELIABILITY_REPORT) and its counts. DIR receives
+gpu-tests-<device>.json (device, per part: passed / failed / skipped / deselected, seconds, the failed tests,
+the command) and reliability-<device>.json (the fault table's column for tests/reliability/report.py), merged
+with what earlier runs of other parts left there, and each part's pytest log. Exit status: 0 when every part
+run passed.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.reliability import report  # noqa: E402
+
+PARTS = {
+    "suite": (["-m", "not slow and not bigmem"], True),
+    "bigmem": (["-m", "bigmem"], False),
+    "slow": (["-m", "slow"], True),
+}
+COUNTS = ("passed", "failed", "skipped", "deselected", "errors", "xfailed", "xpassed")
+
+
+def device() -> dict:
+    """The default device as miopy picks it."""
+    code = ("import json, miopy; h = miopy.Handle(); "
+            "print(json.dumps({'name': h.info.name, 'platform': h.info.platform, 'device_id': h.info.device_id, "
+            "'is_gpu': h.info.is_gpu, 'global_mem_bytes': h.info.global_mem_bytes, "
+            "'max_alloc_bytes': h.info.max_alloc_bytes}))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run_part(name: str, workers: int, out: Path, summary: Path, timeout: int) -> dict:
+    """One pytest run; its counts, time, failed tests and command (its log kept as OUT/gpu-tests-<part>.log)."""
+    markers, parallel = PARTS[name]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *markers, "tests"]
+    if parallel and workers > 1:
+        command += ["-n", str(workers)]
+    env = dict(os.environ, MIOPY_RELIABILITY_REPORT=str(summary))
+    started = time.monotonic()
+    try:
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+        output, status = done.stdout + done.stderr, done.returncode
+    except subprocess.TimeoutExpired as exc:
+        output, status = f"{exc.stdout or ''}\n{exc.stderr or ''}\ntimed out after {timeout} s", -1
+    seconds = round(time.monotonic() - started, 1)
+    (out / f"gpu-tests-{name}.log").write_text(output if isinstance(output, str) else output.decode())
+    last = next((line for line in reversed(output.splitlines()) if re.search(r"\d+ (passed|failed|error)", line)), "")
+    counts = {key: 0 for key in COUNTS}
+    for number, key in re.findall(r"(\d+) (passed|failed|skipped|deselected|errors?|xfailed|xpassed)", last):
+        counts["errors" if key.startswith("error") else key] = int(number)
+    failed = [line[7:].split(" - ")[0] for line in output.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+    shown = " ".join(["python3 -m pytest", *command[3:]])
+    return {**counts, "seconds": seconds, "status": status, "failed_tests": failed, "command": shown}
+
+
+def merge(path: Path, new: dict) -> dict:
+    """new's parts over those an earlier run left in path."""
+    if path.is_file():
+        old = json.loads(path.read_text())
+        new = {**old, **new, "parts": {**old.get("parts", {}), **new["parts"]}}
+    path.write_text(json.dumps(new, indent=1) + "\n")
+    return new
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    ap.add_argument("--parts", default="suite,bigmem,slow", help=f"comma-separated, of {sorted(PARTS)}")
+    ap.add_argument("--workers", type=int, default=min(12, os.cpu_count() or 1), help="pytest-xdist workers")
+    ap.add_argument("--timeout", type=int, default=540, help="seconds allowed to each part")
+    args = ap.parse_args(argv)
+    parts = [p for p in args.parts.split(",") if p]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        ap.error(f"unknown parts {unknown}; known: {sorted(PARTS)}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    dev = device()
+    label = f"{dev['name']} ({dev['platform']})"
+    print(f"gpu_tests: device {label}; parts {parts}", flush=True)
+    results, summaries = {}, []
+    with tempfile.TemporaryDirectory(prefix="miopy-gpu-tests-") as tmp:
+        for name in parts:
+            summary = Path(tmp) / f"{name}.json"
+            results[name] = run_part(name, args.workers, args.out, summary, args.timeout)
+            r = results[name]
+            print(f"gpu_tests: {name}: {r['passed']} passed, {r['failed']} failed, {r['errors']} errors, "
+                  f"{r['skipped']} skipped, {r['deselected']} deselected in {r['seconds']} s", flush=True)
+            try:
+                summaries.append(report.load_summary(summary))
+            except FileNotFoundError:
+                print(f"gpu_tests: {name} wrote no fault-suite rows", flush=True)
+    record = merge(args.out / f"gpu-tests-{report.slug(label)}.json",
+                   {"device": label, "device_info": dev,
+                    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                    "parts": results})
+    if summaries:
+        reliability = args.out / f"reliability-{report.slug(label)}.json"
+        earlier = json.loads(reliability.read_text()) if reliability.is_file() else None
+        data = {"device": label, "seconds": round(sum(s["seconds"] for s in summaries), 1),
+                "outcomes": report.merge_runs([earlier, *summaries] if earlier else summaries),
+                "runs": record["parts"]}
+        reliability.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"gpu_tests: wrote {reliability}")
+    ok = all(r["status"] == 0 for r in results.values())
+    print(f"gpu_tests: {'all parts passed' if ok else 'FAILURES: see the logs in ' + str(args.out)}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
