@@ -401,3 +401,12 @@ def test_miopy_tune_onnx_problems(tmp_path):
     assert [p.key() for p in forward] == ["4-9-8-3x3-6-9-8-5-1x1-1x1-1x1-0-NCHW-FP32-F",
                                           "6-9-8-1x1-3-9-8-5-0x0-1x1-1x1-0-NCHW-FP32-F"]
     assert len(onnx_problems(path, 5, 0)) == 6
+
+
+def test_core_import_path_does_not_import_onnx():
+    """onnx is an optional extra: importing miopy (and its CLI modules) must not pull it in."""
+    import subprocess
+    import sys
+    code = ("import sys, miopy, miopy.cli.driver, miopy.cli.run, miopy.cli.tune; "
+            "assert 'onnx' not in sys.modules and 'onnxruntime' not in sys.modules, sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
