@@ -151,7 +151,50 @@ def _pool_cases() -> list[Case]:
     return out
 
 
-CASES: list[Case] = _pool_cases()
+# -- softmax -------------------------------------------------------------------------------------------------
+def softmax(algorithm: str, backward: bool) -> Callable[[miopy.Handle, Dims], Op]:
+    from miopy.softmax import SoftmaxDesc
+    from miopy.softmax.api import backward_plan, forward_plan
+
+    def build(handle: miopy.Handle, dims: Dims) -> Op:
+        desc, t = SoftmaxDesc(algorithm, "channel"), TensorDesc("FP32", dims)
+        if backward:
+            plan = backward_plan(handle, desc, t, t, t)
+            values = (handle.empty(dims), _random(handle, dims, 1), _random(handle, dims, 2))
+        else:
+            plan = forward_plan(handle, desc, t, t)
+            values = (_random(handle, dims), handle.empty(dims))
+        return Op(lambda: plan.run_values(values), plan.problem.bytes(), plan.solver_id)
+    return build
+
+
+def torch_softmax(algorithm: str, backward: bool):
+    def build(torch, dims: Dims):
+        x = torch.randn(dims, device="cuda")
+        log = algorithm == "log"
+        forward = torch.log_softmax if log else torch.softmax
+        if not backward:
+            return lambda: forward(x, 1)
+        y, dy = forward(x, 1), torch.randn(dims, device="cuda")
+        grad = torch._log_softmax_backward_data if log else torch._softmax_backward_data
+        return lambda: grad(dy, y, 1, x.dtype)
+    return build
+
+
+def _softmax_cases() -> list[Case]:
+    out = []
+    for backward in (False, True):
+        tag = "bwd" if backward else "fwd"
+        for algorithm in ("accurate", "log"):
+            name = f"{'log_' if algorithm == 'log' else ''}softmax channel {tag}"
+            out += [Case(name, "resnet50", (1000, 1, 1), softmax(algorithm, backward),
+                         torch_softmax(algorithm, backward)),
+                    Case(name, "fcn", (21, 128, 128), softmax(algorithm, backward),
+                         torch_softmax(algorithm, backward))]
+    return out
+
+
+CASES: list[Case] = _pool_cases() + _softmax_cases()
 
 
 # -- measuring ----------------------------------------------------------------------------------------------
@@ -213,7 +256,7 @@ def print_row(row: dict) -> None:
 
 def shrunk(case: Case, n: int, factor: int) -> Dims:
     c, h, w = case.chw
-    return (n, c, max(h // factor, 3), max(w // factor, 3))
+    return (n, c, max(h // factor, min(h, 3)), max(w // factor, min(w, 3)))
 
 
 def run(argv: list[str] | None = None) -> int:

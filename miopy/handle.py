@@ -12,6 +12,7 @@ import os
 import shutil
 import statistics
 import tempfile
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,7 @@ class Handle:
         # Outputs of the functional layer come from this pool: a fresh array costs no device allocation.
         self.pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(self.queue))
         self._scratch: dict[str, cl.Buffer] = {}
+        _BY_QUEUE[self.queue.int_ptr] = self
 
     def __repr__(self) -> str:
         return f"Handle({self.info.name!r} on {self.info.platform!r})"
@@ -190,10 +192,16 @@ class Handle:
 
 
 _HANDLES: dict = {}
+_BY_QUEUE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()   # queue's cl handle -> its Handle
 
 
 def handle_for(array: cl_array.Array) -> Handle:
-    """A Handle on the array's context, one per context per process (the functional layers' default)."""
+    """The functional layer's default handle for array: the Handle whose queue the array lives on (so work
+    on it stays in order with the array's own transfers), else one Handle per context per process."""
+    queue = array.queue
+    handle = _BY_QUEUE.get(queue.int_ptr) if queue is not None else None
+    if handle is not None:
+        return handle
     ctx = array.context
     handle = _HANDLES.get(ctx)
     if handle is None:

@@ -18,3 +18,15 @@ def test_pool_driver_same_padding_and_bad_input(capsys):
     assert "(0, 1, 0, 1)" in out and "output (1, 2, 7, 7)" in out and "Backward" not in out
     assert driver.main(["pool", "-n", "1", "-c", "1", "-H", "2", "-W", "2", "-y", "3"]) == 1
     assert "x_desc.h" in capsys.readouterr().err
+
+
+def test_softmax_driver_verifies_every_algorithm_and_mode(capsys):
+    for algorithm in ("0", "1", "2"):
+        for mode in ("0", "1"):
+            args = ["softmax", "-n", "2", "-c", "7", "-H", "3", "-W", "4", "-a", algorithm, "-m", mode, "-A", "1.5",
+                    "-B", "0.5", "-i", "1"]
+            assert driver.main(args) == 0
+            out = capsys.readouterr().out
+            assert "Forward Softmax Verifies OK" in out and "Backward Softmax Verifies OK" in out
+    assert driver.main(["softmax", "-n", "1", "-c", "0"]) == 1
+    assert "dims" in capsys.readouterr().err

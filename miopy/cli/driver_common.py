@@ -9,9 +9,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pyopencl as cl
 
-from ..errors import MiopyError
+from ..errors import BadParam, MiopyError
 from ..handle import Handle
 from ..reference import max_error
+from ..tensor import TensorDesc, packed_strides
 
 
 def add_common(parser: argparse.ArgumentParser, what: str) -> None:
@@ -73,3 +74,58 @@ def guarded(body: Callable[[Handle], bool]) -> int:
     s = handle.cache_stats()
     print(f"kernel cache: compiled={s['compiled']} disk_hits={s['disk_hits']} memory_hits={s['memory_hits']}")
     return 0 if ok else 1
+
+
+# -- for sub-commands whose -F / -s differ from add_common's (bnorm, tensorop, dropout) ------------------------
+LAYOUTS = ("NCHW", "NHWC")
+
+
+def add_dims(parser: argparse.ArgumentParser, batch: int) -> None:
+    """-n -c -H -W alone."""
+    add = parser.add_argument
+    add("-n", "--batchsize", type=int, default=batch, help="mini-batch size")
+    add("-c", "--in_channels", type=int, default=3, help="input channels")
+    add("-H", "--in_h", type=int, default=32, help="input height")
+    add("-W", "--in_w", type=int, default=32, help="input width")
+
+
+def add_timing(parser: argparse.ArgumentParser, iters: int, time: int = 0) -> None:
+    """-i -V -t -w alone."""
+    add = parser.add_argument
+    add("-i", "--iter", type=int, default=iters, help="timed iterations")
+    add("-V", "--verify", type=int, default=1, help="verify against the float64 reference")
+    add("-t", "--time", type=int, default=time, help="time the kernels (profiling events)")
+    add("-w", "--wall", type=int, default=0, help="accepted for MIOpenDriver's sake; kernel times are reported")
+
+
+def data_desc(dtype: str, shape: Sequence[int], layout: str = "NCHW") -> TensorDesc:
+    """A descriptor of shape (N, C, H, W) stored in layout (NCHW packed, or NHWC through strides)."""
+    if layout not in LAYOUTS:
+        raise BadParam("layout", f"must be one of {LAYOUTS}, got {layout!r}")
+    if layout == "NCHW":
+        return TensorDesc(dtype, shape)
+    n, c, h, w = shape
+    s_n, s_h, s_w, s_c = packed_strides((n, h, w, c))
+    return TensorDesc(dtype, shape, (s_n, s_c, s_h, s_w))
+
+
+def to_device(handle: Handle, host: np.ndarray) -> cl.Buffer:
+    mf = cl.mem_flags
+    return cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(host))
+
+
+def from_device(handle: Handle, buf: cl.Buffer, like: np.ndarray) -> np.ndarray:
+    out = np.empty_like(like)
+    cl.enqueue_copy(handle.queue, out, buf)
+    handle.finish()
+    return out
+
+
+def verify_outputs(name: str, got: dict[str, np.ndarray], expected: dict[str, np.ndarray], tolerance: float) -> bool:
+    """verify() over several outputs: the verdict line names the worst one."""
+    errors = {role: max_error(got[role], want) for role, want in expected.items()}
+    worst = max(errors, key=lambda r: errors[r])
+    ok = errors[worst] <= tolerance
+    print(f"{name} {'Verifies OK' if ok else 'FAILED'} (max error {errors[worst]:.2e} in {worst}, "
+          f"tolerance {tolerance:.0e})")
+    return ok

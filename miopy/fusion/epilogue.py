@@ -8,31 +8,20 @@ never recompile: only the structure is compiled in.
 """
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..activation import ActivationMode, enum_member
+from ..activation import ActivationMode
+from ..batchnorm import BatchNormMode
 from ..errors import check
 from ..reference.activation import forward_reference
 
 BIAS_ROLES = ("bias",)
 BATCHNORM_ROLES = ("bn_scale", "bn_shift", "bn_mean", "bn_var", "bn_epsilon")
 ACTIVATION_ROLES = ("activ_alpha", "activ_beta", "activ_gamma")
-
-
-class BatchNormMode(enum.IntEnum):
-    """miopenBatchNormMode_t: values are MIOpen's."""
-
-    PER_ACTIVATION = 0   # scale / shift / mean / variance per (channel, h, w) element: shape 1 x C x H x W
-    SPATIAL = 1          # per channel: shape 1 x C x 1 x 1
-
-    @classmethod
-    def of(cls, value: BatchNormMode | int | str, field: str = "bn_mode") -> BatchNormMode:
-        return enum_member(cls, value, field, "batch-norm mode")
 
 
 _FUSE_BN = {BatchNormMode.SPATIAL: 1, BatchNormMode.PER_ACTIVATION: 2}   # the header's FUSE_BN values

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import activation, conv, pooling
+from . import activation, batchnorm, conv, dropout, pooling, softmax, tensor_ops
 
-__all__ = ["activation", "conv", "max_error", "pooling", "strided_view"]
+__all__ = ["activation", "batchnorm", "conv", "dropout", "max_error", "pooling", "softmax", "strided_view",
+           "tensor_ops"]
 
 
 def max_error(actual, expected) -> float:

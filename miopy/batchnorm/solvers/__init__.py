@@ -1,0 +1,1 @@
+"""Batch-norm solvers, one file each (see registry.py for their order)."""

@@ -1,0 +1,89 @@
+"""BatchNormSpatialSplit: spatial training forward / backward as a two-stage split reduction."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...device import DeviceInfo, local_memory_reason, work_group_reason
+from ...kernel_cache import KernelSpec
+from ...solver import Arg, KernelLaunch, Params, Solution, round_up
+from ..modes import BatchNormMode
+from ..problem import BatchNormProblem, BnDirection
+from .common import (
+    BACKWARD_SCALARS,
+    ELEMENTWISE_WG,
+    FORWARD_SCALARS,
+    BatchNormSolver,
+    data_defines,
+    optional_roles,
+    stat_defines,
+)
+
+FLOAT = 4
+CHUNKS_GRID = (1024, 4096, 16384)
+UNUSED_FACTOR = np.float32(0.0)   # the merge of a backward updates no running statistics
+# Per-channel floats after the chunk partials, in this order (the kernel's *_OFF defines).
+CHANNEL_OFFSETS = ("PIVOT_OFF", "MEAN_OFF", "INV_OFF", "DB_OFF", "DS_OFF")
+PER_CHANNEL = len(CHANNEL_OFFSETS)
+
+
+class BatchNormSpatialSplit(BatchNormSolver):
+    """Spreads each channel over ceil(N*H*W / CHUNK) work-groups: stage 1 computes each chunk's mean and
+    sum of squared deviations (two-pass within the chunk, shifted by the channel's first value), stage 2
+    merges a channel's chunks in a fixed order with Chan's formula, stage 3 is element-wise. The backward
+    adds per-chunk sums of dy and dy * (x - mean), merged the same way. Wins on large N*H*W with few
+    channels; costs extra launches and a workspace of 2 floats per chunk and 5 per channel."""
+
+    id = "BatchNormSpatialSplit"
+    algorithm = "reduce_split"
+    directions = frozenset({BnDirection.FORWARD_TRAINING, BnDirection.BACKWARD})
+    modes = frozenset({BatchNormMode.SPATIAL})
+    grid = {"WG": (64, 128, 256), "CHUNK": CHUNKS_GRID}
+    param_doc = {"WG": "work-items per work-group (chunks and merges)", "CHUNK": "elements of a channel per chunk"}
+
+    def invalid_reason(self, problem: BatchNormProblem, params: Params, dev: DeviceInfo) -> str | None:
+        return (super().invalid_reason(problem, params, dev) or work_group_reason(dev, (params["WG"],))
+                or local_memory_reason(dev, 3 * params["WG"] * 4))
+
+    def default_params(self, problem: BatchNormProblem, dev: DeviceInfo) -> Params:
+        chunk = 4096 if problem.count >= 16 * 4096 else 1024
+        for wg in (256, 128, 64):
+            if self.is_valid(problem, {"WG": wg, "CHUNK": chunk}, dev):
+                break
+        return {"WG": wg, "CHUNK": chunk}
+
+    def workspace_bytes(self, problem: BatchNormProblem) -> int:
+        return FLOAT * (2 * problem.x.c * _chunks(problem.count, min(CHUNKS_GRID)) + PER_CHANNEL * problem.x.c)
+
+    def solution(self, problem: BatchNormProblem, params: Params) -> Solution:
+        wg, chunk, c = params["WG"], params["CHUNK"], problem.x.c
+        chunks = _chunks(problem.count, chunk)
+        layout = {name: 2 * c * chunks + i * c for i, name in enumerate(CHANNEL_OFFSETS)}
+        defines = {**data_defines(problem), **stat_defines(problem), "WG": wg, "CHUNK": chunk, **layout}
+
+        def launch(name: str, groups: int, args: tuple[Arg, ...], local: int = wg) -> KernelLaunch:
+            spec = KernelSpec.make("batchnorm_spatial.cl", name, defines)
+            return KernelLaunch(spec, (groups * local,), (local,), args)
+
+        stats = launch("bn_spatial_chunk_stats", c * chunks, ("x", "workspace"))
+        elements = round_up(problem.x.element_count, ELEMENTWISE_WG) // ELEMENTWISE_WG
+        saved = optional_roles(problem)
+        launches: tuple[KernelLaunch, ...]
+        if problem.direction is BnDirection.FORWARD_TRAINING:
+            launches = (stats,
+                        launch("bn_spatial_merge_stats", c, ("x", "workspace", *saved, "epsilon", "factor")),
+                        launch("bn_spatial_normalize", elements, ("x", "y", "scale", "bias", "workspace",
+                                                                  *FORWARD_SCALARS[:2]), ELEMENTWISE_WG))
+        else:
+            first: tuple[KernelLaunch, ...] = () if problem.saved else (
+                stats, launch("bn_spatial_merge_stats", c, ("x", "workspace", "epsilon", UNUSED_FACTOR)))
+            alpha_data, beta_data, alpha_param, beta_param, _ = BACKWARD_SCALARS
+            launches = first + (
+                launch("bn_spatial_chunk_grad", c * chunks, ("x", "dy", "workspace", *saved)),
+                launch("bn_spatial_merge_grad", c, ("workspace", "dscale", "dbias", *saved, alpha_param, beta_param)),
+                launch("bn_spatial_dx", elements, ("x", "dy", "dx", "scale", "workspace", *saved, alpha_data,
+                                                   beta_data), ELEMENTWISE_WG))
+        return Solution(self.id, params, launches, self.workspace_bytes(problem))
+
+
+def _chunks(count: int, chunk: int) -> int:
+    return (count + chunk - 1) // chunk

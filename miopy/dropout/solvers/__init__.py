@@ -1,0 +1,1 @@
+"""Dropout solvers, one file each (see registry.py for their order)."""

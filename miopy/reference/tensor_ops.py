@@ -1,0 +1,28 @@
+"""Float64 tensor operations of MIOpen: OpTensor (add, mul, min, max with B broadcast over A), SetTensor,
+ScaleTensor and TransformTensor. Ops by miopenTensorOp_t's values: 0 add, 1 mul, 2 min, 3 max."""
+from __future__ import annotations
+
+import numpy as np
+
+_OPS = (np.add, np.multiply, np.minimum, np.maximum)
+
+
+def op_tensor(op: int, a, b, c, alpha1: float = 1.0, alpha2: float = 1.0, beta: float = 0.0) -> np.ndarray:
+    """c = op(alpha1 * a, alpha2 * b) + beta * c, b broadcast over a (c is not read when beta is 0)."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    out = _OPS[op](alpha1 * a, alpha2 * np.broadcast_to(b, a.shape))
+    return out if beta == 0 else out + beta * np.asarray(c, np.float64)
+
+
+def set_tensor(shape, value: float) -> np.ndarray:
+    return np.full(shape, float(value))
+
+
+def scale_tensor(y, alpha: float) -> np.ndarray:
+    return alpha * np.asarray(y, np.float64)
+
+
+def transform_tensor(x, y, alpha: float = 1.0, beta: float = 0.0) -> np.ndarray:
+    """y = alpha * x + beta * y (y not read when beta is 0)."""
+    out = alpha * np.asarray(x, np.float64)
+    return out if beta == 0 else out + beta * np.asarray(y, np.float64)

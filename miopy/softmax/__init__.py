@@ -1,0 +1,9 @@
+"""Softmax and log-softmax: MIOpen's instance and channel modes, fast / accurate / log algorithms, forward
+and backward; PyTorch-style functional ops over any dim."""
+from .api import softmax_backward, softmax_forward
+from .descriptor import SoftmaxAlgorithm, SoftmaxDesc, SoftmaxMode
+from .functional import log_softmax, log_softmax_backward_data, softmax, softmax_backward_data
+from .problem import SoftmaxProblem
+
+__all__ = ["SoftmaxAlgorithm", "SoftmaxDesc", "SoftmaxMode", "SoftmaxProblem", "log_softmax",
+           "log_softmax_backward_data", "softmax", "softmax_backward", "softmax_backward_data", "softmax_forward"]

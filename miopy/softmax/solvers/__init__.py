@@ -1,0 +1,1 @@
+"""Softmax solvers, one file each (the registry in miopy.softmax.registry orders them)."""

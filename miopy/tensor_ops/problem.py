@@ -1,0 +1,97 @@
+"""The OpTensor problem (MIOpen's miopenOpTensor): C = op(alpha1 * A, alpha2 * B) + beta * C, with B
+broadcast over A the way MIOpen allows: each of B's dims equals A's or is 1."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from ..device import INT_LIMIT
+from ..errors import NotSupported, check
+from ..solver import Registry
+from ..tensor import DataType, TensorDesc, enum_member
+
+DTYPES = frozenset({DataType.FLOAT32, DataType.FLOAT16})
+
+
+class TensorOp(enum.IntEnum):
+    """miopenTensorOp_t: values are MIOpen's."""
+
+    ADD = 0   # alpha1 * a + alpha2 * b
+    MUL = 1   # (alpha1 * a) * (alpha2 * b)
+    MIN = 2   # min(alpha1 * a, alpha2 * b)
+    MAX = 3   # max(alpha1 * a, alpha2 * b)
+
+    @classmethod
+    def of(cls, value: TensorOp | int | str, field: str = "tensor_op") -> TensorOp:
+        return enum_member(cls, value, field, "tensor op")
+
+
+def check_data(field: str, desc, reference: TensorDesc | None = None, reference_field: str = "") -> TensorDesc:
+    """desc is a TensorDesc of a supported dtype (with reference's dims and dtype when given)."""
+    check(isinstance(desc, TensorDesc), field, "must be a TensorDesc")
+    if reference is not None:
+        check(desc.dims == reference.dims, f"{field}.dims", f"{desc.dims} != {reference_field} dims {reference.dims}")
+        check(desc.dtype is reference.dtype, f"{field}.dtype",
+              f"{desc.dtype.value} != {reference_field} dtype {reference.dtype.value}")
+    if desc.dtype not in DTYPES:
+        raise NotSupported(f"{field}: {desc.dtype.value} is not implemented")
+    if desc.element_span >= INT_LIMIT:
+        raise NotSupported(f"{field}: tensors of 2^31 elements or more are not supported (32-bit indices)")
+    return desc
+
+
+@dataclass(frozen=True)
+class TensorOpProblem:
+    """op over a (the shape of the result), b (broadcast over a) and c (a's dims, written)."""
+
+    op: TensorOp
+    a: TensorDesc
+    b: TensorDesc
+    c: TensorDesc
+    _key: str = field(init=False, repr=False, compare=False)
+    registry: ClassVar[Registry]
+
+    def __post_init__(self):
+        object.__setattr__(self, "_key", self._make_key())
+
+    @classmethod
+    def create(cls, op, a: TensorDesc, b: TensorDesc, c: TensorDesc) -> TensorOpProblem:
+        """Validated as MIOpen does: C has A's dims and dtype; B has their dtype and each dim equal or 1."""
+        op = TensorOp.of(op)
+        check_data("a_desc", a)
+        check_data("c_desc", c, a, "a_desc")
+        check(isinstance(b, TensorDesc), "b_desc", "must be a TensorDesc")
+        check(b.dtype is a.dtype, "b_desc.dtype", f"{b.dtype.value} != a_desc dtype {a.dtype.value}")
+        for axis, (lb, la) in zip("NCHW", zip(b.dims, a.dims)):
+            check(lb in (1, la), "b_desc.dims", f"B's {axis} is {lb}: each of B's dims must equal A's ({a.dims}) "
+                                                "or be 1")
+        check_data("b_desc", b)
+        return cls(op, a, b, c)
+
+    @property
+    def dtype(self) -> DataType:
+        return self.a.dtype
+
+    def key(self) -> str:
+        return self._key
+
+    def _make_key(self) -> str:
+        key = (f"top-{self.op.name.lower()}-{'x'.join(map(str, self.a.dims))}-b{'x'.join(map(str, self.b.dims))}"
+               f"-{self.a.dtype.value}")
+        if not all(d.is_packed for d in (self.a, self.b, self.c)):
+            key += "-s" + "_".join(",".join(map(str, d.strides)) for d in (self.a, self.b, self.c))
+        return key
+
+    def tensors(self) -> dict[str, TensorDesc]:
+        return {"a": self.a, "b": self.b, "c": self.c}
+
+    def outputs(self) -> tuple[str, ...]:
+        return ("c",)
+
+    def reduction_length(self) -> int:
+        return 1
+
+    @property
+    def broadcast(self) -> bool:
+        return self.b.dims != self.a.dims

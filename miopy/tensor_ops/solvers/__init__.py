@@ -1,0 +1,1 @@
+"""OpTensor solvers, one file each (see registry.py for their order)."""

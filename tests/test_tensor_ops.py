@@ -1,0 +1,210 @@
+"""Tensor operations: both OpTensor solvers on every op and dtype against float64 (alpha1, alpha2, beta;
+MIOpen's broadcasting of B), SetTensor / ScaleTensor / TransformTensor on strided layouts, the functional
+form, and refused input that leaves the output untouched."""
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import miopy
+from miopy import BadParam, TensorDesc
+from miopy.plan import Plan, operands
+from miopy.reference import max_error, strided_view
+from miopy.reference import tensor_ops as ref
+from miopy.tensor_ops import (
+    REGISTRY,
+    TensorOp,
+    TensorOpProblem,
+    add,
+    fill,
+    maximum,
+    minimum,
+    mul,
+    op_tensor,
+    scale,
+    scale_tensor,
+    set_tensor,
+    transform_tensor,
+)
+
+TOLERANCE = {"FP32": 1e-6, "FP16": 1e-3}
+NHWC = lambda n, c, h, w: (h * w * c, 1, w * c, c)
+SHAPES = [  # (a dims, b dims, a strides)
+    ((2, 3, 4, 5), (2, 3, 4, 5), None),
+    ((2, 3, 5, 3), (2, 3, 5, 3), None),            # 90 elements: not a multiple of 4
+    ((2, 3, 4, 5), (1, 3, 1, 1), None),            # a per-channel bias
+    ((2, 3, 4, 5), (2, 1, 4, 5), NHWC(2, 3, 4, 5)),
+    ((2, 3, 4, 5), (1, 1, 1, 1), None),
+]
+
+
+def _host(desc: TensorDesc, rng) -> np.ndarray:
+    return rng.standard_normal(desc.element_span).astype(desc.dtype.numpy)
+
+
+def _run_solver(handle, solver, problem, params, host, scalars):
+    mf = cl.mem_flags
+    bufs = {r: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for r, a in host.items()}
+    plan = Plan(handle, solver.solution(problem, params), operands(problem.tensors(), problem.outputs()))
+    plan.run_values(tuple(bufs[r] for r in ("a", "b", "c")), scalars={k: np.float32(v) for k, v in scalars.items()})
+    out = np.empty_like(host["c"])
+    cl.enqueue_copy(handle.queue, out, bufs["c"])
+    handle.finish()
+    return strided_view(out, problem.c.dims, problem.c.strides)
+
+
+@pytest.mark.parametrize("solver", REGISTRY.ALL, ids=lambda s: s.id)
+@pytest.mark.parametrize("dtype", ["FP32", "FP16"])
+def test_op_tensor_solvers_match_float64(handle, solver, dtype):
+    """Every op, every grid point, every shape the solver applies to; beta 0 with c poisoned (never read,
+    every element written) and beta != 0. The op is a run-time argument: one program per shape serves all."""
+    rng = np.random.default_rng(10 * (dtype == "FP16"))
+    tested = 0
+    for a_dims, b_dims, strides in SHAPES:
+        a = TensorDesc(dtype, a_dims, strides)
+        for op, beta in zip(TensorOp, (0.0, -0.5, 0.0, 2.0)):
+            problem = TensorOpProblem.create(op, a, TensorDesc(dtype, b_dims), a)
+            if not solver.is_applicable(problem, handle.info):
+                continue
+            for params in solver.search_space(problem, handle.info):
+                host = {role: _host(desc, rng) for role, desc in problem.tensors().items()}
+                if beta == 0.0:
+                    host["c"][...] = np.nan
+                got = _run_solver(handle, solver, problem, params, host, {"alpha1": 1.5, "alpha2": -0.75, "beta": beta})
+                view = {r: strided_view(host[r], d.dims, d.strides) for r, d in problem.tensors().items()}
+                want = ref.op_tensor(int(op), view["a"], view["b"], view["c"], 1.5, -0.75, beta)
+                assert max_error(got, want) <= TOLERANCE[dtype], (solver.id, params, problem.key())
+                tested += 1
+    assert tested >= 8, f"{solver.id} applies to too few shapes"
+
+
+def test_packed_solver_is_chosen_where_it_applies(handle):
+    a = TensorDesc("FP32", (2, 3, 4, 5))
+    same = TensorOpProblem.create("add", a, a, a)
+    bias = TensorOpProblem.create("add", a, TensorDesc("FP32", (1, 3, 1, 1)), a)
+    pick = lambda p: [s.id for s in REGISTRY.ALL if s.is_applicable(p, handle.info)][0]
+    assert (pick(same), pick(bias)) == ("OpTensorPacked", "OpTensorGeneric")
+
+
+def test_api_in_place_bias_add(handle):
+    rng = np.random.default_rng(1)
+    xd, bd = TensorDesc("FP32", (2, 4, 3, 3)), TensorDesc("FP32", (1, 4, 1, 1))
+    x, b = rng.standard_normal(xd.dims).astype(np.float32), rng.standard_normal(bd.dims).astype(np.float32)
+    xa = handle.to_device(x)
+    op_tensor(handle, TensorOp.ADD, 1.0, xd, xa, 2.0, bd, handle.to_device(b), 0.0, xd, xa)
+    assert max_error(xa.get(), x + 2.0 * b) <= 1e-6
+
+
+BAD = {  # field: (a dims, b dims, c dims, b dtype)
+    "b_desc.dims": ((2, 3, 4, 5), (2, 3, 2, 5), (2, 3, 4, 5), "FP32"),
+    "c_desc.dims": ((2, 3, 4, 5), (1, 3, 1, 1), (2, 3, 4, 4), "FP32"),
+    "b_desc.dtype": ((2, 3, 4, 5), (1, 3, 1, 1), (2, 3, 4, 5), "FP16"),
+}
+
+
+@pytest.mark.parametrize("field", BAD)
+def test_refused_descriptors_name_the_field(handle, field):
+    a_dims, b_dims, c_dims, b_dtype = BAD[field]
+    a, b, c = TensorDesc("FP32", a_dims), TensorDesc(b_dtype, b_dims), TensorDesc("FP32", c_dims)
+    ca = handle.to_device(np.full(c_dims, 7.0, np.float32))
+    with pytest.raises(BadParam) as info:
+        op_tensor(handle, "max", 1, a, handle.empty(a_dims), 1, b, handle.empty(b_dims, b.dtype.numpy), 0, c, ca)
+    assert info.value.field == field
+    assert np.all(ca.get() == 7.0)
+
+
+def test_refused_buffers_and_aliases_touch_nothing(handle):
+    a, b = TensorDesc("FP32", (2, 3, 4, 5)), TensorDesc("FP32", (1, 3, 1, 1))
+    ca, ba = handle.to_device(np.full(a.dims, 7.0, np.float32)), handle.to_device(np.ones(b.dims, np.float32))
+    with pytest.raises(BadParam) as info:
+        op_tensor(handle, "add", 1, a, handle.empty((5,)), 1, b, ba, 0, a, ca)
+    assert info.value.field == "a"
+    with pytest.raises(BadParam) as info:
+        op_tensor(handle, "add", 1, a, ca, 1, b, ba, 0, a, ba)         # c is b, whose descriptor differs
+    assert info.value.field == "c"
+    with pytest.raises(BadParam) as info:
+        op_tensor(handle, "add", float("inf"), a, ca, 1, b, ba, 0, a, ca)
+    assert info.value.field == "alpha1"
+    with pytest.raises(BadParam) as info:
+        op_tensor(handle, "pow", 1, a, ca, 1, b, ba, 0, a, ca)
+    assert info.value.field == "tensor_op"
+    assert np.all(ca.get() == 7.0)
+
+
+@pytest.mark.parametrize("dtype", ["FP32", "FP16"])
+def test_set_and_scale_touch_only_addressed_elements(handle, dtype):
+    dims, strides = (2, 3, 4, 5), (3 * 4 * 8, 4 * 8, 8, 1)            # rows padded from 5 to 8
+    desc = TensorDesc(dtype, dims, strides)
+    rng = np.random.default_rng(2)
+    host = rng.standard_normal(desc.element_span + 3).astype(desc.dtype.numpy)
+    buf = handle.to_device(host)
+    scale_tensor(handle, desc, buf, -2.5)
+    got = buf.get()
+    view = lambda a: strided_view(a, dims, strides)
+    assert max_error(view(got), -2.5 * view(host).astype(np.float64)) <= TOLERANCE[dtype]
+    mask = np.ones(host.size, bool)
+    view(mask)[...] = False
+    assert np.array_equal(got[mask], host[mask])                      # the padding is untouched
+    set_tensor(handle, desc, buf, 0.25)
+    got = buf.get()
+    assert np.all(view(got) == 0.25) and np.array_equal(got[mask], host[mask])
+
+
+def test_transform_between_layouts(handle):
+    dims = (2, 3, 4, 5)
+    x_desc, y_desc = TensorDesc("FP32", dims), TensorDesc("FP32", dims, NHWC(*dims))
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal(dims).astype(np.float32), rng.standard_normal(y_desc.element_span).astype(np.float32)
+    ya = handle.to_device(y)
+    transform_tensor(handle, 2.0, x_desc, handle.to_device(x), 0.5, y_desc, ya)
+    want = ref.transform_tensor(x, strided_view(y, dims, y_desc.strides), 2.0, 0.5)
+    assert max_error(strided_view(ya.get(), dims, y_desc.strides), want) <= 1e-6
+    with pytest.raises(BadParam) as info:
+        transform_tensor(handle, 1, x_desc, ya, 0, TensorDesc("FP32", (2, 3, 4, 4)), ya)
+    assert info.value.field == "y_desc.dims"
+
+
+# -- functional -----------------------------------------------------------------------------------------------
+def test_functional_broadcasts_like_numpy_where_opentensor_can(handle):
+    rng = np.random.default_rng(4)
+    x, b = rng.standard_normal((2, 3, 4, 5)).astype(np.float32), rng.standard_normal((3, 1, 1)).astype(np.float32)
+    xa, ba = handle.to_device(x), handle.to_device(b)
+    for got, want in ((add(xa, ba, alpha=0.5), x + 0.5 * b), (add(ba, xa, alpha=0.5), b + 0.5 * x),
+                      (mul(ba, xa), b * x), (minimum(xa, ba), np.minimum(x, b)), (maximum(ba, xa), np.maximum(x, b))):
+        assert got.shape == want.shape and max_error(got.get(), want) <= 1e-6
+    with pytest.raises(BadParam) as info:
+        add(handle.to_device(np.ones((3, 1), np.float32)), handle.to_device(np.ones((1, 4), np.float32)))
+    assert info.value.field == "other"
+
+
+def test_functional_fill_and_scale_in_place(handle):
+    xa = handle.to_device(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+    assert scale(xa, 0.5) is xa and np.array_equal(xa.get(), np.arange(24).reshape(2, 3, 4) * 0.5)
+    assert fill(xa, 3.0) is xa and np.all(xa.get() == 3.0)
+
+
+def test_warm_call_compiles_nothing(handle):
+    xa = handle.to_device(np.ones((4, 6), np.float32))
+    add(xa, xa, alpha=2.0)
+    before = handle.cache_stats()["compiled"]
+    assert np.all(add(xa, xa, alpha=-1.0).get() == 0.0)
+    assert handle.cache_stats()["compiled"] == before
+
+
+def test_public_names():
+    assert miopy.op_tensor is op_tensor and miopy.TensorOp is TensorOp
+
+
+@pytest.mark.parametrize("flags", [["-o", "0", "-v", "3"], ["-o", "1", "-v", "-2"],
+                                   ["-o", "2", "-A", "2", "-B", "0.5", "-G", "1", "-t", "1", "-i", "2"],
+                                   ["-o", "5", "-b", "1,3,1,1", "-d", "FP16"]],
+                         ids=["set", "scale", "add", "max-broadcast-fp16"])
+def test_driver_tensorop_verifies(capsys, flags):
+    from miopy.cli import driver
+    assert driver.main(["tensorop", "-n", "2", "-c", "3", "-H", "4", "-W", "5", *flags]) == 0
+    assert "Verifies OK" in capsys.readouterr().out
+
+
+def test_driver_tensorop_refuses_a_broadcast_miopen_rejects(capsys):
+    from miopy.cli import driver
+    assert driver.main(["tensorop", "-n", "2", "-c", "3", "-H", "4", "-W", "5", "-o", "2", "-b", "2,3,2,5"]) == 1
+    assert "b_desc.dims" in capsys.readouterr().err
