@@ -12,6 +12,7 @@ moved are what the op must read and write at least (Op.bytes); effective bandwid
 
     python3 benchmarks/primitives.py --batch 32 128 --out benchmarks/results/primitives-h100.json
     python3 benchmarks/primitives.py --batch 1 --shrink 8 --iters 3            # CPU (PoCL) smoke run
+    python3 benchmarks/primitives.py --batch 32 --find      # also every applicable solver's time (ranking data)
     python3 benchmarks/primitives.py --docs benchmarks/results/primitives-h100.json   # docs section
 """
 from __future__ import annotations
@@ -41,11 +42,13 @@ Dims = tuple[int, int, int, int]
 
 @dataclass
 class Op:
-    """One built primitive call: enqueue() runs it once; bytes it must move; the solver that runs it."""
+    """One built primitive call: enqueue() runs it once; bytes it must move; the solver that runs it; its
+    problem (for --find, which times every applicable solver)."""
 
     enqueue: Callable[[], list]
     bytes: int
     solver: str
+    problem: Any = None
 
 
 @dataclass(frozen=True)
@@ -75,10 +78,12 @@ def pooling(mode: str, window: int, stride: int, pad: int, backward: bool) -> Ca
         fwd = forward_call(handle, desc, x_desc, y_desc, backward)
         fwd.run((x, y), 1.0, 0.0, ws)
         if not backward:
-            return Op(lambda: fwd.run((x, y), 1.0, 0.0, ws), fwd.plan.problem.bytes(), fwd.plan.solver_id)
+            return Op(lambda: fwd.run((x, y), 1.0, 0.0, ws), fwd.plan.problem.bytes(), fwd.plan.solver_id,
+                      fwd.plan.problem)
         bwd = backward_call(handle, desc, y_desc, y_desc, x_desc, x_desc)
         dy, dx = _random(handle, y_desc.dims, 1), handle.empty(dims)
-        return Op(lambda: bwd.run((dx, dy), 1.0, 0.0, ws), bwd.plan.problem.bytes(), bwd.plan.solver_id)
+        return Op(lambda: bwd.run((dx, dy), 1.0, 0.0, ws), bwd.plan.problem.bytes(), bwd.plan.solver_id,
+                  bwd.plan.problem)
     return build
 
 
@@ -89,7 +94,7 @@ def torch_pooling(mode: str, window: int, stride: int, pad: int, backward: bool)
         if mode == "max":
             y, idx = f.max_pool2d(x, window, stride, pad, return_indices=True)
             if not backward:
-                return lambda: f.max_pool2d(x, window, stride, pad, return_indices=True)
+                return lambda: f.max_pool2d(x, window, stride, pad)
             dy = torch.randn_like(y)
             return lambda: torch.ops.aten.max_pool2d_with_indices_backward(dy, x, [window] * 2, [stride] * 2,
                                                                            [pad] * 2, [1, 1], False, idx)
@@ -117,7 +122,8 @@ def global_avg(backward: bool) -> Callable[[miopy.Handle, Dims], Op]:
         else:
             call = forward_call(handle, desc, x_desc, y_desc, False)
             values = (_random(handle, dims), handle.empty(y_desc.dims))
-        return Op(lambda: call.run(values, 1.0, 0.0, None), call.plan.problem.bytes(), call.plan.solver_id)
+        return Op(lambda: call.run(values, 1.0, 0.0, None), call.plan.problem.bytes(), call.plan.solver_id,
+                  call.plan.problem)
     return build
 
 
@@ -164,7 +170,7 @@ def softmax(algorithm: str, backward: bool) -> Callable[[miopy.Handle, Dims], Op
         else:
             plan = forward_plan(handle, desc, t, t)
             values = (_random(handle, dims), handle.empty(dims))
-        return Op(lambda: plan.run_values(values), plan.problem.bytes(), plan.solver_id)
+        return Op(lambda: plan.run_values(values), plan.problem.bytes(), plan.solver_id, plan.problem)
     return build
 
 
@@ -194,7 +200,201 @@ def _softmax_cases() -> list[Case]:
     return out
 
 
-CASES: list[Case] = _pool_cases() + _softmax_cases()
+# -- LRN ------------------------------------------------------------------------------------------------------
+def lrn(mode: str, size: int, backward: bool) -> Callable[[miopy.Handle, Dims], Op]:
+    from miopy.lrn import LRNDesc
+    from miopy.lrn.api import backward_call, forward_call
+
+    def build(handle: miopy.Handle, dims: Dims) -> Op:
+        desc, t = LRNDesc(mode, size, 1e-4, 0.75, 2.0), TensorDesc("FP32", dims)
+        x, y, scale = _random(handle, dims), handle.empty(dims), handle.empty(dims)
+        fwd = forward_call(handle, desc, t, t, True)
+        fwd.run((x, y, scale), 1.0, 0.0)
+        if not backward:
+            return Op(lambda: fwd.run((x, y, scale), 1.0, 0.0), fwd.plan.problem.bytes(), fwd.plan.solver_id,
+                      fwd.plan.problem)
+        bwd = backward_call(handle, desc, t, t, t, t)
+        values = (handle.empty(dims), _random(handle, dims, 1), x, scale)
+        return Op(lambda: bwd.run(values, 1.0, 0.0), bwd.plan.problem.bytes(), bwd.plan.solver_id, bwd.plan.problem)
+    return build
+
+
+def torch_lrn(size: int, backward: bool):
+    def build(torch, dims: Dims):
+        x = torch.randn(dims, device="cuda", requires_grad=backward)
+        f = torch.nn.functional
+        if not backward:
+            return lambda: f.local_response_norm(x, size, 1e-4, 0.75, 2.0)
+        y, dy = f.local_response_norm(x, size, 1e-4, 0.75, 2.0), torch.randn(dims, device="cuda")
+        return lambda: torch.autograd.grad(y, x, dy, retain_graph=True)
+    return build
+
+
+def _lrn_cases() -> list[Case]:
+    out = []
+    for backward in (False, True):
+        tag = "bwd" if backward else "fwd"
+        out += [Case(f"lrn cross 5 {tag}", "alexnet", (96, 55, 55), lrn("cross", 5, backward), torch_lrn(5, backward)),
+                Case(f"lrn cross 5 {tag}", "alexnet", (256, 27, 27), lrn("cross", 5, backward),
+                     torch_lrn(5, backward)),
+                Case(f"lrn within 3 {tag}", "alexnet", (96, 55, 55), lrn("within", 3, backward), None)]
+    return out
+
+
+# -- batch normalisation (spatial, the only mode ResNet uses) -------------------------------------------------
+def batchnorm(kind: str) -> Callable[[miopy.Handle, Dims], Op]:
+    """kind: "train" (forward training, running and saved statistics), "infer" or "bwd" (with saved)."""
+    from miopy.batchnorm import BnDirection, batch_normalization_plan, derive_bn_tensor_descriptor
+
+    direction = {"train": BnDirection.FORWARD_TRAINING, "infer": BnDirection.FORWARD_INFERENCE,
+                 "bwd": BnDirection.BACKWARD}[kind]
+
+    def build(handle: miopy.Handle, dims: Dims) -> Op:
+        x_desc = TensorDesc("FP32", dims)
+        p_desc = derive_bn_tensor_descriptor(x_desc, "spatial")
+        backward = direction is BnDirection.BACKWARD
+        plan = batch_normalization_plan(handle, direction, "spatial", x_desc, x_desc, p_desc,
+                                        x_desc if backward else None, running=kind == "train",
+                                        saved=kind != "infer")
+        data = [_random(handle, dims, i) for i in range(3 if backward else 2)]
+        params = [handle.to_device(np.random.default_rng(i).uniform(0.5, 1.5, dims[1]).astype(np.float32))
+                  for i in range(len(plan.operands) - len(data))]
+        values = tuple(data + params)
+        one, zero, eps = np.float32(1), np.float32(0), np.float32(1e-5)
+        scalars = ({"alpha_data": one, "beta_data": zero, "alpha_param": one, "beta_param": zero, "epsilon": eps}
+                   if backward else {"alpha": one, "beta": zero, "epsilon": eps, "factor": np.float32(0.1)})
+        nbytes = x_desc.nbytes * (3 if backward else 2)
+        return Op(lambda: plan.run_values(values, scalars=scalars), nbytes, plan.solver_id)
+    return build
+
+
+def torch_batchnorm(kind: str):
+    def build(torch, dims: Dims):
+        x, c = torch.randn(dims, device="cuda"), dims[1]
+        w, b = torch.rand(c, device="cuda") + 0.5, torch.randn(c, device="cuda")
+        rm, rv = torch.zeros(c, device="cuda"), torch.ones(c, device="cuda")
+        if kind == "train":
+            return lambda: torch.nn.functional.batch_norm(x, rm, rv, w, b, True, 0.1, 1e-5)
+        if kind == "infer":
+            return lambda: torch.nn.functional.batch_norm(x, rm, rv, w, b, False, 0.1, 1e-5)
+        _, mean, invstd = torch.native_batch_norm(x, w, b, rm, rv, True, 0.1, 1e-5)
+        dy = torch.randn_like(x)
+        return lambda: torch.ops.aten.native_batch_norm_backward(dy, x, w, rm, rv, mean, invstd, True, 1e-5,
+                                                                 [True, True, True])
+    return build
+
+
+def _batchnorm_cases() -> list[Case]:
+    sizes = [(64, 112, 112), (256, 56, 56), (512, 28, 28), (2048, 7, 7)]
+    return [Case(f"batchnorm {kind}", "resnet50", chw, batchnorm(kind), torch_batchnorm(kind))
+            for kind in ("train", "infer", "bwd") for chw in sizes]
+
+
+# -- tensor operations -----------------------------------------------------------------------------------------
+def op_tensor_case(op: str, broadcast: bool) -> Callable[[miopy.Handle, Dims], Op]:
+    from miopy.tensor_ops import op_tensor_plan
+
+    def build(handle: miopy.Handle, dims: Dims) -> Op:
+        a_desc = TensorDesc("FP32", dims)
+        b_desc = TensorDesc("FP32", (1, dims[1], 1, 1) if broadcast else dims)
+        plan = op_tensor_plan(handle, op, a_desc, b_desc, a_desc)
+        values = (_random(handle, dims), _random(handle, b_desc.dims, 1), handle.empty(dims))
+        scalars = {"alpha1": np.float32(1), "alpha2": np.float32(1), "beta": np.float32(0)}
+        nbytes = 2 * a_desc.nbytes + b_desc.nbytes
+        return Op(lambda: plan.run_values(values, scalars=scalars), nbytes, plan.solver_id)
+    return build
+
+
+def torch_op_tensor(op: str, broadcast: bool):
+    def build(torch, dims: Dims):
+        a, c = torch.randn(dims, device="cuda"), torch.empty(dims, device="cuda")
+        b = torch.randn((1, dims[1], 1, 1) if broadcast else dims, device="cuda")
+        fn = {"add": torch.add, "max": torch.maximum}[op]
+        return lambda: fn(a, b, out=c)
+    return build
+
+
+def unary_case(kind: str) -> Callable[[miopy.Handle, Dims], Op]:
+    """kind: "set", "scale" or "transform" (NCHW to NHWC)."""
+    from miopy.tensor_ops import scale_tensor, set_tensor, transform_tensor
+
+    def build(handle: miopy.Handle, dims: Dims) -> Op:
+        desc = TensorDesc("FP32", dims)
+        y = _random(handle, dims)
+        if kind == "set":
+            set_tensor(handle, desc, y, 1.0)
+            return Op(lambda: set_tensor(handle, desc, y, 0.5), desc.nbytes, "set_tensor")
+        if kind == "scale":
+            scale_tensor(handle, desc, y, 1.0)
+            return Op(lambda: scale_tensor(handle, desc, y, 1.0), 2 * desc.nbytes, "scale_tensor")
+        n, c, h, w = dims
+        nhwc = TensorDesc("FP32", dims, (h * w * c, 1, w * c, c))
+        x = _random(handle, dims, 1)
+        transform_tensor(handle, 1.0, desc, x, 0.0, nhwc, y)
+        return Op(lambda: transform_tensor(handle, 1.0, desc, x, 0.0, nhwc, y), 2 * desc.nbytes, "TransformTensor")
+    return build
+
+
+def torch_unary(kind: str):
+    def build(torch, dims: Dims):
+        y = torch.randn(dims, device="cuda")
+        if kind == "set":
+            return lambda: y.fill_(0.5)
+        if kind == "scale":
+            return lambda: y.mul_(1.0)
+        out = torch.empty((dims[0], dims[2], dims[3], dims[1]), device="cuda")
+        return lambda: out.copy_(y.permute(0, 2, 3, 1))
+    return build
+
+
+def _tensor_op_cases() -> list[Case]:
+    return [
+        Case("add (residual)", "resnet50", (256, 56, 56), op_tensor_case("add", False), torch_op_tensor("add", False)),
+        Case("add (residual)", "resnet50", (2048, 7, 7), op_tensor_case("add", False), torch_op_tensor("add", False)),
+        Case("add bias (broadcast)", "alexnet", (96, 55, 55), op_tensor_case("add", True),
+             torch_op_tensor("add", True)),
+        Case("max", "alexnet", (256, 27, 27), op_tensor_case("max", False), torch_op_tensor("max", False)),
+        Case("set", "resnet50", (64, 112, 112), unary_case("set"), torch_unary("set")),
+        Case("scale", "resnet50", (64, 112, 112), unary_case("scale"), torch_unary("scale")),
+        Case("transform NCHW->NHWC", "resnet50", (64, 56, 56), unary_case("transform"), torch_unary("transform")),
+    ]
+
+
+# -- dropout ------------------------------------------------------------------------------------------------
+def dropout_case(backward: bool) -> Callable[[miopy.Handle, Dims], Op]:
+    from miopy.dropout import DropoutDirection, dropout_plan, set_dropout_descriptor
+
+    def build(handle: miopy.Handle, dims: Dims) -> Op:
+        desc = TensorDesc("FP32", dims)
+        states = handle.empty((16,), np.uint8)
+        d = set_dropout_descriptor(handle, 0.5, states, 1234, state_evo=True)
+        direction = DropoutDirection.BACKWARD if backward else DropoutDirection.FORWARD
+        plan = dropout_plan(handle, direction, desc, desc, state_evo=True)
+        x, y, mask = _random(handle, dims), handle.empty(dims), handle.empty((desc.element_count,), np.uint8)
+        values = (x, y, mask) if backward else (x, y, mask, states)
+        scalars = {"scale": d.scale} if backward else {"threshold": d.threshold, "scale": d.scale}
+        return Op(lambda: plan.run_values(values, scalars=scalars), 2 * desc.nbytes + desc.element_count,
+                  plan.solver_id)
+    return build
+
+
+def torch_dropout(backward: bool):
+    def build(torch, dims: Dims):
+        x = torch.randn(dims, device="cuda")
+        if not backward:
+            return lambda: torch.ops.aten.native_dropout(x, 0.5, True)
+        _, mask = torch.ops.aten.native_dropout(x, 0.5, True)
+        return lambda: torch.ops.aten.native_dropout_backward(x, mask, 2.0)
+    return build
+
+
+def _dropout_cases() -> list[Case]:
+    return [Case(f"dropout {'bwd' if backward else 'fwd'}", net, chw, dropout_case(backward), torch_dropout(backward))
+            for backward in (False, True) for net, chw in (("alexnet", (4096, 1, 1)), ("resnet50", (256, 56, 56)))]
+
+
+CASES: list[Case] = (_pool_cases() + _softmax_cases() + _lrn_cases() + _batchnorm_cases() + _tensor_op_cases()
+                     + _dropout_cases())
 
 
 # -- measuring ----------------------------------------------------------------------------------------------
@@ -228,11 +428,15 @@ def load_torch():
     return torch
 
 
-def measure(handle: miopy.Handle, case: Case, dims: Dims, copy_gbs: float, torch, warmup: int, iters: int) -> dict:
+def measure(handle: miopy.Handle, case: Case, dims: Dims, copy_gbs: float, torch, warmup: int, iters: int,
+            find: bool = False) -> dict:
     row: dict[str, Any] = {"case": case.name, "net": case.net, "dims": list(dims)}
     try:
         op = case.build(handle, dims)
         ms = handle.time_ms(op.enqueue, warmup=warmup, iters=iters)
+        if find and op.problem is not None:   # every applicable solver, on random buffers (find's timer)
+            found = miopy.find_problem(handle, op.problem, mode="normal", store=False)
+            row["solvers_ms"] = {r.solver_id: r.time_ms for r in found}
     except miopy.MiopyError as exc:   # failures are data: record and go on
         return {**row, "error": f"{type(exc).__name__}: {exc}"}
     gbs = op.bytes / ms / 1e6
@@ -250,8 +454,9 @@ def print_row(row: dict) -> None:
         print(f"{head} FAILED: {row['error']}")
         return
     torch_part = f"{row['torch_ms']:9.4f} {row['ratio']:6.2f}x" if "torch_ms" in row else f"{'-':>9} {'-':>7}"
+    others = "".join(f" {sid}={ms:.4f}" for sid, ms in row.get("solvers_ms", {}).items())
     print(f"{head} {row['bytes'] / 2**20:9.1f} {row['miopy_ms']:9.4f} {row['gbs']:8.1f} {row['pct_copy']:6.1f}% "
-          f"{torch_part}  {row['solver']}")
+          f"{torch_part}  {row['solver']}{' [find:' + others + ']' if others else ''}")
 
 
 def shrunk(case: Case, n: int, factor: int) -> Dims:
@@ -267,6 +472,7 @@ def run(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--no-torch", action="store_true", help="skip PyTorch even where it is installed")
+    ap.add_argument("--find", action="store_true", help="also time every applicable solver (find, normal mode)")
     ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     ap.add_argument("--docs", type=Path, nargs="+", default=None,
                     help="write the docs section of these JSON results into docs/primitives.md and exit")
@@ -286,7 +492,7 @@ def run(argv: list[str] | None = None) -> int:
         for case in CASES:
             if a.only and a.only not in case.name:
                 continue
-            row = measure(handle, case, shrunk(case, n, a.shrink), copy_gbs, torch, a.warmup, a.iters)
+            row = measure(handle, case, shrunk(case, n, a.shrink), copy_gbs, torch, a.warmup, a.iters, a.find)
             print_row(row)
             rows.append(row)
     if a.out:

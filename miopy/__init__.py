@@ -52,10 +52,12 @@ from .fusion import (
                    ConvForwardOp,
                    FusionPlan,
                    OperatorArgs,
+                   TensorAddOp,
                    conv_bias_activation_forward,
                    convolution_forward_bias,
 )
 from .handle import Handle
+from .lrn import LRNDesc, LRNMode, local_response_norm, lrn_backward, lrn_forward, lrn_workspace_size
 from .plan import Plan, Sequence
 from .pooling import (
                    PoolingDesc,
@@ -85,11 +87,12 @@ __all__ = [
     "batch_norm", "batch_norm_backward", "batch_normalization_backward", "batch_normalization_forward_inference",
     "batch_normalization_forward_training", "derive_bn_tensor_descriptor", "native_batch_norm",
     # tensor operations (functional: miopy.tensor_ops.add, mul, minimum, maximum, fill, scale)
-    "TensorOp", "op_tensor", "scale_tensor", "set_tensor", "transform_tensor",
+    "TensorAddOp", "TensorOp", "op_tensor", "scale_tensor", "set_tensor", "transform_tensor",
     # dropout (functional: miopy.dropout.dropout, native_dropout, native_dropout_backward, Generator)
     "DropoutDescriptor", "dropout_backward", "dropout_forward", "dropout_get_reserve_space_size",
     "dropout_get_states_size", "restore_dropout_descriptor", "set_dropout_descriptor",
     "PoolingDesc", "PoolingMode", "adaptive_avg_pool2d", "avg_pool2d", "max_pool2d", "pooling_backward",
     "pooling_forward", "pooling_workspace_size",
     "SoftmaxAlgorithm", "SoftmaxMode", "softmax_backward", "softmax_forward",
+    "LRNDesc", "LRNMode", "local_response_norm", "lrn_backward", "lrn_forward", "lrn_workspace_size",
 ]

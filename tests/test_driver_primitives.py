@@ -30,3 +30,13 @@ def test_softmax_driver_verifies_every_algorithm_and_mode(capsys):
             assert "Forward Softmax Verifies OK" in out and "Backward Softmax Verifies OK" in out
     assert driver.main(["softmax", "-n", "1", "-c", "0"]) == 1
     assert "dims" in capsys.readouterr().err
+
+
+def test_lrn_driver_verifies_both_modes(capsys):
+    for mode, n in (("within", "3"), ("cross", "5"), ("cross", "4")):
+        args = ["lrn", "-n", "2", "-c", "6", "-H", "5", "-W", "4", "-N", n, "-A", "0.5", "-m", mode, "-i", "1"]
+        assert driver.main(args) == 0
+        out = capsys.readouterr().out
+        assert "Forward LRN Verifies OK" in out and "Backward LRN Verifies OK" in out
+    assert driver.main(["lrn", "-n", "1", "-c", "2", "-H", "2", "-W", "2", "-K", "0"]) == 1
+    assert "k:" in capsys.readouterr().err

@@ -116,6 +116,7 @@ def epsilon_scalar(value) -> object:
 
 def forward_scalars(alpha, beta, epsilon, factor) -> dict:
     factor32 = scalar(factor, "exp_avg_factor", minimum=0.0)
-    check(bool(factor32 <= 1.0), "exp_avg_factor", f"must be in [0, 1], got {factor}")
+    if factor32 > 1.0:
+        raise BadParam("exp_avg_factor", f"must be in [0, 1], got {factor}")
     return {"alpha": scalar(alpha, "alpha"), "beta": scalar(beta, "beta"), "epsilon": epsilon_scalar(epsilon),
             "factor": factor32}

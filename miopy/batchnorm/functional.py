@@ -35,8 +35,7 @@ def native_batch_norm(input: cl_array.Array, weight: cl_array.Array | None, bias
                       ) -> tuple[cl_array.Array, cl_array.Array | None, cl_array.Array | None]:
     """torch.native_batch_norm: (output, saved mean, saved inverse standard deviation); the saved pair is
     None in evaluation mode (or with save=False). The pair feeds batch_norm_backward."""
-    handle = handle or _handle_of(input, "input")
-    dims, c = _dims(input, "input")
+    handle = _handle_of(input, "input", handle)
     if not training:
         check(running_mean is not None and running_var is not None, "running_mean",
               "running_mean and running_var are needed in evaluation mode")
@@ -47,8 +46,9 @@ def native_batch_norm(input: cl_array.Array, weight: cl_array.Array | None, bias
     key = ("bn_fn", direction, input.shape, input.dtype, running, save and training)
     memo = handle.plans.get(key)
     if memo is None:
-        memo = handle.plans[key] = _cold(handle, direction, dims, input.dtype, running, save and training)
+        memo = handle.plans[key] = _cold(handle, direction, input, running, save and training)
     plan, ones, zeros = memo
+    c = input.shape[1]
     scale, shift = (ones if weight is None else weight), (zeros if bias is None else bias)
     y = handle.pooled(input.shape, input.dtype)
     if not training:
@@ -67,18 +67,18 @@ def batch_norm_backward(grad_output: cl_array.Array, input: cl_array.Array, weig
                         ) -> tuple[cl_array.Array, cl_array.Array, cl_array.Array]:
     """(grad_input, grad_weight, grad_bias) of training-mode batch_norm. With save_mean / save_invstd (from
     native_batch_norm) the forward's statistics are reused; without, they are recomputed from input."""
-    handle = handle or _handle_of(input, "input")
-    dims, c = _dims(input, "input")
-    check(isinstance(grad_output, cl_array.Array) and grad_output.shape == input.shape, "grad_output",
-          f"must be an array of the input's shape {input.shape}")
+    handle = _handle_of(input, "input", handle)
+    if not (isinstance(grad_output, cl_array.Array) and grad_output.shape == input.shape):
+        raise BadParam("grad_output", f"must be an array of the input's shape {input.shape}")
     if (save_mean is None) != (save_invstd is None):
         raise BadParam("save_invstd" if save_invstd is None else "save_mean", "save_mean and save_invstd go together")
     saved = save_mean is not None
     key = ("bn_fn", BnDirection.BACKWARD, input.shape, input.dtype, False, saved)
     memo = handle.plans.get(key)
     if memo is None:
-        memo = handle.plans[key] = _cold(handle, BnDirection.BACKWARD, dims, input.dtype, False, saved)
+        memo = handle.plans[key] = _cold(handle, BnDirection.BACKWARD, input, False, saved)
     plan, ones, _ = memo
+    c = input.shape[1]
     grads = (handle.pooled(input.shape, input.dtype), handle.pooled((c,), np.dtype(np.float32)),
              handle.pooled((c,), np.dtype(np.float32)))
     one, zero = np.float32(1), np.float32(0)
@@ -89,10 +89,11 @@ def batch_norm_backward(grad_output: cl_array.Array, input: cl_array.Array, weig
     return grads
 
 
-def _cold(handle: Handle, direction: BnDirection, dims: tuple[int, int, int, int], dtype, running: bool, saved: bool):
+def _cold(handle: Handle, direction: BnDirection, input, running: bool, saved: bool):
     """(plan, ones, zeros): the plan and the default weight and bias for this call shape."""
     check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
-    x = TensorDesc(dtype, dims)
+    dims = _dims(input, "input")
+    x = TensorDesc(input.dtype, dims)
     param = derive_bn_tensor_descriptor(x, SPATIAL)
     dy = x if direction is BnDirection.BACKWARD else None
     plan = batch_normalization_plan(handle, direction, SPATIAL, x, x, param, dy, running, saved)
@@ -100,16 +101,17 @@ def _cold(handle: Handle, direction: BnDirection, dims: tuple[int, int, int, int
     return plan, handle.to_device(np.ones(c, np.float32)), handle.to_device(np.zeros(c, np.float32))
 
 
-def _handle_of(array, field: str) -> Handle:
+def _handle_of(array, field: str, handle: Handle | None = None) -> Handle:
+    """handle, else the array's; BadParam(field) when array is not a pyopencl Array."""
     if not isinstance(array, cl_array.Array):
         raise BadParam(field, f"expected a pyopencl Array, got {type(array).__name__}")
-    return handle_for(array)
+    return handle if handle is not None else handle_for(array)
 
 
-def _dims(array, field: str) -> tuple[tuple[int, int, int, int], int]:
-    """The N x C x H x W view of a 2-, 3- or 4-D array, and C."""
+def _dims(array, field: str) -> tuple[int, int, int, int]:
+    """The N x C x H x W view of a 2-, 3- or 4-D array."""
     if not isinstance(array, cl_array.Array):
         raise BadParam(field, f"expected a pyopencl Array, got {type(array).__name__}")
     check(2 <= array.ndim <= 4, field, f"expected (N, C), (N, C, L) or (N, C, H, W), got shape {array.shape}")
     dims = tuple(array.shape) + (1,) * (4 - array.ndim)
-    return (dims[0], dims[1], dims[2], dims[3]), dims[1]
+    return (dims[0], dims[1], dims[2], dims[3])

@@ -16,11 +16,12 @@ from ..errors import MiopyError
 from ..handle import Handle
 from ..reference import max_error
 from ..tensor import TensorDesc
-from . import driver_bnorm, driver_dropout, driver_pool, driver_softmax, driver_tensorop
+from . import driver_bnorm, driver_dropout, driver_lrn, driver_pool, driver_softmax, driver_tensorop
 
 SUBCOMMANDS = (  # modules with add_parser(subparsers) and run(args) -> int, one line each
     driver_pool,
     driver_softmax,
+    driver_lrn,
     driver_bnorm,
     driver_tensorop,
     driver_dropout,

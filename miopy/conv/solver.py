@@ -1,7 +1,7 @@
 """The convolution solver base: what a convolution kernel family adds to the shared Solver interface.
 
 A convolution solver states the directions it implements, and may apply a fusion epilogue (bias,
-batch-norm inference, activation) before it stores the forward output: ``solution(problem, params,
+batch-norm inference, a residual add, activation) before it stores the forward output: ``solution(problem, params,
 epilogue)`` receives any object with ``defines()`` and ``args`` (miopy.fusion.Epilogue).
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ class ConvSolver(Solver[ConvProblem]):
 
     directions: ClassVar[frozenset[Direction]] = frozenset({Direction.FORWARD})
     # Which epilogue ops (miopy.fusion.Epilogue.ops) the hook serves, when supports_epilogue is set.
-    epilogue_ops: ClassVar[frozenset[str]] = frozenset({"bias", "batchnorm", "activation"})
+    epilogue_ops: ClassVar[frozenset[str]] = frozenset({"bias", "batchnorm", "add", "activation"})
     supports_epilogue: ClassVar[bool] = False
 
     def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:

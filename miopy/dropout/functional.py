@@ -52,7 +52,7 @@ def native_dropout(input: cl_array.Array, p: float, train: bool = True, generato
     threshold, scale = rate_scalars(p, "p")
     if not train:
         return input, None
-    handle = handle or _handle_of(input)
+    handle = _handle_of(input, handle)
     generator = generator or default_generator(handle)
     plan = _plan(handle, DropoutDirection.FORWARD, input)
     out, mask = handle.pooled(input.shape, input.dtype), handle.pooled(input.shape, np.dtype(np.uint8))
@@ -64,9 +64,9 @@ def native_dropout_backward(grad_output: cl_array.Array, mask: cl_array.Array, p
                      handle: Handle | None = None) -> cl_array.Array:
     """grad_input = grad_output * mask / (1 - p), mask from native_dropout."""
     _, scale = rate_scalars(p, "p")
-    handle = handle or _handle_of(grad_output)
-    check(isinstance(mask, cl_array.Array) and mask.shape == grad_output.shape, "mask",
-          f"must be native_dropout's mask, of grad_output's shape {getattr(grad_output, 'shape', None)}")
+    handle = _handle_of(grad_output, handle)
+    if not (isinstance(mask, cl_array.Array) and mask.shape == grad_output.shape):
+        raise BadParam("mask", f"must be native_dropout's mask, of grad_output's shape {grad_output.shape}")
     plan = _plan(handle, DropoutDirection.BACKWARD, grad_output)
     grad = handle.pooled(grad_output.shape, grad_output.dtype)
     plan.run_values((grad_output, grad, mask), scalars={"scale": scale})
@@ -83,7 +83,8 @@ def _plan(handle: Handle, direction: DropoutDirection, array):
     return plan
 
 
-def _handle_of(array) -> Handle:
+def _handle_of(array, handle: Handle | None = None) -> Handle:
+    """handle, else the array's; BadParam("input") when array is not a pyopencl Array."""
     if not isinstance(array, cl_array.Array):
         raise BadParam("input", f"expected a pyopencl Array, got {type(array).__name__}")
-    return handle_for(array)
+    return handle if handle is not None else handle_for(array)

@@ -1,4 +1,5 @@
-"""One-call fused ops (MIOpen's ConvolutionBiasActivationForward and ConvolutionForwardBias), on plans."""
+"""One-call fused ops (MIOpen's ConvolutionBiasActivationForward, with its residual z, and
+ConvolutionForwardBias), on plans."""
 from __future__ import annotations
 
 import pyopencl as cl
@@ -17,24 +18,34 @@ from .plan import FusionPlan, checked_param_desc
 
 def conv_bias_activation_forward(handle: Handle, x_desc: TensorDesc, x, w_desc: TensorDesc, w,
                                  conv_desc: ConvDesc, bias_desc: TensorDesc, bias, mode, alpha: float,
-                                 beta: float, gamma: float, y_desc: TensorDesc, y) -> list[cl.Event]:
-    """y = activation(conv(x, w) + bias) in one kernel (MIOpen's ConvolutionBiasActivationForward).
+                                 beta: float, gamma: float, y_desc: TensorDesc, y, *, z_desc: TensorDesc | None = None,
+                                 z=None, alpha2: float = 1.0) -> list[cl.Event]:
+    """y = activation(conv(x, w) + bias [+ alpha2 * z]) in one kernel (MIOpen's
+    ConvolutionBiasActivationForward; alpha / beta / gamma are the activation's). With z (of y's
+    descriptor; z_desc derived when omitted) it is a ResNet block's tail; y may be z itself.
 
     The fusion plan is built and compiled once per handle and problem, then reused: repeated calls compile
     nothing and only check buffers.
     """
-    plan = memo_plan(handle, ("conv_bias_activation", x_desc, w_desc, conv_desc, bias_desc, mode, y_desc),
-                     lambda: _fused_plan(handle, x_desc, w_desc, conv_desc, bias_desc, mode, y_desc))
+    add = z is not None
+    plan = memo_plan(handle, ("conv_bias_activation", x_desc, w_desc, conv_desc, bias_desc, mode, y_desc, add, z_desc),
+                     lambda: _fused_plan(handle, x_desc, w_desc, conv_desc, bias_desc, mode, y_desc, add, z_desc))
     scalars = {role: scalar(value, name) for role, name, value in
                zip(ACTIVATION_ROLES, ("alpha", "beta", "gamma"), (alpha, beta, gamma))}
-    return plan.run_values((x, y, w, bias), scalars=scalars)
+    if not add:
+        check(z_desc is None, "z", "z_desc is given but z is not")
+        return plan.run_values((x, y, w, bias), scalars=scalars)
+    scalars["z_alpha"] = scalar(alpha2, "alpha2")
+    return plan.run_values((x, y, w, bias, z), scalars=scalars)
 
 
-def _fused_plan(handle: Handle, x_desc, w_desc, conv_desc, bias_desc, mode, y_desc) -> Plan:
+def _fused_plan(handle: Handle, x_desc, w_desc, conv_desc, bias_desc, mode, y_desc, add=False, z_desc=None) -> Plan:
     check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
     fusion = FusionPlan(handle, x_desc)
     fusion.add_conv_forward(conv_desc, w_desc)
     fusion.add_bias_forward(bias_desc)
+    if add:
+        fusion.add_tensor_add(z_desc)
     fusion.add_activation_forward(ActivationMode.of(mode))
     check(isinstance(y_desc, TensorDesc), "y_desc", "must be a TensorDesc")
     check(y_desc == fusion.output_desc, "y_desc", f"expected {fusion.output_desc} (packed), got {y_desc}")

@@ -1,4 +1,5 @@
-"""The epilogue a fused kernel applies before storing each output: bias, batch-norm inference, activation.
+"""The epilogue a fused kernel applies before storing each output: bias, batch-norm inference, the residual
+add of a second tensor z (MIOpen's "z" term), activation.
 
 An ``Epilogue`` is what solvers receive through the hook ``solution(problem, params, epilogue)``: its
 ``defines()`` select the structure in ``kernels/fused_epilogue.h`` and its ``args`` are the role names of
@@ -21,6 +22,7 @@ from ..reference.activation import forward_reference
 
 BIAS_ROLES = ("bias",)
 BATCHNORM_ROLES = ("bn_scale", "bn_shift", "bn_mean", "bn_var", "bn_epsilon")
+ADD_ROLES = ("z", "z_alpha")
 ACTIVATION_ROLES = ("activ_alpha", "activ_beta", "activ_gamma")
 
 
@@ -29,16 +31,18 @@ _FUSE_BN = {BatchNormMode.SPATIAL: 1, BatchNormMode.PER_ACTIVATION: 2}   # the h
 
 @dataclass(frozen=True)
 class Epilogue:
-    """Which ops follow the value (in this order: bias, batch norm, activation), and their modes.
+    """Which ops follow the value (in this order: bias, batch norm, residual add, activation), and their modes.
 
     plane is the number of elements per channel plane (P*Q of a convolution's output); only
-    per-activation batch norm, whose operands are per element, needs it.
+    per-activation batch norm, whose operands are per element, needs it. add: v += z_alpha * z with z a
+    tensor of the output's layout.
     """
 
     bias: bool = False
     batchnorm: BatchNormMode | None = None
     activation: ActivationMode | None = None
     plane: int = 0
+    add: bool = False
 
     def __post_init__(self):
         per_activation = self.batchnorm is BatchNormMode.PER_ACTIVATION
@@ -46,8 +50,8 @@ class Epilogue:
 
     @property
     def ops(self) -> frozenset[str]:
-        """The op names present: a subset of {"bias", "batchnorm", "activation"}."""
-        present = {"bias": self.bias, "batchnorm": self.batchnorm is not None,
+        """The op names present: a subset of {"bias", "batchnorm", "add", "activation"}."""
+        present = {"bias": self.bias, "batchnorm": self.batchnorm is not None, "add": self.add,
                    "activation": self.activation is not None}
         return frozenset(name for name, on in present.items() if on)
 
@@ -56,6 +60,8 @@ class Epilogue:
         defines = {"MIOPY_FUSED": 1, "FUSE_BIAS": int(self.bias),
                    "FUSE_BN": _FUSE_BN[self.batchnorm] if self.batchnorm is not None else 0,
                    "FUSE_ACTIV": int(self.activation is not None)}
+        if self.add:
+            defines["FUSE_ADD"] = 1
         if self.batchnorm is BatchNormMode.PER_ACTIVATION:
             defines["FUSE_PLANE"] = self.plane
         if self.activation is not None:
@@ -66,15 +72,17 @@ class Epilogue:
     def args(self) -> tuple[str, ...]:
         """Role names of the extra kernel arguments, in MIOPY_EPILOGUE_PARAMS order."""
         return ((BIAS_ROLES if self.bias else ()) + (BATCHNORM_ROLES if self.batchnorm is not None else ())
-                + (ACTIVATION_ROLES if self.activation is not None else ()))
+                + (ADD_ROLES if self.add else ()) + (ACTIVATION_ROLES if self.activation is not None else ()))
 
     def key(self) -> str:
-        """Readable and unique per structure, e.g. "bias+bn_spatial+activ_relu"."""
+        """Readable and unique per structure, e.g. "bias+bn_spatial+add+activ_relu"."""
         parts = ["bias"] if self.bias else []
         if self.batchnorm is not None:
             parts.append(f"bn_{self.batchnorm.name.lower()}")
             if self.batchnorm is BatchNormMode.PER_ACTIVATION:
                 parts[-1] += f"@{self.plane}"
+        if self.add:
+            parts.append("add")
         if self.activation is not None:
             parts.append(f"activ_{self.activation.name.lower()}")
         return "+".join(parts) or "none"
@@ -82,7 +90,8 @@ class Epilogue:
 
 def apply_reference(epilogue: Epilogue, value: np.ndarray, operands: Mapping[str, Any]) -> np.ndarray:
     """The epilogue in float64 on value (N, C, H, W); operands maps the roles of epilogue.args to arrays
-    (bias and spatial batch-norm operands of C elements, per-activation ones of C*H*W) and numbers.
+    (bias and spatial batch-norm operands of C elements, per-activation ones of C*H*W, z of value's shape)
+    and numbers.
     """
     out = np.asarray(value, np.float64)
     channels, plane_shape = out.shape[1], out.shape[2:]
@@ -97,6 +106,8 @@ def apply_reference(epilogue: Epilogue, value: np.ndarray, operands: Mapping[str
         per_element = epilogue.batchnorm is BatchNormMode.PER_ACTIVATION
         scale, shift, mean, var = (operand(r, per_element) for r in BATCHNORM_ROLES[:4])
         out = scale * (out - mean) / np.sqrt(var + float(operands["bn_epsilon"])) + shift
+    if epilogue.add:
+        out = out + float(operands["z_alpha"]) * np.asarray(operands["z"], np.float64).reshape(out.shape)
     if epilogue.activation is not None:
         out = forward_reference(epilogue.activation, out, *(float(operands[r]) for r in ACTIVATION_ROLES))
     return out

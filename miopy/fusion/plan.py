@@ -1,5 +1,6 @@
-"""Fusion plans (MIOpen's FusionPlan): a forward convolution followed by bias, batch-norm inference and
-activation in one kernel, or batch-norm inference (+ activation) on its own.
+"""Fusion plans (MIOpen's FusionPlan): a forward convolution followed by bias, batch-norm inference, the
+residual add of a second tensor z and activation in one kernel, or batch-norm inference (+ add,
++ activation) on its own.
 
     plan = FusionPlan(handle, x_desc)
     conv = plan.add_conv_forward(conv_desc, w_desc)
@@ -9,8 +10,11 @@ activation in one kernel, or batch-norm inference (+ activation) on its own.
     args = OperatorArgs().set_conv_forward(conv, w).set_bias_forward(bias, b).set_activation_forward(relu)
     plan.execute(x, y, args)             # new argument values: nothing is compiled again
 
-Ops follow data-flow order conv_forward -> bias_forward -> batchnorm_inference -> activation_forward,
-each at most once; an order no fused solver can run is refused when the op is added.
+A ResNet block's tail, relu(bn(conv(x)) + identity), is conv_forward -> batchnorm_inference -> tensor_add
+-> activation_forward with the identity as z (``OperatorArgs.set_tensor_add(op, z)``).
+
+Ops follow data-flow order conv_forward -> bias_forward -> batchnorm_inference -> tensor_add ->
+activation_forward, each at most once; an order no fused solver can run is refused when the op is added.
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ from ..plan import Operand, Plan, buffer_of
 from ..pointwise import scalar
 from ..tensor import TensorDesc
 from . import solvers as fused
-from .epilogue import ACTIVATION_ROLES, BATCHNORM_ROLES, BatchNormMode, Epilogue
+from .epilogue import ACTIVATION_ROLES, ADD_ROLES, BATCHNORM_ROLES, BatchNormMode, Epilogue
 from .solvers import FusedProblem, FusedSolver
 
 
@@ -89,12 +93,29 @@ class BatchNormInferenceOp:
 
 
 @dataclass(frozen=True, eq=False)
+class TensorAddOp:
+    """y += alpha * z, z a tensor of y's shape and layout (MIOpen's "z" term; a ResNet block's identity);
+    arguments: z and alpha."""
+
+    z_desc: TensorDesc
+    name: ClassVar[str] = "tensor_add"
+    rank: ClassVar[int] = 3
+
+    def bind(self, z, alpha) -> dict:
+        buffer_of(z, "args.z", self.z_desc)
+        return {"z": z, "z_alpha": scalar(alpha, "args.z_alpha")}
+
+    def operands(self) -> tuple[Operand, ...]:
+        return (Operand("z", "args.z", self.z_desc),)
+
+
+@dataclass(frozen=True, eq=False)
 class ActivationForwardOp:
     """y = f(y) with f one of the activation modes; arguments: alpha, beta, gamma."""
 
     mode: ActivationMode
     name: ClassVar[str] = "activation_forward"
-    rank: ClassVar[int] = 3
+    rank: ClassVar[int] = 4
 
     def bind(self, alpha, beta, gamma) -> dict:
         return {role: scalar(value, f"args.{role}") for role, value in zip(ACTIVATION_ROLES, (alpha, beta, gamma))}
@@ -103,8 +124,8 @@ class ActivationForwardOp:
         return ()
 
 
-Op = ConvForwardOp | BiasForwardOp | BatchNormInferenceOp | ActivationForwardOp
-OpT = TypeVar("OpT", ConvForwardOp, BiasForwardOp, BatchNormInferenceOp, ActivationForwardOp)
+Op = ConvForwardOp | BiasForwardOp | BatchNormInferenceOp | TensorAddOp | ActivationForwardOp
+OpT = TypeVar("OpT", ConvForwardOp, BiasForwardOp, BatchNormInferenceOp, TensorAddOp, ActivationForwardOp)
 
 
 class OperatorArgs:
@@ -125,6 +146,10 @@ class OperatorArgs:
     def set_batchnorm_inference(self, op: BatchNormInferenceOp, scale, shift, mean, variance,
                                 epsilon: float = 1e-5) -> OperatorArgs:
         return self._set(op, BatchNormInferenceOp, scale, shift, mean, variance, epsilon)
+
+    def set_tensor_add(self, op: TensorAddOp, z, alpha: float = 1.0) -> OperatorArgs:
+        """z (y's shape and layout) and its scale alpha: y += alpha * z."""
+        return self._set(op, TensorAddOp, z, alpha)
 
     def set_activation_forward(self, op: ActivationForwardOp, alpha: float = 1.0, beta: float = 1.0,
                                gamma: float = 1.0) -> OperatorArgs:
@@ -200,6 +225,16 @@ class FusionPlan:
         dims = (1, c, 1, 1) if mode is BatchNormMode.SPATIAL else (1, c, h, w)
         return self._add(BatchNormInferenceOp(mode, self._param_desc("bn_desc", param_desc, dims)))
 
+    def add_tensor_add(self, z_desc: TensorDesc | None = None) -> TensorAddOp:
+        """y += alpha * z (the residual add); z_desc must be the data's descriptor at this point (packed,
+        derived when omitted)."""
+        self._check_can_add(TensorAddOp)
+        desc = z_desc if z_desc is not None else self.output_desc
+        check(isinstance(desc, TensorDesc), "z_desc", "must be a TensorDesc")
+        check(desc == self.output_desc, "z_desc", f"expected {self.output_desc} (the data at this point, packed), "
+                                                  f"got {desc}")
+        return self._add(TensorAddOp(desc))
+
     def add_activation_forward(self, mode: ActivationMode | int | str) -> ActivationForwardOp:
         self._check_can_add(ActivationForwardOp)
         return self._add(ActivationForwardOp(ActivationMode.of(mode)))
@@ -213,7 +248,7 @@ class FusionPlan:
             raise NotSupported("bias_forward needs a conv_forward before it (bias without a convolution)")
         if last is not None and kind.rank <= last.rank:
             raise NotSupported(f"{kind.name} after {last.name}: ops follow conv_forward -> bias_forward -> "
-                               "batchnorm_inference -> activation_forward, each at most once")
+                               "batchnorm_inference -> tensor_add -> activation_forward, each at most once")
 
     def _param_desc(self, field: str, desc: TensorDesc | None, dims: tuple[int, ...]) -> TensorDesc:
         desc = desc if desc is not None else TensorDesc(self.input_desc.dtype, dims)
@@ -234,7 +269,8 @@ class FusionPlan:
         plane = self._dims[2] * self._dims[3]
         epilogue = Epilogue(bias=BiasForwardOp in kinds, batchnorm=bn.mode if bn else None,
                             activation=activ.mode if activ else None,
-                            plane=plane if bn and bn.mode is BatchNormMode.PER_ACTIVATION else 0)
+                            plane=plane if bn and bn.mode is BatchNormMode.PER_ACTIVATION else 0,
+                            add=TensorAddOp in kinds)
         problem = None
         if conv is not None:
             problem = ConvProblem.create(Direction.FORWARD, self.input_desc, conv.w_desc, conv.conv_desc,
@@ -261,6 +297,7 @@ class FusionPlan:
         ops = (Operand("x", "x", self.input_desc), Operand("y", "y", self.output_desc, written=True),
                *(operand for op in self.ops for operand in op.operands()))
         alias = [("x", "y")] if fp.conv is None and fp.x == fp.y else []   # element-wise: in place is safe
+        alias += [("z", "y")] if fp.epilogue.add else []   # each y element is stored once, right after z[yi] is read
         choices = _measure(self.handle, fp, candidates, ops, alias, (timer or default_timer) if timing else None,
                            skipped)
         self.skipped = skipped
@@ -293,7 +330,7 @@ def checked_param_desc(field: str, desc: TensorDesc, dims: tuple[int, ...], data
     return desc
 
 
-_SCALAR_ROLES = frozenset(ACTIVATION_ROLES + BATCHNORM_ROLES[4:])
+_SCALAR_ROLES = frozenset(ACTIVATION_ROLES + BATCHNORM_ROLES[4:] + ADD_ROLES[1:])
 
 
 def _measure(handle: Handle, fp: FusedProblem, candidates: list[FusedSolver], ops: tuple[Operand, ...],
@@ -322,6 +359,8 @@ def _random_buffers(handle: Handle, fp: FusedProblem) -> dict:
     descs = {"x": fp.x, "y": fp.y}
     if fp.conv is not None:
         descs["w"] = fp.conv.w
+    if fp.epilogue.add:
+        descs["z"] = fp.y
     channels, plane = fp.y.c, fp.y.h * fp.y.w
     per_element = fp.epilogue.plane > 0
     sizes = {"bias": channels, **{r: channels * (plane if per_element else 1) for r in BATCHNORM_ROLES[:4]}}
@@ -331,7 +370,8 @@ def _random_buffers(handle: Handle, fp: FusedProblem) -> dict:
                  for role in fp.epilogue.args if role in sizes})
     mf = cl.mem_flags
     out = {r: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for r, a in host.items()}
-    out.update({r: np.float32(1e-5 if r == "bn_epsilon" else 1.0) for r in fp.epilogue.args if r not in sizes})
+    out.update({r: np.float32(1e-5 if r == "bn_epsilon" else 1.0) for r in fp.epilogue.args
+                if r not in sizes and r not in descs})
     return out
 
 

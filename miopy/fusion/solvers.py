@@ -1,13 +1,15 @@
 """Fused solvers: the kernel families that run a fusion plan.
 
 A fused solver works on a ``FusedProblem`` (an optional forward convolution, then an epilogue of bias,
-batch-norm inference and activation). Like a convolution solver it is stateless, has a stable id and
-states its applicability as one-line guards, so a plan that cannot be fused says why.
+batch-norm inference, a residual add of z and activation). Like a convolution solver it is stateless, has a
+stable id and states its applicability as one-line guards, so a plan that cannot be fused says why.
 
 - ``ConvEpilogueFused`` wraps any registered convolution solver with ``supports_epilogue``: its kernel
   applies the epilogue before storing y. One instance per such solver, in registry order, so a new
   solver that implements the hook is fused the moment it is registered.
-- ``BatchNormActivInference`` runs batch-norm inference (+ activation) alone, one pointwise kernel.
+- ``BatchNormActivInference`` runs batch-norm inference (+ add, + activation) alone, one pointwise kernel.
+  Every convolution solver with the hook serves the residual add (``ConvSolver.epilogue_ops``); one that
+  could not would leave "add" out of its epilogue_ops, and its fused wrapper then says so.
 """
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ class FusedProblem:
         ep = self.epilogue
         steps = (["conv"] if self.conv is not None else []) + (["bias"] if ep.bias else [])
         steps += [f"batchnorm({ep.batchnorm.name})"] if ep.batchnorm is not None else []
+        steps += ["add(z)"] if ep.add else []
         steps += [f"activation({ep.activation.name})"] if ep.activation is not None else []
         return " -> ".join(steps)
 
@@ -109,7 +112,8 @@ class ConvEpilogueFused(FusedSolver):
 
 
 class BatchNormActivInference(FusedSolver):
-    """Batch-norm inference, optionally followed by an activation, as one pointwise kernel (batchnorm.cl).
+    """Batch-norm inference, optionally followed by a residual add and an activation, as one pointwise
+    kernel (fusion_pointwise.cl).
 
     Memory-bound: reads x once and writes y once, whatever the epilogue. Does not apply after a
     convolution (ConvEpilogueFused folds the epilogue into the convolution instead).

@@ -370,7 +370,8 @@ void conv_direct_local(__global X_CONST float* restrict x, __global W_CONST floa
             const float v = acc[i * N_PER + j];
 #if DIRECTION == 1
             const int n = col / (P * Q), pq = col % (P * Q), k = g * KG + m;
-            y[Y_AT(n, k, pq / Q, pq % Q)] = MIOPY_EPILOGUE(v, k, pq);
+            const int yi = Y_AT(n, k, pq / Q, pq % Q);
+            y[yi] = MIOPY_EPILOGUE(v, k, pq, yi);
 #elif DIRECTION == 2
             const int n = col / (H * W), hw = col % (H * W);
             x[X_AT(n, g * CG + m, hw / W, hw % W)] = v;

@@ -51,6 +51,6 @@ void conv_gemv(__global const float* restrict x, __global const float* restrict 
     }
     if (lid < OUTS) {
         const int k = k0 + lid / N, n = lid % N;
-        if (k < K) y[n * K + k] = MIOPY_EPILOGUE(partial[lid * WG], k, 0);
+        if (k < K) y[n * K + k] = MIOPY_EPILOGUE(partial[lid * WG], k, 0, n * K + k);
     }
 }

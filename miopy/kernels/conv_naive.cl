@@ -34,7 +34,8 @@ __kernel void naive_fwd(__global const float* restrict x, __global const float* 
                 acc += x[X_AT(n, c0 + c, h, wi)] * w[W_AT(k, c, r, s)];
             }
         }
-    y[Y_AT(n, k, p, q)] = MIOPY_EPILOGUE(acc, k, p * Q + q);
+    const int yi = Y_AT(n, k, p, q);
+    y[yi] = MIOPY_EPILOGUE(acc, k, p * Q + q, yi);
 }
 
 /* dx[n,c,h,w] = sum over k in c's group and taps (r,s) that land on (h,w) of dy[n,k,p,q] * w[k,c',r,s] */

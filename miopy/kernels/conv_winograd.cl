@@ -165,6 +165,7 @@ __kernel void wino_output_transform(__global const float* restrict ws, __global 
         for (int b = 0; b < WINO_M; ++b) {
             const int p = th * WINO_M + a, q = tw * WINO_M + b;
             if (p < OUT_H && q < OUT_W)
-                dst[p * OS_H + q * OS_W] = MIOPY_EPILOGUE(y[a * WINO_M + b], o, p * OUT_W + q);
+                dst[p * OS_H + q * OS_W] = MIOPY_EPILOGUE(y[a * WINO_M + b], o, p * OUT_W + q,
+                                                          n * OS_N + o * OS_C + p * OS_H + q * OS_W);
         }
 }

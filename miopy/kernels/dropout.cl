@@ -49,7 +49,8 @@ __kernel void dropout_fwd(__global const DATA_T* x, __global DATA_T* y, __global
 #if USE_MASK
         const uchar4 keep = vload4(block, reserve);
 #else
-        const uchar4 keep = (uchar4)(r.x >= threshold, r.y >= threshold, r.z >= threshold, r.w >= threshold);
+        const uchar4 keep = (uchar4)((uchar)(r.x >= threshold), (uchar)(r.y >= threshold), (uchar)(r.z >= threshold),
+                                     (uchar)(r.w >= threshold));
         vstore4(keep, block, reserve);
 #endif
         STORE4(y, block, LOAD4(x, block) * convert_float4(keep) * scale);

@@ -1,5 +1,6 @@
-/* The fused epilogue: bias add, batch-norm inference, then activation, applied to a value before it is
- * stored (the MIOPY_FUSED branch of epilogue.h). The structure is chosen by defines; every number
+/* The fused epilogue: bias add, batch-norm inference, the residual add of a second tensor z (MIOpen's "z"
+ * term, the tail of a ResNet block), then activation, applied to a value before it is stored (the
+ * MIOPY_FUSED branch of epilogue.h). The structure is chosen by defines; every number
  * (activation alpha / beta / gamma, batch-norm epsilon) is a kernel argument, so new values never
  * recompile. miopy.epilogue.Epilogue writes the defines and lists the arguments in the order declared here.
  *
@@ -8,11 +9,14 @@
  *   FUSE_BN       0: none; 1: spatial (per-channel operands, index k);
  *                 2: per-activation (per-element operands, index k * FUSE_PLANE + pq)
  *   FUSE_PLANE    elements per channel plane (P*Q); only with FUSE_BN == 2
+ *   FUSE_ADD      1: v += epi_z_alpha * epi_z[yi], z a tensor of y's layout (yi: the element's offset in y)
  *   FUSE_ACTIV    1: v = f(v) with f chosen by ACTIV_MODE (see activation.h)
  *
  * Extra kernel parameters, in this order, each present only when its op is:
- *   epi_bias; epi_bn_scale, epi_bn_shift, epi_bn_mean, epi_bn_var, epi_bn_epsilon;
+ *   epi_bias; epi_bn_scale, epi_bn_shift, epi_bn_mean, epi_bn_var, epi_bn_epsilon; epi_z, epi_z_alpha;
  *   epi_activ_alpha, epi_activ_beta, epi_activ_gamma
+ *
+ * MIOPY_EPILOGUE(v, k, pq, yi): k the output channel, pq the in-plane index, yi the offset y[yi] stores at.
  */
 #if FUSE_BIAS
 #define MIOPY_EPI_BIAS_PARAMS , __global const float* restrict epi_bias
@@ -47,6 +51,15 @@ float miopy_bn_apply(const float v, const int i, __global const float* restrict 
 #define MIOPY_EPI_BN(v, k, pq) (v)
 #endif
 
+#if FUSE_ADD
+#include "types.h"
+#define MIOPY_EPI_ADD_PARAMS , __global const DATA_T* restrict epi_z, const float epi_z_alpha
+#define MIOPY_EPI_ADD(v, yi) fma(epi_z_alpha, LOAD(epi_z, (yi)), (v))
+#else
+#define MIOPY_EPI_ADD_PARAMS
+#define MIOPY_EPI_ADD(v, yi) (v)
+#endif
+
 #if FUSE_ACTIV
 #include "activation.h"
 #define MIOPY_EPI_ACTIV_PARAMS , const float epi_activ_alpha, const float epi_activ_beta, const float epi_activ_gamma
@@ -56,5 +69,6 @@ float miopy_bn_apply(const float v, const int i, __global const float* restrict 
 #define MIOPY_EPI_ACTIV(v) (v)
 #endif
 
-#define MIOPY_EPILOGUE_PARAMS MIOPY_EPI_BIAS_PARAMS MIOPY_EPI_BN_PARAMS MIOPY_EPI_ACTIV_PARAMS
-#define MIOPY_EPILOGUE(v, k, pq) MIOPY_EPI_ACTIV(MIOPY_EPI_BN(MIOPY_EPI_BIAS((v), (k)), (k), (pq)))
+#define MIOPY_EPILOGUE_PARAMS MIOPY_EPI_BIAS_PARAMS MIOPY_EPI_BN_PARAMS MIOPY_EPI_ADD_PARAMS MIOPY_EPI_ACTIV_PARAMS
+#define MIOPY_EPILOGUE(v, k, pq, yi) \
+    MIOPY_EPI_ACTIV(MIOPY_EPI_ADD(MIOPY_EPI_BN(MIOPY_EPI_BIAS((v), (k)), (k), (pq)), (yi)))

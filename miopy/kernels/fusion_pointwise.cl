@@ -17,5 +17,6 @@ __kernel void pointwise_epilogue(__global const float* x, __global float* y MIOP
     const int gid = get_global_id(0);
     if (gid >= N * C * H * W) return;
     const int w = gid % W, h = (gid / W) % H, c = (gid / (H * W)) % C, n = gid / (C * H * W);
-    y[AT(Y, n, c, h, w)] = MIOPY_EPILOGUE(x[AT(X, n, c, h, w)], c, h * W + w);
+    const int yi = AT(Y, n, c, h, w);
+    y[yi] = MIOPY_EPILOGUE(x[AT(X, n, c, h, w)], c, h * W + w, yi);
 }

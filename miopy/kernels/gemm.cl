@@ -30,7 +30,8 @@
  *                                writes its partial C at element offset split*SPLIT_STRIDE
  *   SPLIT_STRIDE                 element distance between partial outputs (0 when SPLIT_K == 1)
  *   EVEN_M EVEN_N EVEN_K         0/1: GEMM_M % TILE_M == 0 (etc.), drop the edge guards
- *   GEMM_EPILOGUE                0/1: C is a forward convolution output: store MIOPY_EPILOGUE(v, k, pq)
+ *   GEMM_EPILOGUE                0/1: C is a forward convolution output: store MIOPY_EPILOGUE(v, k, pq, yi)
+ *                                (never split: yi = c_off + batch * C_BATCH + at is the offset in C)
  *                                with k = batch*GEMM_M + m (batch = group) and pq = n % EPI_PLANE
  *   EPI_PLANE                    P*Q of that output
  */
@@ -182,7 +183,7 @@ void gemm(__global const float* restrict a, __global const float* restrict b, __
             const int at = C_AT(m, n);
             const float v = beta == 0.0f ? acc[i][j] : mad(beta, c[at], acc[i][j]);
 #if GEMM_EPILOGUE
-            c[at] = MIOPY_EPILOGUE(v, batch * GEMM_M + m, n % EPI_PLANE);
+            c[at] = MIOPY_EPILOGUE(v, batch * GEMM_M + m, n % EPI_PLANE, c_off + batch * C_BATCH + at);
 #else
             c[at] = v;
 #endif

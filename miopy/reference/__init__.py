@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import activation, batchnorm, conv, dropout, pooling, softmax, tensor_ops
+from . import activation, batchnorm, conv, dropout, lrn, pooling, softmax, tensor_ops
 
-__all__ = ["activation", "batchnorm", "conv", "dropout", "max_error", "pooling", "softmax", "strided_view",
+__all__ = ["activation", "batchnorm", "conv", "dropout", "lrn", "max_error", "pooling", "softmax", "strided_view",
            "tensor_ops"]
 
 

@@ -32,13 +32,13 @@ def op_tensor(handle: Handle, tensor_op, alpha1: float, a_desc: TensorDesc, a, a
 
 def set_tensor(handle: Handle, y_desc: TensorDesc, y, alpha: float) -> list[cl.Event]:
     """Every element y_desc addresses = alpha (MIOpen's SetTensor); elements between them are untouched."""
-    plan = memo_plan(_checked(handle), ("set_tensor", y_desc), lambda: _unary_plan(handle, "set_tensor", y_desc))
+    plan = memo_plan(_checked(handle), ("set_tensor", y_desc), lambda: unary_plan(handle, "set_tensor", y_desc))
     return plan.run_values((y,), scalars={"value": scalar(alpha, "alpha")})
 
 
 def scale_tensor(handle: Handle, y_desc: TensorDesc, y, alpha: float) -> list[cl.Event]:
     """y = alpha * y at every element y_desc addresses (MIOpen's ScaleTensor)."""
-    plan = memo_plan(_checked(handle), ("scale_tensor", y_desc), lambda: _unary_plan(handle, "scale_tensor", y_desc))
+    plan = memo_plan(_checked(handle), ("scale_tensor", y_desc), lambda: unary_plan(handle, "scale_tensor", y_desc))
     return plan.run_values((y,), scalars={"value": scalar(alpha, "alpha")})
 
 
@@ -67,7 +67,9 @@ def _op_plan(handle: Handle, tensor_op, a_desc, b_desc, c_desc) -> Plan:
     return Plan(handle, solution, operands(problem.tensors(), problem.outputs()), may_alias=alias, problem=problem)
 
 
-def _unary_plan(handle: Handle, kernel: str, y_desc: TensorDesc) -> Plan:
+def unary_plan(handle: Handle, kernel: str, y_desc: TensorDesc) -> Plan:
+    """The plan of SetTensor ("set_tensor") or ScaleTensor ("scale_tensor") on y_desc (operand y, number
+    value)."""
     check_data("y_desc", y_desc)
     launch = _launch(kernel, y_desc, {"Y": y_desc}, ("y", "value"))
     return Plan(handle, Solution(kernel, {}, (launch,)), (Operand("y", "y", y_desc, written=True),))

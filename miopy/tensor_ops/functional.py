@@ -14,7 +14,7 @@ from ..errors import BadParam, check
 from ..handle import Handle, handle_for
 from ..pointwise import scalar
 from ..tensor import TensorDesc
-from .api import op_tensor_plan, scale_tensor, set_tensor
+from .api import op_tensor_plan, unary_plan
 from .problem import TensorOp
 
 
@@ -46,20 +46,26 @@ def div(input: cl_array.Array, other: cl_array.Array, handle: Handle | None = No
 
 def fill(input: cl_array.Array, value: float, handle: Handle | None = None) -> cl_array.Array:
     """Every element of input = value, in place (SetTensor; torch's fill_); returns input."""
-    handle = handle or _handle_of(input, "input")
-    set_tensor(handle, _desc(input, "input"), input, value)
-    return input
+    return _unary("set_tensor", input, value, handle)
 
 
 def scale(input: cl_array.Array, factor: float, handle: Handle | None = None) -> cl_array.Array:
     """input *= factor, in place (ScaleTensor; torch's mul_ by a number); returns input."""
-    handle = handle or _handle_of(input, "input")
-    scale_tensor(handle, _desc(input, "input"), input, factor)
+    return _unary("scale_tensor", input, factor, handle)
+
+
+def _unary(kernel: str, input, value, handle: Handle | None):
+    handle = _handle_of(input, "input", handle)
+    key = (kernel, "fn", input.shape, input.dtype)
+    plan = handle.plans.get(key)
+    if plan is None:
+        plan = handle.plans[key] = unary_plan(handle, kernel, _desc(input, "input"))
+    plan.run_values((input,), scalars={"value": scalar(value, "value")})
     return input
 
 
 def _binary(op: TensorOp, input, other, alpha_input: float, alpha_other: float, handle: Handle | None):
-    handle = handle or _handle_of(input, "input")
+    handle = _handle_of(input, "input", handle)
     try:
         key = ("top_fn", op, input.shape, other.shape, input.dtype, other.dtype)
         memo = handle.plans.get(key)
@@ -115,7 +121,8 @@ def _desc(array, field: str) -> TensorDesc:
     return TensorDesc(array.dtype, shape)
 
 
-def _handle_of(array, field: str) -> Handle:
+def _handle_of(array, field: str, handle: Handle | None = None) -> Handle:
+    """handle, else the array's; BadParam(field) when array is not a pyopencl Array."""
     if not isinstance(array, cl_array.Array):
         raise BadParam(field, f"expected a pyopencl Array, got {type(array).__name__}")
-    return handle_for(array)
+    return handle if handle is not None else handle_for(array)
