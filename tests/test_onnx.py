@@ -14,6 +14,7 @@ from miopy import BadParam, MiopyError  # noqa: E402
 from miopy.onnx import InferenceSession, InvalidModel, UnsupportedOperator  # noqa: E402
 from miopy.onnx.graph import Node  # noqa: E402
 from miopy.onnx.memory import plan_memory  # noqa: E402
+from miopy.onnx.session import residual_fusion_available  # noqa: E402
 from tests.onnx_models import TOLERANCE, GraphMaker, hybrid_error, onnxruntime_outputs, random_feeds  # noqa: E402
 
 X = (2, 4, 9, 8)
@@ -186,8 +187,8 @@ def test_matmul_on_rows(handle):
     assert [layer[1] for layer in session.layers()] == ["MatMul+Add+Relu"]
     g = GraphMaker()
     y = g.node("Mul", [g.node("MatMul", ["x", g.weight(8, 3)]), g.weight(1, 4, 1, 1)])
-    with pytest.raises(UnsupportedOperator, match="Mul"):   # until the tensor-ops family runs Mul
-        InferenceSession(g.model({"x": X}, [y]), handle)
+    session = check(handle, g.model({"x": X}, [y]))
+    assert [layer[1] for layer in session.layers()] == ["MatMul", "Mul"]
 
 
 def test_views_and_layout(handle):
@@ -211,6 +212,62 @@ def test_concat(handle, axis):
     b = g.conv("x", 4, 4, pads=[1, 1, 1, 1])
     y = g.node("Concat", [a, b, "x"], axis=axis)
     check(handle, g.model({"x": X}, [y]))
+
+
+# -- element-wise arithmetic and softmax on run-time tensors -------------------------------------------------------
+BINARY_CASES = {   # (shape of a, shape of b; "c:" a constant); the output broadcasts both, NumPy's way
+    "same": (X, X),
+    "b-per-channel": (X, (1, 4, 1, 1)),
+    "a-per-channel": ((4, 1, 1), X),                # Add, Mul, Sub swap their operands; Div expands a
+    "both-broadcast": ((2, 1, 9, 8), (1, 4, 1, 1)),  # a expanded into the output, then in place
+    "rank2-row": ((6, 5), (5,)),
+    "rank3-columns": ((1, 9, 1), (4, 1, 8)),
+    "constant-a": ("c:4,1,1", X),                    # Div: a broadcast on the host at load time
+    "constant-scalar-b": (X, "c:"),
+}
+
+
+@pytest.mark.parametrize("case", BINARY_CASES, ids=list(BINARY_CASES))
+def test_add_sub_mul_div_broadcast_like_numpy(handle, case):
+    """Each case runs Add, Sub, Mul and Div in one model (one session) against onnxruntime."""
+    g = GraphMaker(7)
+    inputs, names = {}, []
+    for name, shape in zip("ab", BINARY_CASES[case]):
+        if isinstance(shape, str):
+            dims = [int(d) for d in shape[2:].split(",") if d]
+            names.append(g.weight(*dims, positive=True) if dims else g.const(np.float32(1.3)))
+        else:
+            inputs[name] = shape
+            names.append(name)
+    rng = np.random.default_rng(8)
+    feeds = {n: rng.standard_normal(shape).astype(np.float32) for n, shape in inputs.items()}
+    if "b" in feeds:   # divisors away from 0
+        feeds["b"] = np.copysign(0.25 + np.abs(feeds["b"]), feeds["b"]).astype(np.float32)
+    outs = [g.node(op, names) for op in ("Add", "Sub", "Mul", "Div")]
+    session = check(handle, g.model(inputs, outs), feeds)
+    assert [layer[1] for layer in session.layers()] == ["Add", "Sub", "Mul", "Div"]
+
+
+def test_residual_add_overwrites_a_dying_input(handle):
+    """relu(x) dies at the Add that reads it: the sum takes its slot (OpTensor with c = a); the softmax of the
+    sum then overwrites that slot too."""
+    g = GraphMaker()
+    r = g.node("Relu", ["x"])
+    s = g.node("Add", [r, "x"])
+    y = g.node("Softmax", [s], axis=1)
+    session = check(handle, g.model({"x": X}, [y]))
+    plan = session.memory_plan
+    assert plan.slot(s) == plan.slot(r) == plan.slot(y) != plan.slot("x")
+
+
+@pytest.mark.parametrize("axis,shape", [(1, X), (-1, X), (2, X), (-1, (6, 10))])
+def test_softmax_and_log_softmax(handle, axis, shape):
+    g = GraphMaker()
+    y = g.node("Softmax", ["x"], axis=axis)
+    z = g.node("LogSoftmax", ["x"], axis=axis)
+    feeds = {"x": (4 * np.random.default_rng(9).standard_normal(shape)).astype(np.float32)}
+    session = check(handle, g.model({"x": shape}, [y, z]), feeds)
+    assert [layer[1] for layer in session.layers()] == ["Softmax", "LogSoftmax"]
 
 
 def test_standalone_batchnorm(handle):
@@ -249,6 +306,30 @@ def test_inception_and_depthwise_blocks(handle):
     y = g.node("Gemm", [pooled, g.weight(10, 24), g.weight(10)], transB=1)
     session = check(handle, g.model({"x": (2, 3, 30, 30)}, [y]))
     assert len(session.steps) == 14 and session.memory.slots < len(session.memory_plan.root_of)
+
+
+def _basic_block(g: GraphMaker, x: str, c: int, k: int, stride: int) -> str:
+    """ResNet's basic block: conv-bn-relu, conv-bn, plus the shortcut (a strided 1x1 conv-bn when the shape
+    changes), relu."""
+    y = g.bn(g.conv(g.node("Relu", [g.bn(g.conv(x, c, k, pads=[1] * 4, strides=[stride] * 2, bias=False), k)]),
+                    k, k, pads=[1] * 4, bias=False), k)
+    shortcut = x if stride == 1 and c == k else g.bn(g.conv(x, c, k, r=1, strides=[stride] * 2, bias=False), k)
+    return g.node("Relu", [g.node("Add", [y, shortcut])])
+
+
+def test_resnet_basic_blocks(handle):
+    """A ResNet stem, two basic blocks (the second strided, with a projection shortcut), global pooling, a
+    classifier and a softmax: every residual Add on run-time tensors (or fused into the convolution)."""
+    g = GraphMaker(6)
+    stem = g.node("MaxPool", [g.node("Relu", [g.bn(g.conv("x", 3, 8, pads=[1, 1, 1, 1], strides=[2, 2]), 8)])],
+                  kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+    x = _basic_block(g, _basic_block(g, stem, 8, 8, 1), 8, 16, 2)
+    y = g.node("Gemm", [g.node("Flatten", [g.node("GlobalAveragePool", [x])]), g.weight(10, 16), g.weight(10)],
+               transB=1)
+    session = check(handle, g.model({"x": (2, 3, 30, 30)}, [g.node("Softmax", [y], axis=1)]))
+    fused = residual_fusion_available()
+    assert len(session.steps) == (10 if fused else 14)
+    assert sum("Add" in layer[1] for layer in session.layers()) == 2
 
 
 # -- the session -------------------------------------------------------------------------------------------------
@@ -401,3 +482,12 @@ def test_miopy_tune_onnx_problems(tmp_path):
     assert [p.key() for p in forward] == ["4-9-8-3x3-6-9-8-5-1x1-1x1-1x1-0-NCHW-FP32-F",
                                           "6-9-8-1x1-3-9-8-5-0x0-1x1-1x1-0-NCHW-FP32-F"]
     assert len(onnx_problems(path, 5, 0)) == 6
+
+
+def test_core_import_path_does_not_import_onnx():
+    """onnx is an optional extra: importing miopy (and its CLI modules) must not pull it in."""
+    import subprocess
+    import sys
+    code = ("import sys, miopy, miopy.cli.driver, miopy.cli.run, miopy.cli.tune; "
+            "assert 'onnx' not in sys.modules and 'onnxruntime' not in sys.modules, sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

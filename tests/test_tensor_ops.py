@@ -15,6 +15,7 @@ from miopy.tensor_ops import (
     TensorOp,
     TensorOpProblem,
     add,
+    div,
     fill,
     maximum,
     minimum,
@@ -55,18 +56,21 @@ def _run_solver(handle, solver, problem, params, host, scalars):
 @pytest.mark.parametrize("solver", REGISTRY.ALL, ids=lambda s: s.id)
 @pytest.mark.parametrize("dtype", ["FP32", "FP16"])
 def test_op_tensor_solvers_match_float64(handle, solver, dtype):
-    """Every op, every grid point, every shape the solver applies to; beta 0 with c poisoned (never read,
-    every element written) and beta != 0. The op is a run-time argument: one program per shape serves all."""
+    """Every op (division on its own solver), every grid point, every shape the solver applies to; beta 0 with
+    c poisoned (never read, every element written) and beta != 0. The op is a run-time argument of the
+    OpTensor kernels: one program per shape serves add, mul, min and max."""
     rng = np.random.default_rng(10 * (dtype == "FP16"))
     tested = 0
-    for a_dims, b_dims, strides in SHAPES:
+    for index, (a_dims, b_dims, strides) in enumerate(SHAPES):
         a = TensorDesc(dtype, a_dims, strides)
-        for op, beta in zip(TensorOp, (0.0, -0.5, 0.0, 2.0)):
+        for op, beta in zip(TensorOp, (0.0, -0.5, 0.0, 2.0, -1.5 * (index % 2)), strict=True):
             problem = TensorOpProblem.create(op, a, TensorDesc(dtype, b_dims), a)
             if not solver.is_applicable(problem, handle.info):
                 continue
             for params in solver.search_space(problem, handle.info):
                 host = {role: _host(desc, rng) for role, desc in problem.tensors().items()}
+                if op is TensorOp.DIV:                                 # divisors away from 0: finite in FP16
+                    host["b"] = np.copysign(0.5 + np.abs(host["b"]), host["b"]).astype(host["b"].dtype)
                 if beta == 0.0:
                     host["c"][...] = np.nan
                 got = _run_solver(handle, solver, problem, params, host, {"alpha1": 1.5, "alpha2": -0.75, "beta": beta})
@@ -74,15 +78,26 @@ def test_op_tensor_solvers_match_float64(handle, solver, dtype):
                 want = ref.op_tensor(int(op), view["a"], view["b"], view["c"], 1.5, -0.75, beta)
                 assert max_error(got, want) <= TOLERANCE[dtype], (solver.id, params, problem.key())
                 tested += 1
-    assert tested >= 8, f"{solver.id} applies to too few shapes"
+    assert tested >= (len(SHAPES) if solver.id == "OpTensorDivide" else 8), f"{solver.id} applies to too few shapes"
 
 
 def test_packed_solver_is_chosen_where_it_applies(handle):
     a = TensorDesc("FP32", (2, 3, 4, 5))
     same = TensorOpProblem.create("add", a, a, a)
     bias = TensorOpProblem.create("add", a, TensorDesc("FP32", (1, 3, 1, 1)), a)
-    pick = lambda p: [s.id for s in REGISTRY.ALL if s.is_applicable(p, handle.info)][0]
-    assert (pick(same), pick(bias)) == ("OpTensorPacked", "OpTensorGeneric")
+    divide = TensorOpProblem.create("div", a, a, a)
+    pick = lambda p: [s.id for s in REGISTRY.ALL if s.is_applicable(p, handle.info)]
+    assert (pick(same)[0], pick(bias)[0], pick(divide)) == ("OpTensorPacked", "OpTensorGeneric", ["OpTensorDivide"])
+
+
+def test_division_by_zero_is_ieee(handle):
+    """a / 0 is +-inf and 0 / 0 NaN, as NumPy and ONNX give (the plan through op_tensor, in place on a)."""
+    d = TensorDesc("FP32", (1, 4, 1, 1))
+    a = handle.to_device(np.array([1.0, -2.0, 0.0, 3.0], np.float32).reshape(d.dims))
+    b = handle.to_device(np.array([0.0, 0.0, 0.0, -4.0], np.float32).reshape(d.dims))
+    op_tensor(handle, TensorOp.DIV, 1.0, d, a, 2.0, d, b, 0.0, d, a)
+    got = a.get().ravel()
+    assert got[0] == np.inf and got[1] == -np.inf and np.isnan(got[2]) and got[3] == -0.375
 
 
 def test_api_in_place_bias_add(handle):
@@ -169,10 +184,14 @@ def test_functional_broadcasts_like_numpy_where_opentensor_can(handle):
     x, b = rng.standard_normal((2, 3, 4, 5)).astype(np.float32), rng.standard_normal((3, 1, 1)).astype(np.float32)
     xa, ba = handle.to_device(x), handle.to_device(b)
     for got, want in ((add(xa, ba, alpha=0.5), x + 0.5 * b), (add(ba, xa, alpha=0.5), b + 0.5 * x),
-                      (mul(ba, xa), b * x), (minimum(xa, ba), np.minimum(x, b)), (maximum(ba, xa), np.maximum(x, b))):
+                      (mul(ba, xa), b * x), (minimum(xa, ba), np.minimum(x, b)), (maximum(ba, xa), np.maximum(x, b)),
+                      (div(xa, ba), x.astype(np.float64) / b)):
         assert got.shape == want.shape and max_error(got.get(), want) <= 1e-6
     with pytest.raises(BadParam) as info:
         add(handle.to_device(np.ones((3, 1), np.float32)), handle.to_device(np.ones((1, 4), np.float32)))
+    assert info.value.field == "other"
+    with pytest.raises(BadParam, match="div broadcasts other over input") as info:
+        div(ba, xa)                                                    # b / x would need b expanded
     assert info.value.field == "other"
 
 

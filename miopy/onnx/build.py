@@ -30,11 +30,23 @@ from ..handle import Handle
 from ..plan import Operand, Plan, checked_solution, memo_plan
 from ..pointwise import pointwise_launch
 from ..pooling import PoolingDesc, PoolingMode, pooling_forward
+from ..softmax import SoftmaxAlgorithm, SoftmaxDesc, SoftmaxMode
+from ..softmax.api import forward_plan as softmax_plan
 from ..solver import Solution
 from ..tensor import DataType, TensorDesc
 from . import layout
+from .binary import binary_enqueue
 from .graph import Node
-from .ops import Context, conv_window, pad_amounts, pool_window, transpose_geometry, transpose_perm, unsupported
+from .ops import (
+    Context,
+    conv_window,
+    pad_amounts,
+    pool_window,
+    softmax_axis,
+    transpose_geometry,
+    transpose_perm,
+    unsupported,
+)
 from .passes import activation_of, fold_affine
 
 FP32 = DataType.FLOAT32
@@ -102,6 +114,10 @@ def build_step(b: Builder, node: Node) -> Step | None:
 
 VIEWS = ("Identity", "Dropout", "Flatten", "Reshape", "Squeeze", "Unsqueeze")
 IN_PLACE = ("Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "HardSwish")
+BINARY = ("Add", "Sub", "Mul", "Div")
+# Ops whose output may take the slot of their first input when it dies there (same size): the activations,
+# OpTensor (c may be a) and softmax (whole rows are read before any is written).
+OVERWRITES = IN_PLACE + BINARY + ("Softmax", "LogSoftmax")
 
 
 # -- convolutions ---------------------------------------------------------------------------------------------
@@ -277,6 +293,25 @@ def _batchnorm(b: Builder, node: Node) -> Step:
     return Step(node, lambda: fusion.execute(x, y, args), "BatchNormActivInference")
 
 
+def _binary(b: Builder, node: Node) -> Step:
+    """Add, Sub, Mul, Div on run-time tensors (miopy.onnx.binary)."""
+    enqueue, solver = binary_enqueue(b, node)
+    return Step(node, enqueue, solver)
+
+
+def _softmax(b: Builder, node: Node) -> Step:
+    """Softmax / LogSoftmax along one axis: the softmax family's channel mode on the (outer, axis, inner, 1)
+    view of the packed tensor."""
+    shape = b.shape(node.inputs[0])
+    axis = softmax_axis(node, shape)
+    d = TensorDesc(FP32, (int(np.prod(shape[:axis])), shape[axis], int(np.prod(shape[axis + 1:])), 1))
+    algorithm = SoftmaxAlgorithm.LOG if node.op == "LogSoftmax" else SoftmaxAlgorithm.ACCURATE
+    plan = memo_plan(b.handle, ("softmax_forward", algorithm, SoftmaxMode.CHANNEL, d, d),
+                     lambda: softmax_plan(b.handle, SoftmaxDesc(algorithm, SoftmaxMode.CHANNEL), d, d))
+    values = (b.buffer(node.inputs[0]), b.buffer(node.outputs[0]))
+    return Step(node, lambda: plan.run_values(values), plan.solver_id, algorithm.name)
+
+
 # -- pooling ---------------------------------------------------------------------------------------------------------
 def _pool(b: Builder, node: Node) -> Step:
     """MaxPool, AveragePool (count_include_pad: the inclusive mode) and the global pools, on the pooling family."""
@@ -333,5 +368,6 @@ BUILDERS: dict[str, Callable[[Builder, Node], Step]] = {
     "Conv": _conv, "Gemm": _conv, "MatMul": _conv, "ConvTranspose": _conv_transpose,
     "BatchNormalization": _batchnorm, "Concat": _concat, "Transpose": _transpose, "Pad": _pad,
     **{op: _pool for op in ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool")},
-    **{op: _activation for op in IN_PLACE},
+    **{op: _activation for op in IN_PLACE}, **{op: _binary for op in BINARY},
+    "Softmax": _softmax, "LogSoftmax": _softmax,
 }

@@ -1,5 +1,5 @@
-"""Layout copies the graph needs between primitives: concatenation into a slice, transposition and
-padding, as plans over one kernel (kernels/tensor_layout.cl) configured by an index map.
+"""Layout copies the graph needs between primitives: concatenation into a slice, transposition, padding and
+broadcasting (expansion), as plans over one kernel (kernels/tensor_layout.cl) configured by an index map.
 
 Shapes are logical (rank 1 to 6, row-major packed); each plan is memoised per handle by its geometry.
 """
@@ -79,6 +79,19 @@ def pad_plan(handle, shape: Sequence[int], begins: Sequence[int], ends: Sequence
         out = tuple(d + b + e for d, b, e in zip(shape, begins, ends))
         return _plan(handle, "Pad", out, (0, math.prod(shape)), (0, math.prod(out)), packed_strides(tuple(shape)),
                      packed_strides(out), mode, begins, shape)
+    return memo_plan(handle, key, build)
+
+
+def expand_plan(handle, shape: Sequence[int], out: Sequence[int]) -> Plan:
+    """y = x broadcast to out (numpy.broadcast_to, materialised): shape has out's rank, each dim out's or 1."""
+    key = ("layout expand", tuple(shape), tuple(out))
+
+    def build() -> Plan:
+        check(len(shape) == len(out) and all(d in (1, o) for d, o in zip(shape, out)), "shape",
+              f"{tuple(shape)} does not broadcast to {tuple(out)}")
+        strides = tuple(0 if d != o else s for d, o, s in zip(shape, out, packed_strides(tuple(shape))))
+        return _plan(handle, "Expand", out, (0, math.prod(shape)), (0, math.prod(out)), strides,
+                     packed_strides(tuple(out)))
     return memo_plan(handle, key, build)
 
 

@@ -78,9 +78,10 @@ def _last_uses(nodes: Sequence[Node], root_of: Mapping[str, str], outputs: Colle
 
 def _donor(node: Node, index: int, root_of: Mapping[str, str], last: Mapping[str, int],
            shapes: Mapping[str, tuple[int, ...]]) -> str | None:
-    """The root of node's first input when node may overwrite it: it dies here and has the output's size."""
+    """The root of node's first input when node may overwrite it: it dies here, has the output's size and
+    node reads it (or a view of it) only once."""
     root = root_of.get(node.inputs[0])
-    if root is None or last.get(root) != index or reads(node).count(node.inputs[0]) != 1:
+    if root is None or last.get(root) != index or [root_of.get(n) for n in reads(node)].count(root) != 1:
         return None
     if math.prod(shapes[node.inputs[0]]) != math.prod(shapes[node.outputs[0]]):
         return None

@@ -32,8 +32,8 @@ from ..handle import Handle
 from ..plan import Sequence as PlanSequence
 from ..tensor import TensorDesc
 from . import ops as op_specs
-from .build import IN_PLACE, VIEWS, Builder, Step, build_step, conv_geometry, transpose_conv_geometry
-from .errors import InvalidModel
+from .build import BUILDERS, OVERWRITES, VIEWS, Builder, Step, build_step, conv_geometry, transpose_conv_geometry
+from .errors import InvalidModel, UnsupportedOperator
 from .graph import Graph, Node, ValueInfo, graph_of, load_model
 from .memory import MemoryPlan, plan_memory
 from .passes import run_passes
@@ -92,7 +92,7 @@ class InferenceSession:
         inputs = [name for name, _ in self._inputs]
         outputs = [name for name, _ in self._outputs]
         self.memory_plan: MemoryPlan = plan_memory(self.nodes, self.ctx.shapes, inputs, outputs, ITEMSIZE, VIEWS,
-                                                   IN_PLACE)
+                                                   OVERWRITES)
         self._slots = [self.handle.alloc(size) for size in self.memory_plan.sizes]
         buffers = {name: self._slots[self.memory_plan.slot(name)] for name in self.memory_plan.root_of}
         self._builder = Builder(self.handle, self.ctx, buffers, find)
@@ -245,6 +245,9 @@ def analyse(model: Any, batch: int | None = None,
     for node in graph.nodes:
         op_specs.infer(node, ctx)
     nodes = run_passes(graph, ctx, residual_fusion_available())
+    for node in nodes:
+        if node.op not in VIEWS and node.op not in BUILDERS:
+            raise UnsupportedOperator(node.name, node.op, None, "miopy has no primitive that runs this operator yet")
     outputs = [(v.name, ctx.shapes[v.name]) for v in graph.outputs]
     for name, _ in outputs:
         if name in ctx.consts:

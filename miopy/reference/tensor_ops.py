@@ -1,16 +1,18 @@
 """Float64 tensor operations of MIOpen: OpTensor (add, mul, min, max with B broadcast over A), SetTensor,
-ScaleTensor and TransformTensor. Ops by miopenTensorOp_t's values: 0 add, 1 mul, 2 min, 3 max."""
+ScaleTensor and TransformTensor. Ops by miopenTensorOp_t's values: 0 add, 1 mul, 2 min, 3 max, and miopy's 4 div."""
 from __future__ import annotations
 
 import numpy as np
 
-_OPS = (np.add, np.multiply, np.minimum, np.maximum)
+_OPS = (np.add, np.multiply, np.minimum, np.maximum, np.divide)
 
 
 def op_tensor(op: int, a, b, c, alpha1: float = 1.0, alpha2: float = 1.0, beta: float = 0.0) -> np.ndarray:
-    """c = op(alpha1 * a, alpha2 * b) + beta * c, b broadcast over a (c is not read when beta is 0)."""
+    """c = op(alpha1 * a, alpha2 * b) + beta * c, b broadcast over a (c is not read when beta is 0); IEEE
+    division (a zero divisor gives inf or NaN)."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    out = _OPS[op](alpha1 * a, alpha2 * np.broadcast_to(b, a.shape))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = _OPS[op](alpha1 * a, alpha2 * np.broadcast_to(b, a.shape))
     return out if beta == 0 else out + beta * np.asarray(c, np.float64)
 
 

@@ -2,8 +2,8 @@
 
 add, mul, minimum and maximum broadcast like NumPy (shapes aligned at the right) as far as MIOpen's OpTensor
 can: one operand must broadcast to the other's shape (each dim equal or 1); two operands that would both
-need expanding are refused. fill and scale work in place, like SetTensor and ScaleTensor (and PyTorch's
-fill_ / mul_). Arrays of 1 to 4 dims, C-contiguous.
+need expanding are refused. div (not commutative) broadcasts other over input only. fill and scale work in
+place, like SetTensor and ScaleTensor (and PyTorch's fill_ / mul_). Arrays of 1 to 4 dims, C-contiguous.
 """
 from __future__ import annotations
 
@@ -37,6 +37,11 @@ def minimum(input: cl_array.Array, other: cl_array.Array, handle: Handle | None 
 def maximum(input: cl_array.Array, other: cl_array.Array, handle: Handle | None = None) -> cl_array.Array:
     """Element-wise maximum (torch.maximum; with a NaN, the other value, as IEEE fmax)."""
     return _binary(TensorOp.MAX, input, other, 1.0, 1.0, handle)
+
+
+def div(input: cl_array.Array, other: cl_array.Array, handle: Handle | None = None) -> cl_array.Array:
+    """input / other (torch.div; IEEE: a zero divisor gives inf or NaN); other broadcasts over input."""
+    return _binary(TensorOp.DIV, input, other, 1.0, 1.0, handle)
 
 
 def fill(input: cl_array.Array, value: float, handle: Handle | None = None) -> cl_array.Array:
@@ -87,8 +92,11 @@ def _cold(handle: Handle, op: TensorOp, input, other):
     check(input.dtype == other.dtype, "other", f"dtype {other.dtype} != input dtype {input.dtype}")
     if _fits(b, a):
         swapped = False
-    elif _fits(a, b):
+    elif _fits(a, b) and op is not TensorOp.DIV:
         swapped = True
+    elif op is TensorOp.DIV:
+        raise BadParam("other", f"shapes {input.shape} and {other.shape}: div broadcasts other over input (each "
+                                "of other's dims equal to input's or 1)")
     else:
         raise BadParam("other", f"shapes {input.shape} and {other.shape}: OpTensor broadcasts one operand over the "
                                 "other (each dim equal or 1), never both")

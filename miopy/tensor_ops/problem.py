@@ -15,12 +15,13 @@ DTYPES = frozenset({DataType.FLOAT32, DataType.FLOAT16})
 
 
 class TensorOp(enum.IntEnum):
-    """miopenTensorOp_t: values are MIOpen's."""
+    """miopenTensorOp_t: values 0 to 3 are MIOpen's; DIV is miopy's (MIOpen has no division)."""
 
     ADD = 0   # alpha1 * a + alpha2 * b
     MUL = 1   # (alpha1 * a) * (alpha2 * b)
     MIN = 2   # min(alpha1 * a, alpha2 * b)
     MAX = 3   # max(alpha1 * a, alpha2 * b)
+    DIV = 4   # (alpha1 * a) / (alpha2 * b)
 
     @classmethod
     def of(cls, value: TensorOp | int | str, field: str = "tensor_op") -> TensorOp:

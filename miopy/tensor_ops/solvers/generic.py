@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...device import DeviceInfo
 from ...kernel_cache import KernelSpec
 from ...pointwise import pointwise_defines
-from ...solver import KernelLaunch, Params, Solution, Solver, round_up
-from ..problem import DTYPES, TensorOpProblem
+from ...solver import KernelLaunch, Params, Solution, Solver, require, round_up
+from ..problem import DTYPES, TensorOp, TensorOpProblem
 from .packed import SCALARS, WG
 
 
@@ -18,6 +19,10 @@ class OpTensorGeneric(Solver[TensorOpProblem]):
     id = "OpTensorGeneric"
     algorithm = "elementwise_strided"
     dtypes = DTYPES
+
+    def applicability(self, problem: TensorOpProblem, dev: DeviceInfo) -> None:
+        super().applicability(problem, dev)
+        require(problem.op is not TensorOp.DIV, "division runs on OpTensorDivide")
 
     def solution(self, problem: TensorOpProblem, params: Params) -> Solution:
         b = problem.b

@@ -6,7 +6,7 @@ import numpy as np
 from ...device import DeviceInfo
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, Solver, require, round_up
-from ..problem import DTYPES, TensorOpProblem
+from ..problem import DTYPES, TensorOp, TensorOpProblem
 
 WG = 256
 SCALARS = ("alpha1", "alpha2", "beta")
@@ -24,6 +24,7 @@ class OpTensorPacked(Solver[TensorOpProblem]):
 
     def applicability(self, problem: TensorOpProblem, dev: DeviceInfo) -> None:
         super().applicability(problem, dev)
+        require(problem.op is not TensorOp.DIV, "division runs on OpTensorDivide")
         require(not problem.broadcast, "B is broadcast (OpTensorGeneric handles it)")
         require(all(d.is_packed for d in (problem.a, problem.b, problem.c)), "a tensor is not packed")
 
