@@ -61,6 +61,11 @@ def system_db_path() -> Path:
     return Path(_env("MIOPY_SYSTEM_DB_PATH") or Path(__file__).parent / "data" / "system_perf.db")
 
 
+def find_verify() -> bool:
+    """MIOPY_FIND_VERIFY=0 turns off find's accuracy check of each candidate's output (on by default)."""
+    return (_env("MIOPY_FIND_VERIFY") or "1").lower() not in ("0", "false", "no", "off")
+
+
 def find_only_solver() -> str | None:
     """MIOPY_FIND_ONLY_SOLVER=<id>: the registry holds only this solver."""
     return _env("MIOPY_FIND_ONLY_SOLVER")

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 import numpy as np
 
 from . import config
+from .accuracy import DTYPE_BASE, problem_tolerance
 from .device import DeviceInfo
 from .errors import BadParam, NotApplicable
 from .kernel_cache import KernelSpec
@@ -176,9 +177,7 @@ Ranker = Callable[[Any, Sequence[Solver]], list[Solver]]
 _REGISTRIES: list[Registry] = []
 
 # Boda's hybrid |a-e|/(1+|e|) bound for an fp32 result, unless the solver declares its own (Winograd).
-DEFAULT_TOLERANCE = 1e-3
-# Sums up to this long keep the base bound; longer ones grow it like a random walk of rounding errors.
-BASE_REDUCTION = 1024
+DEFAULT_TOLERANCE = DTYPE_BASE[DataType.FLOAT32]
 
 
 class Registry:
@@ -226,10 +225,9 @@ class Registry:
         return list(candidates) if self._rank is None else self._rank(problem, candidates)
 
     def tolerance(self, solver: Solver, problem) -> float:
-        """The max_error solver's result may have against float64: the solver's own bound (else 1e-3),
-        times sqrt(reduction length / 1024) for long sums (backward-weights over a batch)."""
-        base = solver.tolerance or DEFAULT_TOLERANCE
-        return base * max(1.0, (problem.reduction_length() / BASE_REDUCTION) ** 0.5)
+        """The max_error solver's result may have against float64 (miopy.accuracy.tolerance): from the dtype,
+        math mode and reduction length of problem, raised to the solver's own bound."""
+        return problem_tolerance(problem, solver.tolerance)
 
 
 def registries() -> tuple[Registry, ...]:
