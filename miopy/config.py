@@ -66,6 +66,16 @@ def find_verify() -> bool:
     return (_env("MIOPY_FIND_VERIFY") or "1").lower() not in ("0", "false", "no", "off")
 
 
+def find_jobs() -> int:
+    """MIOPY_FIND_JOBS=<n>: threads find compiles its candidates' kernels in (default min(8, CPUs); 1: one
+    at a time). An invalid value is the default."""
+    default = min(8, os.cpu_count() or 1)
+    try:
+        return max(1, int(_env("MIOPY_FIND_JOBS") or default))
+    except ValueError:
+        return default
+
+
 def find_only_solver() -> str | None:
     """MIOPY_FIND_ONLY_SOLVER=<id>: the registry holds only this solver."""
     return _env("MIOPY_FIND_ONLY_SOLVER")

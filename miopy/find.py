@@ -24,6 +24,7 @@ plus the naive solver's own bound when it is the reference) is dropped: it appea
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -36,8 +37,9 @@ from . import config, db
 from .device import allocation_reason
 from .errors import BadParam, MiopyError, NotSupported, check
 from .handle import Handle
+from .kernel_cache import KernelSpec
 from .log import warn_once
-from .plan import Plan, check_fits, solution_plan
+from .plan import Plan, check_fits, checked_solution, solution_plan
 from .reference import max_error, strided_view
 from .solver import Params, Problem, Solver
 from .tensor import as_int
@@ -89,6 +91,10 @@ class FindResult(list):
         self.check = check
         self.from_db = from_db
 
+
+# Early stop: a candidate whose first timed run is this many times slower than the best so far is not
+# timed further (its single-run time is its record): it cannot win, and slow candidates cost most to time.
+EARLY_STOP_FACTOR = 3.0
 
 # The host float64 reference is used only below this many multiply-adds (NumPy float64 ~ 1 GFLOP/s).
 HOST_CHECK_MAX_FLOPS = 2e9
@@ -318,10 +324,14 @@ def _benchmark(handle: Handle, problem: Problem, buffers, workspace_limit: int |
     checker = _checker(handle, problem, ws, buffers) if check else None
     if buffers is None:
         buffers = checker.buffers if checker is not None else random_buffers(handle, problem, ws)
+    prebuild(handle, problem, candidates, with_reference=checker is not None)
     records: list[AlgoPerf] = []
     rejected: dict[str, float] = {}
-    for solver in candidates:
-        record = _measure(solver, problem, handle, buffers, timer, skipped, checker, rejected)
+    early = timer is default_timer
+    for solver in problem.registry.rank(problem, candidates) if early else candidates:
+        best = min((r.time_ms for r in records), default=math.inf)
+        timed = (lambda h, p, b, best=best: _early_stop_timer(h, p, b, best)) if early else timer
+        record = _measure(solver, problem, handle, buffers, timed, skipped, checker, rejected)
         if record is not None:
             records.append(record)
     for sid, why in skipped.items():
@@ -331,6 +341,43 @@ def _benchmark(handle: Handle, problem: Problem, buffers, workspace_limit: int |
     records.sort(key=lambda r: r.time_ms)
     how = checker.how if checker is not None else "not checked: the check is off"
     return FindResult(records, skipped, rejected=rejected, check=how)
+
+
+def _early_stop_timer(handle: Handle, plan: Plan, buffers: Mapping[str, cl.Buffer], best: float) -> float:
+    """default_timer, unless one run (after one warm-up) is already EARLY_STOP_FACTOR x best: then that run."""
+    first = handle.time_ms(lambda: plan.enqueue(buffers), warmup=1, iters=1)
+    if first > EARLY_STOP_FACTOR * best:
+        return first
+    return default_timer(handle, plan, buffers)
+
+
+def prebuild(handle: Handle, problem: Problem, candidates: Sequence[Solver], with_reference: bool = False) -> None:
+    """Compile the kernels of every candidate (and of the naive reference) not yet built, in
+    config.find_jobs() threads: the OpenCL compiler runs with the GIL released, so a cold find waits for
+    its slowest compile rather than for the sum. Failures are left for the candidate's own build to report."""
+    jobs = config.find_jobs()
+    solvers = list(candidates)
+    if with_reference:
+        solvers += [s for s in problem.registry.ALL if s.algorithm == "naive" and s not in solvers
+                    and s.is_applicable(problem, handle.info)]
+    specs: dict[KernelSpec, None] = {}
+    for solver in solvers:
+        params = solver.default_params(problem, handle.info) if solver not in candidates else \
+            params_for(solver, problem, handle)[0]
+        try:
+            solution = checked_solution(handle, problem, solver.id, params)
+        except MiopyError:
+            continue
+        specs.update({launch.spec: None for launch in solution.launches})
+    cold = [spec for spec in specs if not handle.kernels.is_built(spec)]
+    if jobs < 2 or len(cold) < 2:
+        return
+    with cf.ThreadPoolExecutor(min(jobs, len(cold)), thread_name_prefix="miopy-find-compile") as pool:
+        for future in [pool.submit(handle.kernels.kernel, spec) for spec in cold]:
+            try:
+                future.result()
+            except Exception as exc:  # failures are data: the candidate's build reports them
+                logger.debug("find %s: prebuild failed: %s", problem.key(), exc)
 
 
 def _checker(handle: Handle, problem: Problem, workspace_bytes: int, buffers) -> AccuracyCheck | None:
@@ -355,9 +402,12 @@ def _complete(handle: Handle, problem: Problem, workspace_limit: int | None) -> 
 
 
 def _from_find_db(handle: Handle, problem: Problem, workspace_limit: int | None) -> FindResult | None:
-    """The find DB's ranking while it is current: made by this miopy version, naming known solvers that
+    """The find DB's ranking (the user's, else the one shipped in the system DB) while it is current: made
+    by this miopy version, naming known solvers that
     still apply, with the params the perf DBs give now (a retuned solver makes the ranking stale)."""
     stored = db.find_db().get(handle.info.device_id, problem.key())
+    if not stored:
+        stored = db.system_find_db().get(handle.info.device_id, problem.key())
     if not stored or any(r.miopy_version != __version__ for r in stored):
         return None
     allowed = {s.id: s for s in problem.registry.solvers()}
