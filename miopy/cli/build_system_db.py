@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import sys
 import tempfile
@@ -58,15 +59,16 @@ def parser() -> argparse.ArgumentParser:
 
 
 def find_problems(args: argparse.Namespace) -> list:
-    """The problems of --networks, layer by layer, each in every direction of -F, at -n (0: each set's
-    usual batch)."""
-    out = []
+    """The problems of --networks, each layer in every direction of -F, at -n (0: each set's usual batch),
+    taking the sets' layers in turn (a partial build covers every set)."""
+    per_set = []
     for name in args.networks.split(","):
         batch = args.batchsize or networks.DEFAULT_BATCH[name]
-        for layer in networks.layer_set(name)[:args.limit]:
-            if not args.layers or layer.name in args.layers.split(","):
-                out += [layer.problem(batch, d) for d in directions(args.forw)]
-    return out
+        per_set.append([[layer.problem(batch, d) for d in directions(args.forw)]
+                        for layer in networks.layer_set(name)[:args.limit]
+                        if not args.layers or layer.name in args.layers.split(",")])
+    turns = itertools.zip_longest(*per_set)
+    return [p for turn in turns for layer in turn if layer is not None for p in layer]
 
 
 def build_find(args: argparse.Namespace) -> int:
