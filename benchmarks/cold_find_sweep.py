@@ -35,7 +35,7 @@ for set_name, layer_name, d in json.loads(sys.argv[1]):
     t = time.perf_counter() - t
     print(json.dumps({"set": set_name, "layer": layer_name, "direction": d, "problem": problem.key(), "find_s": t,
                       "compiled": handle.cache_stats()["compiled"] - before, "winner": found[0].solver_id,
-                      "rejected": found.rejected}), flush=True)
+                      "rejected": getattr(found, "rejected", {})}), flush=True)
 """
 
 
@@ -58,9 +58,12 @@ def run(layers, jobs: int, timeout: float, root: Path = ROOT) -> list[dict]:
         try:
             proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(layers)], env=env, capture_output=True,
                                   text=True, cwd=root, timeout=timeout)
-            text = proc.stdout
+            text, err = proc.stdout, proc.stderr
         except subprocess.TimeoutExpired as exc:
             text = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            err = f"timed out after {timeout} s"
+    if err:
+        print(err[-2000:], file=sys.stderr)
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
 
