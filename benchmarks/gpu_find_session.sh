@@ -4,11 +4,11 @@
 # $OUT/system_perf.db (started from the shipped miopy/data/system_perf.db), stopped at a deadline.
 #   bash benchmarks/gpu_find_session.sh BUILD_SECONDS PER_SET [extra commands file]
 set -u
-BUILD=${1:-240}; PER_SET=${2:-1}
+BUILD=${1:-240}; PER_SET=${2:-1}; JOBS=${3:-1,12}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
 BEFORE=(); [ -d _before/miopy ] && BEFORE=(--before _before)
-python3 benchmarks/cold_find_sweep.py --per-set "$PER_SET" --directions 1,2,4 --jobs 1,12 "${BEFORE[@]}" \
+python3 benchmarks/cold_find_sweep.py --per-set "$PER_SET" --directions 1,2,4 --jobs "$JOBS" "${BEFORE[@]}" \
     --timeout 60 --json "$OUT/cold_find_gpu.json" > "$OUT/cold_find.log" 2>&1
 cp miopy/data/system_perf.db "$OUT/system_perf.db"
 MIOPY_CACHE_DIR=/tmp/mc_build timeout "$BUILD" python3 -m miopy.cli.build_system_db --find \

@@ -76,6 +76,11 @@ def find_jobs() -> int:
         return default
 
 
+def heuristic_model() -> str | None:
+    """MIOPY_HEURISTIC_MODEL=<path>: the immediate-mode model file to use instead of the shipped ones."""
+    return _env("MIOPY_HEURISTIC_MODEL")
+
+
 def find_only_solver() -> str | None:
     """MIOPY_FIND_ONLY_SOLVER=<id>: the registry holds only this solver."""
     return _env("MIOPY_FIND_ONLY_SOLVER")

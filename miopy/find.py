@@ -328,7 +328,7 @@ def _benchmark(handle: Handle, problem: Problem, buffers, workspace_limit: int |
     records: list[AlgoPerf] = []
     rejected: dict[str, float] = {}
     early = timer is default_timer
-    for solver in problem.registry.rank(problem, candidates) if early else candidates:
+    for solver in problem.registry.rank(problem, candidates, handle.info) if early else candidates:
         best = min((r.time_ms for r in records), default=math.inf)
         timed = (lambda h, p, b, best=best: _early_stop_timer(h, p, b, best)) if early else timer
         record = _measure(solver, problem, handle, buffers, timed, skipped, checker, rejected)
@@ -445,7 +445,7 @@ def _heuristic(handle: Handle, problem: Problem, workspace_limit: int | None) ->
         reasons = "; ".join(f"{k}: {v}" for k, v in skipped.items())
         raise NotSupported(f"no solver applies to {problem.key()}: {reasons}")
     logger.info("find %s: heuristic ranking", problem.key())
-    ranked = problem.registry.rank(problem, candidates)
+    ranked = problem.registry.rank(problem, candidates, handle.info)
     return FindResult([_unmeasured(s, problem, handle) for s in ranked], skipped)
 
 

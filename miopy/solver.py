@@ -8,6 +8,7 @@ work on it unchanged.
 """
 from __future__ import annotations
 
+import inspect
 import itertools
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -172,7 +173,8 @@ class Solver(Applicable, Generic[P]):
 
 
 Reference = Callable[[Any, Mapping[str, np.ndarray]], dict[str, np.ndarray]]
-Ranker = Callable[[Any, Sequence[Solver]], list[Solver]]
+# (problem, candidates) or (problem, candidates, device info or None) -> candidates in the order to try.
+Ranker = Callable[..., list[Solver]]
 
 _REGISTRIES: list[Registry] = []
 
@@ -197,6 +199,7 @@ class Registry:
         _REGISTRIES[:] = [r for r in _REGISTRIES if r.family != family] + [self]
         self.reference = reference
         self._rank = rank
+        self._rank_takes_dev = rank is not None and len(inspect.signature(rank).parameters) >= 3
         problem_type.registry = self  # type: ignore[attr-defined]
 
     def solvers(self) -> tuple[Solver, ...]:
@@ -220,9 +223,12 @@ class Registry:
             raise BadParam("solver", f"unknown {self.family} solver id {solver_id!r}; "
                                      f"known: {sorted(self._by_id)}") from None
 
-    def rank(self, problem, candidates: Sequence[Solver]) -> list[Solver]:
-        """candidates in the order immediate mode tries them (registry order unless the family ranks)."""
-        return list(candidates) if self._rank is None else self._rank(problem, candidates)
+    def rank(self, problem, candidates: Sequence[Solver], dev: DeviceInfo | None = None) -> list[Solver]:
+        """candidates in the order immediate mode tries them on dev (registry order unless the family ranks;
+        a family's ranker may use dev to pick a model trained for that device)."""
+        if self._rank is None:
+            return list(candidates)
+        return self._rank(problem, candidates, dev) if self._rank_takes_dev else self._rank(problem, candidates)
 
     def tolerance(self, solver: Solver, problem) -> float:
         """The max_error solver's result may have against float64 (miopy.accuracy.tolerance): from the dtype,
