@@ -1,8 +1,9 @@
 """Perf DB, find DB and tuning log: SQLite files sharing one versioned schema.
 
 Two files. The *system* DB ships inside the package (``miopy/data/system_perf.db``), is opened read-only
-and holds perf records only. The *user* DB (``config.user_db_path()``) holds perf records, find records
-and the tuning log. Perf lookups go user, then system, then the solver's default (see find.params_for).
+and holds perf and find records measured on the project's machines (miopy.cli.build_system_db). The *user*
+DB (``config.user_db_path()``) holds perf records, find records and the tuning log. Perf lookups go user,
+then system, then the solver's default (see find.params_for); find lookups go user, then system.
 
 A DB fault must never break a convolution (DESIGN invariant 6), so:
 - a connection opens lazily, once per process and path, in WAL mode with a busy timeout; a locked DB is
