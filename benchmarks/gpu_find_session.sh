@@ -11,7 +11,7 @@ BEFORE=(); [ -d _before/miopy ] && BEFORE=(--before _before)
 python3 benchmarks/cold_find_sweep.py --per-set "$PER_SET" --directions 1,2,4 --jobs "$JOBS" "${BEFORE[@]}" \
     --timeout 45 --json "$OUT/cold_find_gpu.json" > "$OUT/cold_find.log" 2>&1
 cp miopy/data/system_perf.db "$OUT/system_perf.db"
-MIOPY_CACHE_DIR=/tmp/mc_build timeout "$BUILD" python3 -m miopy.cli.build_system_db --find \
+[ "$BUILD" -gt 30 ] && MIOPY_CACHE_DIR=/tmp/mc_build timeout "$BUILD" python3 -m miopy.cli.build_system_db --find \
     --out "$OUT/system_perf.db" --networks alexnet,resnet50,vgg16,googlenet,mobilenet,boda -F 0 --jobs 12 \
     --deadline $((BUILD - 25)) > "$OUT/build.log" 2>&1
 echo "builder exit $?" >> "$OUT/build.log"
