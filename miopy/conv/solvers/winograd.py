@@ -253,7 +253,8 @@ def _output_launch(plan: WinogradLayout, epilogue) -> KernelLaunch:
 
 
 class ConvWinograd3x3F2(_ConvWinograd3x3):
-    """Winograd F(2x2, 3x3): 3x3, stride 1, dilation 1, padding 0-2, FP32, forward and backward-data.
+    """Winograd F(2x2, 3x3): 3x3, stride 1, dilation 1, padding 0-2, FP32 or FP16 (fp32 transforms), forward
+    and backward-data.
 
     Computes each 2x2 output tile from a 4x4 input patch with 16 multiplies per channel pair instead of 36
     (2.25x fewer), as 16 batched GEMMs in the transformed domain. Its transforms' weights are 0, +-1 and
@@ -271,7 +272,8 @@ class ConvWinograd3x3F2(_ConvWinograd3x3):
 
 
 class ConvWinograd3x3F4(_ConvWinograd3x3):
-    """Winograd F(4x4, 3x3): 3x3, stride 1, dilation 1, padding 0-2, FP32, forward and backward-data.
+    """Winograd F(4x4, 3x3): 3x3, stride 1, dilation 1, padding 0-2, FP32 or FP16 (fp32 transforms), forward
+    and backward-data.
 
     Computes each 4x4 output tile from a 6x6 input patch with 36 multiplies per channel pair instead of 144
     (4x fewer), as 36 batched GEMMs in the transformed domain; its workspace per output pixel is also
