@@ -241,8 +241,12 @@ __kernel void dw_wgrad_reduce(__global const float* restrict partial, __global D
 {
     const int i = get_global_id(0);
     if (i >= K * RS) return;
-    float sum = 0.0f;
-    for (int s = 0; s < SPLIT; ++s) sum += partial[s * K * RS + i];
+    float sum = 0.0f;   /* blocks of 16 partials, then the blocks */
+    for (int s0 = 0; s0 < SPLIT; s0 += 16) {
+        float block = 0.0f;
+        for (int s = s0; s < min(s0 + 16, SPLIT); ++s) block += partial[s * K * RS + i];
+        sum += block;
+    }
     const int k = i / RS, rs = i % RS;
     STORE(w, W_AT(k, rs / S, rs % S), sum);
 }

@@ -27,8 +27,8 @@ REDUCE_WG = 64
 
 
 def is_depthwise(p: ConvProblem) -> bool:
-    """groups == C > 1 and K a multiple of C: one input channel per group (MobileNet's 3x3 layers)."""
-    return p.groups > 1 and p.groups == p.c and p.k % p.c == 0
+    """groups == C and K a multiple of C: one input channel per group (MobileNet's 3x3 layers; C = 1 too)."""
+    return p.groups == p.c and p.k % p.c == 0
 
 
 def out_plane(p: ConvProblem) -> tuple[int, int, int]:
