@@ -18,11 +18,11 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 import numpy as np
 
 from . import config
-from .accuracy import DTYPE_BASE, problem_tolerance
+from .accuracy import BASE_REDUCTION, FP32_BOUND, problem_tolerance, tolerance  # noqa: F401 (BASE_REDUCTION: re-exported)
 from .device import DeviceInfo
 from .errors import BadParam, NotApplicable
 from .kernel_cache import KernelSpec
-from .tensor import DataType, TensorDesc
+from .tensor import STRICT, DataType, TensorDesc
 
 Params = dict[str, Any]
 # A kernel argument: a buffer role name ("x", "w", "y", "workspace", or an epilogue operand) or a scalar.
@@ -179,7 +179,7 @@ Ranker = Callable[..., list[Solver]]
 _REGISTRIES: list[Registry] = []
 
 # Boda's hybrid |a-e|/(1+|e|) bound for an fp32 result, unless the solver declares its own (Winograd).
-DEFAULT_TOLERANCE = DTYPE_BASE[DataType.FLOAT32]
+DEFAULT_TOLERANCE = FP32_BOUND
 
 
 class Registry:
@@ -231,9 +231,15 @@ class Registry:
         return self._rank(problem, candidates, dev) if self._rank_takes_dev else self._rank(problem, candidates)
 
     def tolerance(self, solver: Solver, problem) -> float:
-        """The max_error solver's result may have against float64 (miopy.accuracy.tolerance): from the dtype,
-        math mode and reduction length of problem, raised to the solver's own bound."""
+        """The max_error solver's result may have against float64 (miopy.accuracy.tolerance): the stored
+        output's rounding plus the arithmetic's bound from the math mode, the solver's own bound and the
+        reduction length of problem. See docs/fp16.md."""
         return problem_tolerance(problem, solver.tolerance)
+
+
+def stored_tolerance(dtype: DataType, fp32_bound: float, reduction_length: int = 1) -> float:
+    """The hybrid error bound of a result summed in fp32 (strict) and stored as dtype (miopy.accuracy)."""
+    return tolerance(dtype, reduction_length, STRICT, fp32_bound)
 
 
 def registries() -> tuple[Registry, ...]:

@@ -31,7 +31,7 @@ import numpy as np
 from .. import config
 from ..errors import MiopyError
 from ..log import warn_once
-from ..tensor import TensorDesc
+from ..tensor import MATH_MODES, TensorDesc
 from .problem import ConvDesc, ConvProblem, Direction
 
 logger = logging.getLogger(__name__)
@@ -63,11 +63,13 @@ def problem_from_key(key: str) -> ConvProblem | None:
     try:
         c, h, w, rs, k, _, _, n, pads, strides, dils, _, layout, dtype, letter = parts[:15]
         rest = parts[15:]
-        groups = 1
+        groups, math_mode = 1, None
         for extra in rest:
-            if extra.startswith("g"):
+            if extra in MATH_MODES:
+                math_mode = extra
+            elif extra.startswith("g"):
                 groups = int(extra[1:])
-            elif extra.startswith("s"):
+            else:   # explicit strides ("s..."), or a suffix of a later version
                 return None
         r, s = (int(v) for v in rs.split("x"))
         if "," in pads:
@@ -82,7 +84,7 @@ def problem_from_key(key: str) -> ConvProblem | None:
         wd = TensorDesc(dtype, (int(k), int(c) // groups, r, s))
         conv = ConvDesc(pad, tuple(int(v) for v in strides.split("x")), tuple(int(v) for v in dils.split("x")),
                         groups)
-        return ConvProblem.create(direction, x, wd, conv)
+        return ConvProblem.create(direction, x, wd, conv, math_mode=math_mode)
     except (ValueError, KeyError, MiopyError):
         return None
 
