@@ -305,7 +305,11 @@ def cross_validate(records: Records, match: Sequence[str] = ("any",), folds: int
 def model_for(device_name: str) -> Model | None:
     """The model serving this device: MIOPY_HEURISTIC_MODEL's file when set (if it matches), else the first
     shipped model that matches; None when none does (the shape rule ranks)."""
-    explicit = config.heuristic_model()
+    return _model_for(device_name, config.heuristic_model())
+
+
+@functools.lru_cache(maxsize=16)
+def _model_for(device_name: str, explicit: str | None) -> Model | None:
     paths = [Path(explicit)] if explicit else sorted(DATA_DIR.glob("heuristic_*.json"))
     for path in paths:
         model = _load(str(path))
@@ -330,3 +334,4 @@ def write_model(model: Model, path: Path) -> None:
     tmp.write_text(model.to_json())
     tmp.replace(path)
     _load.cache_clear()
+    _model_for.cache_clear()
