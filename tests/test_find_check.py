@@ -122,3 +122,33 @@ def test_tolerance_follows_dtype_math_mode_reduction_and_solver_bound():
     assert tolerance(DataType.FLOAT32, 9, solver_bound=5e-3) == pytest.approx(5e-3, rel=1e-3)   # Winograd's own bound
     assert tolerance(DataType.FLOAT16, 9, solver_bound=5e-3) == pytest.approx(2.0 ** -11 + 5e-3)
     assert tolerance(DataType.FLOAT32, 9, "some-future-mode") >= tolerance(DataType.FLOAT32, 9, "tf32")
+
+
+def test_parallel_prebuild_compiles_each_program_once(fresh_dbs, tmp_path, monkeypatch):
+    import miopy
+    monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MIOPY_FIND_JOBS", "4")
+    handle = miopy.Handle()                       # empty memory cache, empty disk cache: every program compiles
+    problem = make_problem(Direction.FORWARD, 1, 16, 6, 6, 16, 3, 3, pad=1)
+    result = find_problem(handle, problem, timer=timer_by_solver(dict.fromkeys(
+        [s.id for s in registry.ALL], 1.0), []), mode="normal")
+    assert len(result) >= 3 and not result.rejected
+    stats = handle.cache_stats()
+    assert stats["compiled"] == len(handle.kernels._programs) >= 3     # threads never built one program twice
+
+
+def test_early_stop_times_a_hopeless_candidate_once():
+    from miopy.find import EARLY_STOP_FACTOR, _early_stop_timer
+
+    class FakeHandle:
+        def __init__(self, times):
+            self.times, self.calls = list(times), []
+
+        def time_ms(self, enqueue, warmup=2, iters=5):
+            self.calls.append((warmup, iters))
+            return self.times.pop(0)
+
+    slow = FakeHandle([EARLY_STOP_FACTOR * 2.0 + 1])
+    assert _early_stop_timer(slow, None, {}, best=2.0) == EARLY_STOP_FACTOR * 2.0 + 1 and slow.calls == [(1, 1)]
+    close = FakeHandle([2.5, 2.2])
+    assert _early_stop_timer(close, None, {}, best=2.0) == 2.2 and close.calls == [(1, 1), (2, 5)]
