@@ -1,5 +1,6 @@
 """Immediate mode from a model: it recovers a rule that decides the winner on held-out problems, serves only
 the devices it matches, falls back to the shape rule, survives a corrupt file, and retrains from a find DB."""
+import dataclasses
 import logging
 
 import numpy as np
@@ -65,6 +66,9 @@ def test_round_trip_and_device_matching(model, tmp_path, handle, monkeypatch):
 
 def test_model_ranks_immediate_mode_and_shape_rule_is_the_fallback(model, tmp_path, handle, fresh_dbs, monkeypatch):
     problem = make_problem(Direction.FORWARD, 1, 8, 7, 7, 8, 1, 1)     # 1x1, C=8: the rule says direct
+    elsewhere = tmp_path / "other.json"                                 # a model for another device only
+    heuristic_model.write_model(dataclasses.replace(model, match=("no-such-device",)), elsewhere)
+    monkeypatch.setenv("MIOPY_HEURISTIC_MODEL", str(elsewhere))
     by_shape = [r.solver_id for r in get_solutions(handle, problem)]
     assert by_shape[0] in ("ConvGemv1x1", "ConvGemm1x1")                # the shape rule's GEMM first
     path = tmp_path / "m.json"
