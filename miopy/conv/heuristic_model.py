@@ -1,8 +1,8 @@
 """Immediate mode from a model: gradient-boosted regression trees (plain NumPy) that predict, for each
 solver, how much slower than the best it will be on a problem, trained from find-DB records.
 
-For every solver the target is log2(time / best time), clipped at 2x, over the problems where it ran; features describe the
-problem's shape (miopy.conv.heuristic_model.FEATURES). The candidates are ranked by predicted slowdown; a
+For every solver the target is log2(time / best time), clipped at 2x, over the problems where it ran;
+features describe the problem's shape (FEATURES). The candidates are ranked by predicted slowdown; a
 solver the model has not seen follows in the shape rule's order (miopy.conv.heuristic).
 
 A model is a JSON file (no pickle: loading one runs nothing) that names the devices it serves by substrings of
