@@ -25,7 +25,7 @@ def op_tensor(handle: Handle, tensor_op, alpha1: float, a_desc: TensorDesc, a, a
     over a: each of its dims equals a's or is 1, anything else is refused, as MIOpen does. c may be a (or b,
     when b has c's descriptor); c is not read when beta is 0."""
     plan = memo_plan(_checked(handle), ("op_tensor", tensor_op, a_desc, b_desc, c_desc),
-                     lambda: _op_plan(handle, tensor_op, a_desc, b_desc, c_desc))
+                     lambda: _op_plan(handle, tensor_op, a_desc, b_desc, c_desc), (tensor_op,))
     return plan.run_values((a, b, c), scalars={"alpha1": scalar(alpha1, "alpha1"), "alpha2": scalar(alpha2, "alpha2"),
                                                "beta": scalar(beta, "beta")})
 
@@ -54,7 +54,7 @@ def transform_tensor(handle: Handle, alpha: float, x_desc: TensorDesc, x, beta: 
 def op_tensor_plan(handle: Handle, tensor_op, a_desc: TensorDesc, b_desc: TensorDesc, c_desc: TensorDesc) -> Plan:
     """The memoised plan of one OpTensor call shape (operands a, b, c; numbers alpha1, alpha2, beta)."""
     return memo_plan(_checked(handle), ("op_tensor", tensor_op, a_desc, b_desc, c_desc),
-                     lambda: _op_plan(handle, tensor_op, a_desc, b_desc, c_desc))
+                     lambda: _op_plan(handle, tensor_op, a_desc, b_desc, c_desc), (tensor_op,))
 
 
 # -- building (the cold path) ---------------------------------------------------------------------------------
