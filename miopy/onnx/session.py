@@ -191,7 +191,7 @@ class InferenceSession:
             return
         if extent(source)[0] == extent(target_buffer)[0]:   # a view of the session's memory (an earlier output)
             raise BadParam(f"input_feed[{name!r}]", "shares memory with the session's buffers: pass a copy")
-        cl.enqueue_copy(self.handle.queue, target_buffer, source, byte_count=target.nbytes)  # type: ignore[call-overload]
+        cl.enqueue_copy(self.handle.queue, target_buffer, source, byte_count=target.nbytes)
 
     # -- reports ---------------------------------------------------------------------------------------------
     @property
