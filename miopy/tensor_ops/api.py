@@ -7,7 +7,8 @@ import math
 
 import pyopencl as cl
 
-from ..errors import check
+from ..device import index_reason
+from ..errors import NotSupported, check
 from ..find import get_solutions
 from ..handle import Handle
 from ..kernel_cache import KernelSpec
@@ -85,6 +86,9 @@ def _transform_plan(handle: Handle, x_desc: TensorDesc, y_desc: TensorDesc) -> P
 
 
 def _launch(kernel: str, desc: TensorDesc, tensors: dict[str, TensorDesc], args: tuple) -> KernelLaunch:
+    reason = index_reason(*(t.element_span for t in tensors.values()))
+    if reason is not None:   # tensor_ops.cl's element offsets and work-item ids are 32-bit ints
+        raise NotSupported(f"{kernel}: {reason}")
     spec = KernelSpec.make("tensor_ops.cl", kernel, {**pointwise_defines(desc.dims, tensors), **desc.dtype.defines})
     return KernelLaunch(spec, (round_up(math.prod(desc.dims), WG),), (WG,), args)
 
