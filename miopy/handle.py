@@ -141,7 +141,7 @@ class Handle:
         self._math_mode = None if value is None else check_math_mode(value)
 
     def cache_stats(self) -> dict[str, int]:
-        """Kernel cache counts: compiled, disk_hits, memory_hits."""
+        """Kernel cache counts: compiled, disk_hits, memory_hits, adopted (binaries a compile worker built)."""
         return dict(self.kernels.stats)
 
     # -- arrays -------------------------------------------------------------------------------------
