@@ -325,12 +325,12 @@ class QuickModels:
         quick_model(name, batch, path)
 
     def prepare(self, name: str, batch: int, tmp: Path, iters: int) -> tuple[Path, dict, np.ndarray, dict]:
-        import onnxruntime as ort
+        from miopy.onnx.reference import onnxruntime_session
         path = tmp / f"{name}-{batch}.onnx"
         say(f"{name} N={batch}: building with onnx.helper")
         self.write(name, batch, path)
         x = np.random.default_rng(batch).standard_normal((batch, 3, 32, 32)).astype(np.float32)
-        reference = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
+        reference = onnxruntime_session(path).run(None, {"input": x})[0]
         return path, {"input": x}, reference, {}
 
 
