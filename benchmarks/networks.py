@@ -102,13 +102,15 @@ def torch_model(name: str, seed: int = 0):
 
 
 def export(model, batch: int, path: Path) -> None:
-    """ONNX through the TorchScript exporter (opset 17) where this torch has it, else the default one."""
+    """ONNX through the TorchScript exporter (opset 17) where this torch has it, else the default one (a
+    torch without the dynamo switch, or one whose TorchScript exporter fails)."""
     import torch
     x = torch.randn(batch, 3, 224, 224)
     kwargs = dict(input_names=["input"], output_names=["output"], opset_version=17)
     try:
         torch.onnx.export(model, (x,), str(path), dynamo=False, **kwargs)
-    except TypeError:   # a torch without the dynamo switch
+    except Exception as exc:
+        say(f"  the TorchScript exporter failed ({type(exc).__name__}: {exc}); the default exporter instead")
         torch.onnx.export(model, (x,), str(path), **kwargs)
 
 

@@ -155,6 +155,9 @@ POOL_CASES = {
     "avg-include-pad": ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 1], pads=[1, 0, 1, 2],
                                             count_include_pad=1)),
     "avg-ceil-same-lower": ("AveragePool", dict(kernel_shape=[2, 3], strides=[2, 2], auto_pad="SAME_LOWER")),
+    "avg-ceil-pads": ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 0, 1], ceil_mode=1)),
+    "avg-ceil-include-pad": ("AveragePool", dict(kernel_shape=[3, 2], strides=[2, 3], pads=[1, 1, 1, 0], ceil_mode=1,
+                                                 count_include_pad=1)),
     "global-avg": ("GlobalAveragePool", {}),
     "global-max": ("GlobalMaxPool", {}),
 }
@@ -512,6 +515,31 @@ def test_buffer_planning_reuses_dead_values():
     assert plan.slot("c") == plan.slot("a") and plan.slot("cf") == plan.slot("c") == plan.slot("d")
     assert len({plan.slot(v) for v in "xabcde"}) == 3 and plan.peak_bytes == 3 * 32
     assert plan.slot("x") not in {plan.slot(v) for v in "abcde"}
+
+
+@pytest.mark.parametrize("opset", [13, 18, 21])
+def test_opsets(handle, opset):
+    """One chain at opsets 13 (the first supported), 18 (Pad's axes input) and 21: conv + relu, Pad, Dropout
+    with its ratio and training_mode inputs, Transpose's default perm, Flatten at axis 0, Softmax."""
+    g = GraphMaker(18)
+    y = g.node("Relu", [g.conv("x", 4, 6, pads=[1, 1, 1, 1])])
+    if opset >= 18:
+        y = g.node("Pad", [y, g.const(np.array([1, 2, 0, 1], np.int64)), g.const(np.float32(0.5)),
+                           g.const(np.array([2, -1], np.int64))], mode="constant")
+    else:
+        y = g.node("Pad", [y, g.const(np.array([0, 0, 1, 2, 0, 0, 0, 1], np.int64)), g.const(np.float32(0.5))])
+    y = g.node("Dropout", [y, g.const(np.float32(0.3)), g.const(np.bool_(False))])
+    y = g.node("Softmax", [g.node("Flatten", [g.node("Transpose", [y])], axis=0)], axis=-1)
+    session = check(handle, g.model({"x": X}, [y], opset=opset))
+    assert [layer[1] for layer in session.layers()] == ["Conv+Relu", "Pad", "Transpose", "Softmax"]
+
+
+def test_every_device_operator_has_a_primitive():
+    """An operator that passes the load-time checks always runs: each has a builder or is a view."""
+    from miopy.onnx import known_ops
+    from miopy.onnx.build import BUILDERS, VIEWS
+    assert set(known_ops()) <= set(BUILDERS) | set(VIEWS)
+    assert {"LRN", "Conv", "ConvTranspose", "Gemm", "MatMul", "Clip", "HardSwish", "Pad", "Concat"} <= set(BUILDERS)
 
 
 # -- errors at load time ------------------------------------------------------------------------------------------
