@@ -8,8 +8,9 @@ the same run; cold first-inference time with empty caches, without and with the 
     python3 benchmarks/networks.py --quick --out /tmp/quick.json                      # PoCL smoke run, no torch
 
 Time guard: the run stops at --budget seconds (default 450) wherever it is (a SIGALRM timer), so it cannot
-run past ~8 minutes; a (model, batch) is only started with --min-row seconds left, and the cold-start
-measurements (fresh processes, everything compiled again) come last, in the time that is left. The JSON
+run past ~8 minutes (under a shell `timeout`, give --budget some 20 s less than it); a (model, batch) is
+only started with --min-row seconds left, and the cold-start measurements (fresh processes, everything
+compiled again) come last, in the time that is left. The JSON
 is rewritten after every row (atomically), so a stopped run leaves everything measured so far; --resume
 reads it back and does only what is missing (rows skipped, stopped or failed, then the cold starts).
 
@@ -604,6 +605,9 @@ def main(argv=None) -> int:
     args.models = args.models or list(QUICK_MODELS if args.quick else MODELS)
     args.batches = args.batches or list(QUICK_BATCHES if args.quick else BATCHES)
     result = run(args)
+    say("summary:")
+    for row in result["rows"]:
+        print("  " + _line(row), flush=True)
     bad = [r for r in result["rows"] if "error" in r or r["max_error"] > TOLERANCE]
     say(f"done: {len(result['rows']) - len(bad)} rows measured within tolerance, {len(bad)} not"
         + (f"; results in {args.out}" if args.out else ""))
