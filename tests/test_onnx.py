@@ -436,6 +436,19 @@ def test_resnet_bottleneck_blocks(handle):
     assert session.memory_plan.slot(shortcut.outputs[0]) == session.memory_plan.slot(shortcut.fused["residual"])
 
 
+def test_mobilenet_v2_inverted_residual(handle):
+    """MobileNetV2's block: 1x1 expansion + ReLU6, depthwise 3x3 + ReLU6, linear 1x1 projection, plus the
+    block input (no activation after the Add): the projection adds the residual in its epilogue."""
+    g = GraphMaker(19)
+    relu6 = [g.const(np.float32(0)), g.const(np.float32(6))]
+    y = g.node("Clip", [g.bn(g.conv("x", 4, 12, r=1, bias=False), 12), *relu6])
+    y = g.node("Clip", [g.bn(g.conv(y, 12, 12, group=12, pads=[1] * 4, bias=False), 12), *relu6])
+    y = g.node("Add", ["x", g.bn(g.conv(y, 12, 4, r=1, bias=False), 4)])
+    session = check(handle, g.model({"x": X}, [g.node("GlobalAveragePool", [y])]))
+    assert [o for o, _ in _residual_fused(session)] == ["Conv+BatchNormalization+Add"]
+    assert len(session.steps) == 4
+
+
 def test_residual_add_stays_apart_when_it_cannot_fuse(handle):
     """The convolution's output is also read elsewhere (here: a graph output), or the other addend
     broadcasts: the Add runs as OpTensor and the result still matches."""
