@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .device import SPLIT_WORKSPACE_CAP, DeviceInfo, grid_reason, local_memory_reason, work_group_reason
+from .device import SPLIT_WORKSPACE_CAP, DeviceInfo, accurate_split, grid_reason, local_memory_reason, work_group_reason
 from .kernel_cache import KernelSpec
 from .solver import KernelLaunch, Params, round_up
 from .tensor import DataType
@@ -208,14 +208,23 @@ def _split_reason(shape: GemmShape, params: Params, max_split: int) -> str | Non
 def gemm_default_params(shape: GemmShape, dev: DeviceInfo, max_split: int = 1) -> Params:
     """Constant-time tiling: 16 x 16 work-items with tiles sized to the matrix on a GPU; small on a CPU."""
     if not dev.is_gpu:
-        return {"TILE_M": 16, "TILE_N": 16, "WPT_M": 2, "WPT_N": 2, "K_BLK": 4, "SPLIT_K": 1}
+        params = {"TILE_M": 16, "TILE_N": 16, "WPT_M": 2, "WPT_N": 2, "K_BLK": 4, "SPLIT_K": 1}
+        params["SPLIT_K"] = _accurate_split(shape, params, max_split)
+        return params
     tile_m, tile_n = _gpu_tile(shape.m), _gpu_tile(shape.n)
     if tile_m == tile_n == 128 and _ceil_div(shape.m, 128) * _ceil_div(shape.n, 128) * shape.batch < dev.compute_units:
         tile_m = tile_n = 64  # too few large tiles to fill the device
     params = {"TILE_M": tile_m, "TILE_N": tile_n, "WPT_M": tile_m // 16, "WPT_N": tile_n // 16,
               "K_BLK": 8 if shape.k > 4 else 4, "SPLIT_K": 1}
-    params["SPLIT_K"] = _gpu_split(shape, params, dev, max_split)
+    params["SPLIT_K"] = max(_gpu_split(shape, params, dev, max_split), _accurate_split(shape, params, max_split))
     return params
+
+
+def _accurate_split(shape: GemmShape, params: Params, max_split: int) -> int:
+    """The smallest split whose partial sums add at most ACCURATE_SPLIT_CHUNK terms (within what params
+    allow): long inner dimensions (backward-weights over N*P*Q) then round like short ones."""
+    allowed = [s for s in GEMM_GRID["SPLIT_K"] if _split_reason(shape, {**params, "SPLIT_K": s}, max_split) is None]
+    return accurate_split(shape.k, allowed, max(allowed)) if allowed else 1
 
 
 def _gpu_split(shape: GemmShape, params: Params, dev: DeviceInfo, max_split: int) -> int:

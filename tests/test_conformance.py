@@ -24,6 +24,8 @@ SHAPES = [  # (n, c, h, w, k, r, s, pad, stride, dilation, groups): structured c
     (2, 8, 8, 8, 8, 3, 3, 1, 1, 1, 4),
     (1, 3, 23, 23, 8, 7, 7, 0, 4, 1, 1),
     (3, 40, 1, 1, 9, 1, 1, 0, 1, 1, 1),   # a classifier (fully connected) at small batch
+    (2, 8, 10, 9, 8, 3, 3, 1, 1, 1, 8),   # depthwise (MobileNet)
+    (1, 4, 11, 9, 8, 5, 5, 2, 2, 1, 4),   # depthwise with a channel multiplier of 2, stride 2
 ]
 
 
@@ -86,6 +88,8 @@ ASYMMETRIC = [  # begin != end padding along each axis, in both senses (ONNX pad
     (2, 4, 9, 9, 6, 5, 5, (3, 1, 0, 2), 1, 1, 1),
     (1, 4, 11, 10, 4, 3, 3, (1, 0, 2, 0), (2, 1), 2, 2),
     (1, 4, 12, 12, 6, 3, 3, (1, 2, 2, 1), 2, 1, 1),
+    (2, 6, 9, 10, 6, 3, 3, (2, 0, 1, 2), 1, 1, 6),    # depthwise
+    (1, 4, 10, 9, 8, 3, 3, (0, 1, 1, 0), 2, 1, 4),    # depthwise, channel multiplier 2, stride 2
     (2, 6, 8, 8, 4, 1, 1, (1, 0, 0, 1), 1, 1, 1),
 ]
 

@@ -121,7 +121,8 @@ def test_kernel_cache_keys_name_the_dtype(handle):
                     assert ("MIOPY_HALF", flag) in launch.spec.defines, (solver.id, launch.spec.name)
 
 
-_SHAPES = [(2, 8, 10, 10, 8, 3, 3, 1, 1, 1, 1), (2, 8, 9, 9, 16, 1, 1, 0, 1, 1, 1), (3, 40, 1, 1, 9, 1, 1, 0, 1, 1, 1)]
+_SHAPES = [(2, 8, 10, 10, 8, 3, 3, 1, 1, 1, 1), (2, 8, 9, 9, 16, 1, 1, 0, 1, 1, 1), (3, 40, 1, 1, 9, 1, 1, 0, 1, 1, 1),
+           (2, 8, 10, 10, 8, 3, 3, 1, 1, 1, 8)]   # the last is depthwise (groups = C = K)
 
 
 @pytest.mark.parametrize("solver", EPILOGUE_SOLVERS, ids=lambda s: s.id)

@@ -26,6 +26,7 @@
  *                 flat (channel, tap) index (see inner_at)
  *   SPLIT         backward-weights: partial sums over SPLIT chunks of N*P*Q of SPLIT_CHUNK each
  *                 (a multiple of K_BLK), written to `partial` and summed in order by reduce_splits
+ *   SUM_STEPS     backward-weights: slices summed in registers before they are added to the running total
  */
 #include "types.h"
 #include "epilogue.h"
@@ -337,6 +338,14 @@ void conv_direct_local(__global X_CONST DATA_T* restrict x, __global W_CONST DAT
     #pragma unroll
     for (int i = 0; i < M_PER * N_PER; ++i)
         acc[i] = 0.0f;
+#if DIRECTION == 4
+    /* Backward-weights sums N*P*Q terms: acc holds the last SUM_STEPS slices only, total the rest, so
+     * rounding grows with the number of blocks, not of terms. */
+    float total[M_PER * N_PER];
+    #pragma unroll
+    for (int i = 0; i < M_PER * N_PER; ++i)
+        total[i] = 0.0f;
+#endif
 
     /* Iteration i fetches slice i into registers, multiplies slice i-1 (its global reads in flight
      * meanwhile), then stages slice i in local memory. */
@@ -350,6 +359,15 @@ void conv_direct_local(__global X_CONST DATA_T* restrict x, __global W_CONST DAT
         if (step > 0) {
             const int prev = DOUBLE_BUF ? (step - 1) & 1 : 0;
             multiply_slice(a_tiles + prev * K_BLK * A_LD, b_tiles + prev * K_BLK * B_LD, acc, tm, tn);
+#if DIRECTION == 4
+            if (step % SUM_STEPS == 0) {
+                #pragma unroll
+                for (int i = 0; i < M_PER * N_PER; ++i) {
+                    total[i] += acc[i];
+                    acc[i] = 0.0f;
+                }
+            }
+#endif
         }
         if (step < steps) {
 #if !DOUBLE_BUF
@@ -369,7 +387,11 @@ void conv_direct_local(__global X_CONST DATA_T* restrict x, __global W_CONST DAT
         for (int j = 0; j < N_PER; ++j) {
             const int col = n0 + COL_OF(j, tn);
             if (col >= GEMM_N) continue;
+#if DIRECTION == 4
+            const float v = total[i * N_PER + j] + acc[i * N_PER + j];
+#else
             const float v = acc[i * N_PER + j];
+#endif
 #if DIRECTION == 1
             const int n = col / (P * Q), pq = col % (P * Q), k = g * KG + m;
             const int yi = Y_AT(n, k, pq / Q, pq % Q);
@@ -393,9 +415,13 @@ __kernel void reduce_splits(__global const float* restrict partial, __global DAT
 {
     const int i = get_global_id(0);
     if (i >= K * CG * RS) return;
-    float sum = 0.0f;
-    for (int s = 0; s < SPLIT; ++s)
-        sum += partial[s * (K * CG * RS) + i];
+    float sum = 0.0f;   /* blocks of 16 partials, then the blocks: fixed order, rounding of ~SPLIT/16 + 16 adds */
+    for (int s0 = 0; s0 < SPLIT; s0 += 16) {
+        float block = 0.0f;
+        for (int s = s0; s < min(s0 + 16, SPLIT); ++s)
+            block += partial[s * (K * CG * RS) + i];
+        sum += block;
+    }
     const int k = i / (CG * RS), crs = i % (CG * RS), rs = crs % RS;
     STORE(w, W_AT(k, crs / RS, rs / S, rs % S), sum);
 }

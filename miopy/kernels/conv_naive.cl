@@ -71,7 +71,13 @@ __kernel void naive_bwd_data(__global DATA_T* restrict dx, __global const DATA_T
     STORE(dx, X_AT(n, c, h, wi), acc);
 }
 
-/* dw[k,c,r,s] = sum_{n,p,q} dy[n,k,p,q] * x[n, g*CG + c, p*U - PAD + r*DIL, ...] (fixed order: deterministic) */
+/* dw[k,c,r,s] = sum_{n,p,q} dy[n,k,p,q] * x[n, g*CG + c, p*U - PAD + r*DIL, ...], summed in blocks: terms
+ * go into `block`, every SUM_BLOCK terms the block goes into `mid`, every SUM_BLOCK blocks `mid` goes into
+ * `acc`. Rounding then grows with about 2*SUM_BLOCK + N*P*Q / SUM_BLOCK^2 additions instead of N*P*Q
+ * (fixed order: deterministic). */
+#ifndef SUM_BLOCK
+#define SUM_BLOCK 256
+#endif
 __kernel void naive_bwd_weights(__global const DATA_T* restrict x, __global DATA_T* restrict dw,
                                 __global const DATA_T* restrict dy)
 {
@@ -80,7 +86,8 @@ __kernel void naive_bwd_weights(__global const DATA_T* restrict x, __global DATA
     const int s = gid % S, r = (gid / S) % R, c = (gid / (R * S)) % CG;
     const INDEX_T k = gid / ((INDEX_T)CG * R * S);
     const int cx = (k / KG) * CG + c;
-    float acc = 0.0f;
+    float acc = 0.0f, mid = 0.0f, block = 0.0f;
+    int terms = 0, blocks = 0;
     for (int n = 0; n < N; ++n)
         for (int p = 0; p < P; ++p) {
             const int h = p * STRIDE_H - PAD_H + r * DIL_H;
@@ -88,8 +95,18 @@ __kernel void naive_bwd_weights(__global const DATA_T* restrict x, __global DATA
             for (int q = 0; q < Q; ++q) {
                 const int wi = q * STRIDE_W - PAD_W + s * DIL_W;
                 if (wi < 0 || wi >= W) continue;
-                acc += LOAD(dy, Y_AT(n, k, p, q)) * LOAD(x, X_AT(n, cx, h, wi));
+                block += LOAD(dy, Y_AT(n, k, p, q)) * LOAD(x, X_AT(n, cx, h, wi));
+                if (++terms == SUM_BLOCK) {
+                    mid += block;
+                    block = 0.0f;
+                    terms = 0;
+                    if (++blocks == SUM_BLOCK) {
+                        acc += mid;
+                        mid = 0.0f;
+                        blocks = 0;
+                    }
+                }
             }
         }
-    STORE(dw, W_AT(k, c, r, s), acc);
+    STORE(dw, W_AT(k, c, r, s), acc + (mid + block));
 }

@@ -12,7 +12,11 @@ __kernel void split_reduce(__global const float* restrict partial, __global DATA
 {
     const int i = get_global_id(0);
     if (i >= COUNT) return;
-    float sum = 0.0f;
-    for (int s = 0; s < SPLIT_K; ++s) sum += partial[part_off + s * COUNT + i];
+    float sum = 0.0f;   /* blocks of 16 partials, then the blocks: fixed order, rounding of ~SPLIT_K/16 + 16 adds */
+    for (int s0 = 0; s0 < SPLIT_K; s0 += 16) {
+        float block = 0.0f;
+        for (int s = s0; s < min(s0 + 16, SPLIT_K); ++s) block += partial[part_off + s * COUNT + i];
+        sum += block;
+    }
     STORE(out, out_off + i, beta == 0.0f ? sum : mad(beta, LOAD(out, out_off + i), sum));
 }
