@@ -15,6 +15,7 @@ import numpy as np
 from .device import SPLIT_WORKSPACE_CAP, DeviceInfo, accurate_split, grid_reason, local_memory_reason, work_group_reason
 from .kernel_cache import KernelSpec
 from .solver import KernelLaunch, Params, round_up
+from .tensor import DataType
 
 GEMM_GRID = {
     "TILE_M": (16, 32, 64, 128),
@@ -33,6 +34,7 @@ GEMM_PARAM_DOC = {
     "SPLIT_K": "work-groups sharing one C tile along the inner dimension (partials summed in fixed order)",
 }
 LOCAL_PAD = 4                          # floats of padding per local row (gemm.cl: LDS_A, LDS_B)
+PARTIAL_BYTES = DataType.FLOAT32.itemsize   # split partials are float whatever the data type
 GPU_REGISTER_FILE = 65536              # 32-bit registers per compute unit (NVIDIA since Kepler, AMD CU)
 GPU_MAX_REGISTERS_PER_ITEM = 255
 REGISTER_OVERHEAD = 24                 # estimated registers beyond accumulators and operands
@@ -128,13 +130,13 @@ def split_limit(shape: GemmShape) -> int:
     """The largest SPLIT_K whose partial results fit in SPLIT_WORKSPACE_CAP (1 when C is not packed)."""
     if not shape.c_is_packed:
         return 1
-    return max(s for s in GEMM_GRID["SPLIT_K"] if s == 1 or s * shape.c_count * 4 <= SPLIT_WORKSPACE_CAP)
+    return max(s for s in GEMM_GRID["SPLIT_K"] if s == 1 or s * shape.c_count * PARTIAL_BYTES <= SPLIT_WORKSPACE_CAP)
 
 
 def split_workspace_bytes(shape: GemmShape) -> int:
     """Workspace for the partial results of the largest allowed split (0 when splitting is not allowed)."""
     limit = split_limit(shape)
-    return 0 if limit == 1 else limit * shape.c_count * 4
+    return 0 if limit == 1 else limit * shape.c_count * PARTIAL_BYTES
 
 
 # -- validity ------------------------------------------------------------------------------------------
@@ -244,18 +246,23 @@ def _gpu_tile(size: int) -> int:
 
 # -- launches ---------------------------------------------------------------------------------------
 def gemm_launch(shape: GemmShape, params: Params, a: str, b: str, c: str, offsets: tuple[int, int, int] = (0, 0, 0),
-                beta: float = 0.0, epilogue=None, epilogue_plane: int = 0) -> KernelLaunch:
+                beta: float = 0.0, epilogue=None, epilogue_plane: int = 0, dtype: DataType = DataType.FLOAT32,
+                c_dtype: DataType | None = None) -> KernelLaunch:
     """The launch computing C = A * B + beta * C on the buffers with roles a, b, c at element offsets.
 
     With SPLIT_K > 1, c receives SPLIT_K partial results of shape.c_count elements each (sum them with
     split_reduce_launch). With an epilogue (C is a forward output of epilogue_plane = P*Q elements per
-    channel, batch = group), the store applies it.
+    channel, batch = group), the store applies it. dtype is A's and B's storage type, c_dtype C's (default
+    dtype; split partials are always FLOAT32, so c_dtype is forced to it when SPLIT_K > 1).
     """
     tile_m, tile_n, split = params["TILE_M"], params["TILE_N"], params["SPLIT_K"]
     defines = {**shape.defines(), **{name: params[name] for name in ("TILE_M", "TILE_N", "WPT_M", "WPT_N", "K_BLK")},
                "SPLIT_K": split, "K_CHUNK": k_chunk(shape, params["K_BLK"], split),
                "SPLIT_STRIDE": shape.c_count if split > 1 else 0, "EVEN_M": shape.m % tile_m == 0,
-               "EVEN_N": shape.n % tile_n == 0, "EVEN_K": shape.k % params["K_BLK"] == 0, "GEMM_EPILOGUE": False}
+               "EVEN_N": shape.n % tile_n == 0, "EVEN_K": shape.k % params["K_BLK"] == 0, "GEMM_EPILOGUE": False,
+               **dtype.defines}
+    c_type = DataType.FLOAT32 if split > 1 else (c_dtype or dtype)
+    defines["C_HALF"] = c_type.defines["MIOPY_HALF"]
     args = (a, b, c, *(np.int32(o) for o in offsets), np.float32(beta))
     if epilogue is not None:
         defines.update(epilogue.defines())
@@ -268,10 +275,11 @@ def gemm_launch(shape: GemmShape, params: Params, a: str, b: str, c: str, offset
 
 
 def split_reduce_launch(shape: GemmShape, split: int, partial: str, out: str, partial_offset: int = 0,
-                        beta: float = 0.0) -> KernelLaunch:
-    """The launch summing split partial results (from gemm_launch with SPLIT_K = split) into out."""
+                        beta: float = 0.0, dtype: DataType = DataType.FLOAT32) -> KernelLaunch:
+    """The launch summing split partial results (float, from gemm_launch with SPLIT_K = split) into out, whose
+    storage type is dtype."""
     count = shape.c_count
-    spec = KernelSpec.make("split_reduce.cl", "split_reduce", {"SPLIT_K": split, "COUNT": count})
+    spec = KernelSpec.make("split_reduce.cl", "split_reduce", {"SPLIT_K": split, "COUNT": count, **dtype.defines})
     return KernelLaunch(spec, (round_up(count, 256),), (256,),
                         (partial, out, np.int32(partial_offset), np.int32(0), np.float32(beta)))
 

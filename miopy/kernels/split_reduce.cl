@@ -2,9 +2,12 @@
  *
  *     out[out_off + i] = sum_{s < SPLIT_K} partial[part_off + s*COUNT + i]  (+ beta * out[out_off + i])
  *
- * Defines: SPLIT_K (number of partials), COUNT (elements per partial). out is not read when beta == 0.
+ * Defines: SPLIT_K (number of partials), COUNT (elements per partial), MIOPY_HALF (out holds half values;
+ * partials are always float). out is not read when beta == 0.
  */
-__kernel void split_reduce(__global const float* restrict partial, __global float* restrict out,
+#include "types.h"
+
+__kernel void split_reduce(__global const float* restrict partial, __global DATA_T* restrict out,
                            const int part_off, const int out_off, const float beta)
 {
     const int i = get_global_id(0);
@@ -15,5 +18,5 @@ __kernel void split_reduce(__global const float* restrict partial, __global floa
         for (int s = s0; s < min(s0 + 16, SPLIT_K); ++s) block += partial[part_off + s * COUNT + i];
         sum += block;
     }
-    out[out_off + i] = beta == 0.0f ? sum : mad(beta, out[out_off + i], sum);
+    STORE(out, out_off + i, beta == 0.0f ? sum : mad(beta, LOAD(out, out_off + i), sum));
 }

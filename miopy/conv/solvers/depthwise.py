@@ -76,7 +76,7 @@ class ConvDepthwise(ConvSolver):
     id = "ConvDepthwise"
     algorithm = "depthwise"
     directions = frozenset(Direction)
-    dtypes = frozenset({DataType.FLOAT32})
+    dtypes = frozenset({DataType.FLOAT32, DataType.FLOAT16})
     supports_epilogue = True
     grid = {"TILE_H": (1, 2, 4), "TILE_W": (1, 2, 4, 8), "WG_X": (8, 16, 32, 64, 128, 256),
             "WG_Y": (1, 2, 4, 8, 16), "USE_LOCAL": (False, True), "SPLIT": (1, 2, 4, 8, 16, 32, 64, 128)}
