@@ -6,6 +6,7 @@ then registry order (most specialised first) within an algorithm, and the naive 
 - depthwise (groups == C, K a multiple of C): the depthwise solver first, then direct, then GEMM;
 - 1x1 filters: GEMM first (the 1x1 solver precedes im2col in the registry), then direct, then Winograd;
 - 3x3, stride 1, dilation 1 with C and K per group >= 16: Winograd first, then direct, then GEMM;
+- 5x5, stride 1, dilation 1 with C and K per group >= 32: Winograd (F(3x3,5x5) before F(2x2,5x5)) first;
 - anything else: direct, then GEMM (im2col), then Winograd.
 Algorithms the table does not name come after the named ones and before naive.
 """
@@ -17,6 +18,7 @@ from ..solver import Solver
 from .problem import ConvProblem
 
 WINOGRAD_MIN_CHANNELS = 16
+WINOGRAD_5X5_MIN_CHANNELS = 32
 
 
 def preference(problem: ConvProblem) -> tuple[tuple[str, ...], str]:
@@ -29,6 +31,9 @@ def preference(problem: ConvProblem) -> tuple[tuple[str, ...], str]:
     if ((p.r, p.s) == (3, 3) and (p.stride_h, p.stride_w) == (1, 1) and (p.dil_h, p.dil_w) == (1, 1)
             and min(p.c_per_group, p.k_per_group) >= WINOGRAD_MIN_CHANNELS):
         return ("winograd", "direct", "gemm"), f"3x3 stride 1 with C, K >= {WINOGRAD_MIN_CHANNELS}: Winograd first"
+    if ((p.r, p.s) == (5, 5) and (p.stride_h, p.stride_w) == (1, 1) and (p.dil_h, p.dil_w) == (1, 1)
+            and min(p.c_per_group, p.k_per_group) >= WINOGRAD_5X5_MIN_CHANNELS):
+        return ("winograd", "direct", "gemm"), f"5x5 stride 1 with C, K >= {WINOGRAD_5X5_MIN_CHANNELS}: Winograd first"
     return ("direct", "gemm", "winograd"), "general shape: direct first"
 
 

@@ -14,11 +14,14 @@ from .solvers.gemv_1x1 import ConvGemv1x1
 from .solvers.im2col_gemm import ConvIm2colGemm
 from .solvers.naive import ConvDirectNaive
 from .solvers.winograd import ConvWinograd3x3F2, ConvWinograd3x3F4
+from .solvers.winograd_large import ConvWinograd5x5F2, ConvWinograd5x5F3
 
 REGISTRY = Registry("convolution", ConvProblem, (
     ConvDepthwise(),
     ConvWinograd3x3F4(),
     ConvWinograd3x3F2(),
+    ConvWinograd5x5F3(),
+    ConvWinograd5x5F2(),
     ConvGemv1x1(),
     ConvGemm1x1(),
     ConvDirectLocal(),
