@@ -1,0 +1,281 @@
+"""Tensor-core solver (ConvImplicitGemmMma) against cuDNN, TF32 and fp16, on one GPU in one run.
+
+    python benchmarks/tensor_cores.py --out DIR [--budget-s 270] [--parts probe,accuracy,timing]
+                                      [--variants N] [--iters 20]
+
+probe     which PTX mma families the device compiles (miopy.ptx_probe), and how long the probe takes
+accuracy  every direction x {fp32 data under TF32, fp16 data} on small and odd problems (pad, stride,
+          dilation, groups, ragged tiles), default params and sampled grid points, outputs NaN-poisoned;
+          error against a float64 reference as a fraction of the format's bound (docs/tensor_cores.md):
+              |a - e| <= (2*u_in + (L + 2) * 2^-23) * sum|x||w| + u_out * |e|
+          (u_in = 2^-11 for TF32 operands, 0 for fp16 data; u_out = 2^-11 for fp16 outputs, 0 for fp32;
+          L the reduction length), and cuDNN's error on the same inputs in the same mode, for scale
+timing   real layers (ResNet-50, VGG-16, AlexNet, 1x1) in every direction: miopy's default params and
+          grid variants beside cuDNN (cudnn.benchmark, allow_tf32 for TF32, fp16 tensors for fp16);
+          efficiency against the dense tensor-core peak (H100 SXM: 495 TFLOP/s TF32, 990 fp16)
+
+DIR receives tensor-cores-<device>.json, rewritten after every measurement (a timeout keeps what was done).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pyopencl as cl  # noqa: E402
+
+import miopy  # noqa: E402
+from miopy import ptx_probe  # noqa: E402
+from miopy.conv import reference  # noqa: E402
+from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction  # noqa: E402
+from miopy.conv.solvers.mma import ConvImplicitGemmMma  # noqa: E402
+from miopy.plan import plan_of  # noqa: E402
+from miopy.tensor import TensorDesc  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from crosscheck import torch_call  # noqa: E402
+
+SOLVER = ConvImplicitGemmMma()
+PEAK_TFLOPS = {"FP32": 495.0, "FP16": 990.0}   # dense tensor-core peaks, H100 SXM (TF32, fp16 with fp32 sums)
+# (name, n, c, h, w, k, r, s, pad, stride, dilation, groups)
+ACCURACY = [
+    ("odd-3x3", 2, 6, 7, 9, 13, 3, 3, 1, 1, 1, 1),
+    ("pad-stride-dil", 2, 6, 11, 12, 10, 3, 3, (1, 2), (2, 1), (1, 2), 1),
+    ("5x5-s2", 3, 16, 17, 15, 24, 5, 5, 2, 2, 1, 1),
+    ("groups", 2, 12, 9, 9, 18, 3, 3, 1, 1, 1, 3),
+    ("1x1", 4, 64, 14, 14, 96, 1, 1, 0, 1, 1, 1),
+    ("mid-3x3", 8, 64, 28, 28, 128, 3, 3, 1, 1, 1, 1),
+    ("deep-K", 2, 256, 14, 14, 64, 3, 3, 1, 1, 1, 1),
+]
+LAYERS = [
+    ("resnet50-3x3-256", 32, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1),
+    ("resnet50-1x1-64-256", 32, 64, 56, 56, 256, 1, 1, 0, 1, 1, 1),
+    ("vgg16-3x3-128", 32, 128, 112, 112, 128, 3, 3, 1, 1, 1, 1),
+    ("alexnet-conv2-5x5", 32, 96, 27, 27, 256, 5, 5, 2, 1, 1, 1),
+]
+DIRECTIONS = {"F": Direction.FORWARD, "B": Direction.BACKWARD_DATA, "W": Direction.BACKWARD_WEIGHTS}
+
+
+def make(direction: Direction, dtype: str, shape) -> ConvProblem:
+    _, n, c, h, w, k, r, s, pad, stride, dil, groups = shape
+    x, wd = TensorDesc(dtype, (n, c, h, w)), TensorDesc(dtype, (k, c // groups, r, s))
+    try:
+        conv = ConvDesc(pad, stride, dil, groups, math_mode="tf32")  # type: ignore[call-arg]
+        return ConvProblem.create(direction, x, wd, conv)
+    except TypeError:   # a tree without math modes yet: mark the problem by hand
+        problem = ConvProblem.create(direction, x, wd, ConvDesc(pad, stride, dil, groups))
+        object.__setattr__(problem, "math_mode", "tf32")
+        return problem
+
+
+def tensors(problem: ConvProblem, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {r: rng.standard_normal(d.dims).astype(d.dtype.numpy) for r, d in problem.tensors().items()}
+
+
+def torch_result(problem, t, dtype, tf32: bool) -> np.ndarray:
+    import torch
+    torch.backends.cudnn.allow_tf32 = tf32
+    args = (torch.from_numpy(np.ascontiguousarray(t[r])).to("cuda", dtype) for r in "xwy")
+    return torch_call(problem, *args)().float().cpu().numpy()
+
+
+def bound(problem, t) -> tuple[np.ndarray, np.ndarray]:
+    """float64 exact result and the format's elementwise error bound (see the module docstring)."""
+    import torch
+    exact = torch_result(problem, t, torch.float64, False).astype(np.float64)
+    magnitude = torch_result(problem, {r: np.abs(a) for r, a in t.items()}, torch.float64, False)
+    half = problem.dtype.value == "FP16"
+    u_in, u_out = (0.0, 2.0**-11) if half else (2.0**-11, 0.0)
+    terms = problem.reduction_length()
+    return exact, (2 * u_in + (terms + 2) * 2.0**-23) * magnitude + u_out * np.abs(exact) + 1e-30
+
+
+def buffers(handle, t):
+    mf = cl.mem_flags
+    return {r: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for r, a in t.items()}
+
+
+def run_once(handle, problem, params, t, bufs) -> tuple[np.ndarray, object]:
+    role = OUTPUT_ROLE[problem.direction]
+    cl.enqueue_copy(handle.queue, bufs[role], np.full(t[role].shape, np.nan, t[role].dtype))
+    solution = SOLVER.solution(problem, params)
+    plan = plan_of(handle, problem, solution)
+    ws = handle.alloc(max(solution.workspace_bytes, 4))
+    call = lambda: plan.enqueue({**bufs, "workspace": ws})  # noqa: E731
+    call()
+    out = np.empty_like(t[role])
+    cl.enqueue_copy(handle.queue, out, bufs[role])
+    handle.finish()
+    return out, call
+
+
+def accuracy(handle, record, save, deadline, samples: int) -> None:
+    import torch
+    rows = record.setdefault("accuracy", [])
+    for dtype in ("FP32", "FP16"):
+        tdtype = torch.float16 if dtype == "FP16" else torch.float32
+        for letter, direction in DIRECTIONS.items():
+            for shape in ACCURACY:
+                if time.monotonic() > deadline:
+                    return
+                problem = make(direction, dtype, shape)
+                t = tensors(problem, 1)
+                exact, limit = bound(problem, t)
+                cudnn = torch_result(problem, t, tdtype, True).astype(np.float64)
+                default = SOLVER.default_params(problem, handle.info)
+                points = [default] + SOLVER.sample_space(problem, handle.info, count=samples, seed=3)
+                bufs = buffers(handle, t)
+                for params in points:
+                    row = {"case": shape[0], "dtype": dtype, "direction": letter, "params": params,
+                           "default": params == default}
+                    try:
+                        out, _ = run_once(handle, problem, params, t, bufs)
+                        got = out.astype(np.float64)
+                        row.update(nan=int(np.isnan(got).sum()),
+                                   worst_vs_bound=float(np.nanmax(np.abs(got - exact) / limit)),
+                                   max_error=float(reference.max_error(out, exact)),
+                                   cudnn_worst_vs_bound=float(np.max(np.abs(cudnn - exact) / limit)),
+                                   cudnn_max_error=float(reference.max_error(cudnn.astype(np.float32), exact)))
+                        row["ok"] = row["nan"] == 0 and row["worst_vs_bound"] <= 1.0
+                    except Exception as exc:  # noqa: BLE001 -- failures are data
+                        row["error"] = f"{type(exc).__name__}: {str(exc)[:2000]}"
+                        row["ok"] = False
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+                save()
+
+
+def cudnn_ms(problem, t, iters: int) -> float:
+    import torch
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = True
+    dtype = torch.float16 if problem.dtype.value == "FP16" else torch.float32
+    call = torch_call(problem, *(torch.from_numpy(t[r]).to("cuda", dtype) for r in "xwy"))
+    for _ in range(3):
+        call()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end))
+    return statistics.median(samples)
+
+
+def variants(problem, handle, count: int) -> list[dict]:
+    """Default params, then hand-picked tiles, then random valid grid points (deduplicated)."""
+    base = SOLVER.default_params(problem, handle.info)
+    half = problem.dtype.value == "FP16"
+    picks = [dict(base, M_BLK=m, N_BLK=n, K_BLK=k, WARPS_M=wm, WARPS_N=wn, STAGES=st)
+             for m, n, k, wm, wn, st in ((128, 128, 32 if half else 16, 2, 4, 2), (128, 64, 32, 2, 2, 2),
+                                         (64, 128, 32, 2, 2, 2), (128, 128, 32, 2, 2, 1), (64, 64, 32, 2, 2, 2),
+                                         (256, 128, 16 if half else 8, 4, 2, 2), (128, 256, 16, 2, 4, 2))]
+    out: list[dict] = []
+    for params in [base] + picks + SOLVER.sample_space(problem, handle.info, count=count, seed=11):
+        if params not in out and SOLVER.is_valid(problem, params, handle.info):
+            out.append(params)
+    return out[:count]
+
+
+def timing(handle, record, save, deadline, count: int, iters: int) -> None:
+    rows = record.setdefault("timing", [])
+    for letter, direction in DIRECTIONS.items():
+        for shape in LAYERS:
+            for dtype in ("FP32", "FP16"):
+                if time.monotonic() > deadline:
+                    return
+                problem = make(direction, dtype, shape)
+                t = tensors(problem, 0)
+                bufs = buffers(handle, t)
+                row = {"layer": shape[0], "dtype": dtype, "direction": letter, "flops": problem.flops(),
+                       "cudnn_ms": cudnn_ms(problem, t, iters), "variants": []}
+                for params in variants(problem, handle, count):
+                    if time.monotonic() > deadline:
+                        break
+                    entry = {"params": params}
+                    try:
+                        started = time.monotonic()
+                        _, call = run_once(handle, problem, params, t, bufs)
+                        entry["first_call_s"] = time.monotonic() - started
+                        entry["ms"] = handle.time_ms(call, warmup=2, iters=iters)
+                    except Exception as exc:  # noqa: BLE001
+                        entry["error"] = f"{type(exc).__name__}: {str(exc)[:1000]}"
+                    row["variants"].append(entry)
+                timed = [v for v in row["variants"] if "ms" in v]
+                if timed:
+                    best = min(timed, key=lambda v: v["ms"])
+                    row.update(default_ms=timed[0]["ms"] if row["variants"][0] is timed[0] else None,
+                               best_ms=best["ms"], best_params=best["params"],
+                               ratio_best=best["ms"] / row["cudnn_ms"],
+                               tflops_best=problem.flops() / best["ms"] / 1e9,
+                               pct_peak_best=100 * problem.flops() / best["ms"] / 1e9 / PEAK_TFLOPS[dtype],
+                               cudnn_tflops=problem.flops() / row["cudnn_ms"] / 1e9)
+                rows.append(row)
+                print(json.dumps({k: v for k, v in row.items() if k != "variants"}), flush=True)
+                save()
+
+
+def summarize(record) -> None:
+    for dtype in ("FP32", "FP16"):
+        ratios = [r["ratio_best"] for r in record.get("timing", []) if r["dtype"] == dtype and "ratio_best" in r]
+        if ratios:
+            record.setdefault("summary", {})[dtype] = {
+                "layers": len(ratios), "geomean_ratio_best": math.exp(sum(map(math.log, ratios)) / len(ratios)),
+                "worst_ratio": max(ratios)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="benchmarks/results")
+    ap.add_argument("--budget-s", type=float, default=270)
+    ap.add_argument("--parts", default="probe,accuracy,timing")
+    ap.add_argument("--variants", type=int, default=6)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--accuracy-s", type=float, default=120)
+    ap.add_argument("--samples", type=int, default=1, help="grid points checked beside the defaults")
+    args = ap.parse_args(argv)
+    deadline = time.monotonic() + args.budget_s
+    started = time.monotonic()
+    handle = miopy.Handle()
+    record: dict = {"device": handle.info.name, "device_id": handle.info.device_id, "ptx_mma": handle.info.ptx_mma,
+                    "handle_s": time.monotonic() - started, "command": " ".join(sys.argv)}
+    out = Path(args.out) / f"tensor-cores-{handle.info.name.replace(' ', '_')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:
+        summarize(record)
+        out.write_text(json.dumps(record, indent=1, default=str))
+
+    parts = args.parts.split(",")
+    if "probe" in parts:
+        ptx_probe._MEMO.clear()
+        record["probe"] = {}
+        for name in ptx_probe._PROBES:
+            t0 = time.monotonic()
+            ok = ptx_probe._compiles(handle.device, ptx_probe.probe_source(name))
+            record["probe"][name] = {"compiles": ok, "s": time.monotonic() - t0}
+        save()
+    if "accuracy" in parts:
+        accuracy(handle, record, save, min(deadline, time.monotonic() + args.accuracy_s), args.samples)
+    if "timing" in parts:
+        timing(handle, record, save, deadline, args.variants, args.iters)
+    record["elapsed_s"] = time.monotonic() - started
+    save()
+    print(json.dumps(record.get("summary", {}), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
