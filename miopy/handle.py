@@ -32,6 +32,7 @@ from .kernel_cache import KernelCache
 from .log import warn_once
 from .plan import Sequence as PlanSequence
 from .ptx_probe import supported_mma
+from .tensor import check_math_mode
 
 logger = logging.getLogger(__name__)
 
@@ -97,9 +98,16 @@ def _hint_missing_gpu_platform() -> None:
 
 
 class Handle:
-    """Device, context, profiling queue and kernel cache; pass one to every miopy call."""
+    """Device, context, profiling queue and kernel cache; pass one to every miopy call.
 
-    def __init__(self, device: cl.Device | None = None, context: cl.Context | None = None):
+    math_mode ("strict", "tf32" or None) is the default math mode of convolutions whose ConvDesc names
+    none; None leaves it to MIOPY_MATH_MODE, else "strict". It may be set later (``handle.math_mode =
+    "tf32"``): calls made after that use it.
+    """
+
+    def __init__(self, device: cl.Device | None = None, context: cl.Context | None = None,
+                 math_mode: str | None = None):
+        self.math_mode = math_mode
         _ensure_writable_user_cache()
         if context is not None:
             device = device or context.devices[0]
@@ -124,6 +132,15 @@ class Handle:
 
     def __repr__(self) -> str:
         return f"Handle({self.info.name!r} on {self.info.platform!r})"
+
+    @property
+    def math_mode(self) -> str | None:
+        """The default math mode of this handle's convolutions (None: MIOPY_MATH_MODE, else strict)."""
+        return self._math_mode
+
+    @math_mode.setter
+    def math_mode(self, value: str | None) -> None:
+        self._math_mode = None if value is None else check_math_mode(value)
 
     def cache_stats(self) -> dict[str, int]:
         """Kernel cache counts: compiled, disk_hits, memory_hits."""

@@ -50,6 +50,18 @@ class DataType(enum.Enum):
         raise BadParam("dtype", f"unsupported data type {dt}")
 
 
+# Math modes, like cuDNN's math type and PyTorch's allow_tf32: "strict" computes fp32 convolutions in fp32;
+# "tf32" lets find choose solvers that round fp32 operands to TF32 (10-bit mantissa) on tensor cores.
+MATH_MODES = ("strict", "tf32")
+STRICT = "strict"
+
+
+def check_math_mode(value, field: str = "math_mode") -> str:
+    """value when it is a math mode ("strict" or "tf32"); BadParam(field) otherwise."""
+    check(isinstance(value, str) and value in MATH_MODES, field, f"must be one of {MATH_MODES}, got {value!r}")
+    return value
+
+
 def as_int(value, field: str) -> int:
     """value as an int (a Python or NumPy integer, never a bool); BadParam(field) for anything else."""
     if isinstance(value, (bool, np.bool_)):

@@ -216,7 +216,7 @@ def test_find_changes_the_plan_of_calls_without_algo(handle):
                                    else 2.0)
     assert found[0].solver_id == fastest
     miopy.convolution_forward(handle, xd, x, wd, w, conv, yd, y)
-    calls = handle.plans[("conv", Direction.FORWARD, xd, wd, conv, yd)]
+    calls = handle.plans[("conv", Direction.FORWARD, xd, wd, conv, yd, handle.math_mode)]
     assert [c.plan.solver_id for c in calls if c.algo is None] == [fastest]
 
 

@@ -16,7 +16,7 @@ from ..errors import MiopyError, check
 from ..handle import Handle
 from ..plan import check_fits
 from ..reference import max_error
-from ..tensor import TensorDesc
+from ..tensor import MATH_MODES, TensorDesc
 from . import driver_bnorm, driver_dropout, driver_lrn, driver_pool, driver_softmax, driver_tensorop
 
 SUBCOMMANDS = (  # modules with add_parser(subparsers) and run(args) -> int, one line each
@@ -56,6 +56,8 @@ def conv_arguments(parser: argparse.ArgumentParser) -> None:
     add("-m", "--mode", choices=("conv", "trans"), default="conv")
     add("-F", "--forw", type=int, default=0, choices=(0, 1, 2, 4), help="1 fwd, 2 bwd-data, 4 bwd-weights, 0 all")
     add("-S", "--solver", default=None, help="force a solver by id")
+    add("--math_mode", choices=MATH_MODES, default=None,
+        help="strict or tf32 (default: MIOPY_MATH_MODE, else strict); tf32 lets fp32 use tensor cores")
 
 
 def descriptors(a: argparse.Namespace) -> tuple[TensorDesc, TensorDesc, ConvDesc]:
@@ -64,7 +66,8 @@ def descriptors(a: argparse.Namespace) -> tuple[TensorDesc, TensorDesc, ConvDesc
     x = TensorDesc("FP32", (a.batchsize, a.in_channels, a.in_h, a.in_w))
     wdims = ((a.in_channels, a.out_channels // max(a.group_count, 1), a.fil_h, a.fil_w) if mode == "transpose"
              else (a.out_channels, a.in_channels // max(a.group_count, 1), a.fil_h, a.fil_w))
-    conv = ConvDesc(_pads(a), (a.conv_stride_h, a.conv_stride_w), (a.dilation_h, a.dilation_w), a.group_count, mode)
+    conv = ConvDesc(_pads(a), (a.conv_stride_h, a.conv_stride_w), (a.dilation_h, a.dilation_w), a.group_count, mode,
+                    math_mode=a.math_mode)
     return x, TensorDesc("FP32", wdims), conv
 
 

@@ -274,7 +274,7 @@ class FusionPlan:
         problem = None
         if conv is not None:
             problem = ConvProblem.create(Direction.FORWARD, self.input_desc, conv.w_desc, conv.conv_desc,
-                                         self.output_desc)
+                                         self.output_desc, self.handle.math_mode)
         return FusedProblem(self.input_desc, self.output_desc, epilogue, problem)
 
     def compile(self, timer: Timer | None = None, benchmark: bool = True) -> FusedChoice:
