@@ -6,7 +6,9 @@ then registry order (most specialised first) within an algorithm, and the naive 
 - 1x1 filters: GEMM first (the 1x1 solver precedes im2col in the registry), then direct, then Winograd;
 - 3x3, stride 1, dilation 1 with C and K per group >= 16: Winograd first, then direct, then GEMM;
 - anything else: direct, then GEMM (im2col), then Winograd.
-Algorithms the table does not name come after the named ones and before naive.
+Algorithms the table does not name come after the named ones and before naive. Tensor-core solvers (which
+are candidates only where they apply: NVIDIA, fp16 data or math mode "tf32") come first: their peak is
+several times the fp32 pipes'.
 """
 from __future__ import annotations
 
@@ -34,6 +36,8 @@ def rank(problem: ConvProblem, solvers: Sequence[Solver]) -> list[Solver]:
     order, _ = preference(problem)
 
     def score(solver: Solver) -> int:
+        if getattr(solver, "tensor_cores", False):
+            return -1
         if solver.algorithm == "naive":
             return len(order) + 1
         return order.index(solver.algorithm) if solver.algorithm in order else len(order)

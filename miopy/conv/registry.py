@@ -11,10 +11,12 @@ from .solvers.direct_local import ConvDirectLocal
 from .solvers.gemm_1x1 import ConvGemm1x1
 from .solvers.gemv_1x1 import ConvGemv1x1
 from .solvers.im2col_gemm import ConvIm2colGemm
+from .solvers.mma import ConvImplicitGemmMma
 from .solvers.naive import ConvDirectNaive
 from .solvers.winograd import ConvWinograd3x3F2, ConvWinograd3x3F4
 
 REGISTRY = Registry("convolution", ConvProblem, (
+    ConvImplicitGemmMma(),
     ConvWinograd3x3F4(),
     ConvWinograd3x3F2(),
     ConvGemv1x1(),
