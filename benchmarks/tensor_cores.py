@@ -174,22 +174,40 @@ def cudnn_ms(problem, t, iters: int) -> float:
     return statistics.median(samples)
 
 
+# Overrides tried on top of the default params, in this order (invalid ones are dropped).
+OVERRIDES = [
+    {}, {"LDMATRIX": True}, {"TRANSFORM_W": False}, {"CHANNEL_BLOCKS": False, "TRANSFORM_W": False},
+    {"M_BLK": 128, "N_BLK": 128, "WARPS_M": 2, "WARPS_N": 2}, {"M_BLK": 128, "N_BLK": 128, "WARPS_M": 2,
+                                                                "WARPS_N": 2, "LDMATRIX": True},
+    {"M_BLK": 128, "N_BLK": 128, "WARPS_M": 2, "WARPS_N": 4, "LDMATRIX": True},
+    {"M_BLK": 128, "N_BLK": 128, "K_BLK": 32, "WARPS_M": 2, "WARPS_N": 2, "STAGES": 1, "LDMATRIX": True},
+    {"M_BLK": 256, "N_BLK": 128, "WARPS_M": 4, "WARPS_N": 2, "LDMATRIX": True},
+    {"M_BLK": 128, "N_BLK": 256, "WARPS_M": 2, "WARPS_N": 4, "LDMATRIX": True},
+    {"M_BLK": 64, "N_BLK": 128, "WARPS_M": 2, "WARPS_N": 2, "LDMATRIX": True},
+    {"M_BLK": 128, "N_BLK": 64, "WARPS_M": 2, "WARPS_N": 2, "LDMATRIX": True},
+]
+
+
 def variants(problem, handle, count: int) -> list[dict]:
-    """Default params, then hand-picked tiles, then random valid grid points (deduplicated)."""
+    """Default params, then OVERRIDES of them, then random valid grid points (deduplicated)."""
     base = SOLVER.default_params(problem, handle.info)
-    half = problem.dtype.value == "FP16"
-    picks = [dict(base, M_BLK=m, N_BLK=n, K_BLK=k, WARPS_M=wm, WARPS_N=wn, STAGES=st)
-             for m, n, k, wm, wn, st in ((128, 128, 32 if half else 16, 2, 4, 2), (128, 64, 32, 2, 2, 2),
-                                         (64, 128, 32, 2, 2, 2), (128, 128, 32, 2, 2, 1), (64, 64, 32, 2, 2, 2),
-                                         (256, 128, 16 if half else 8, 4, 2, 2), (128, 256, 16, 2, 4, 2))]
     out: list[dict] = []
-    for params in [base] + picks + SOLVER.sample_space(problem, handle.info, count=count, seed=11):
+    for params in [dict(base, **o) for o in OVERRIDES] + SOLVER.sample_space(problem, handle.info, count, seed=11):
         if params not in out and SOLVER.is_valid(problem, params, handle.info):
             out.append(params)
     return out[:count]
 
 
-def timing(handle, record, save, deadline, count: int, iters: int) -> None:
+def kernel_info(handle, solution) -> dict:
+    """Private (spilled) and local memory of the main kernel as the driver reports them."""
+    import pyopencl as cl
+    kernel = handle.kernels.kernel(solution.launches[-1 if solution.launches[-1].spec.name == "conv_mma" else 0].spec)
+    info = cl.kernel_work_group_info
+    return {"private_bytes": kernel.get_work_group_info(info.PRIVATE_MEM_SIZE, handle.device),
+            "local_bytes": kernel.get_work_group_info(info.LOCAL_MEM_SIZE, handle.device)}
+
+
+def timing(handle, record, save, deadline, count: int, iters: int, verify: bool) -> None:
     rows = record.setdefault("timing", [])
     for letter, direction in DIRECTIONS.items():
         for shape in LAYERS:
@@ -201,19 +219,28 @@ def timing(handle, record, save, deadline, count: int, iters: int) -> None:
                 bufs = buffers(handle, t)
                 row = {"layer": shape[0], "dtype": dtype, "direction": letter, "flops": problem.flops(),
                        "cudnn_ms": cudnn_ms(problem, t, iters), "variants": []}
+                check = None
+                if verify:
+                    exact, limit = bound(problem, t)
+                    check = lambda out, e=exact, lim=limit: float(np.max(np.abs(out.astype(np.float64) - e) / lim))  # noqa: E731
                 for params in variants(problem, handle, count):
                     if time.monotonic() > deadline:
                         break
                     entry = {"params": params}
                     try:
                         started = time.monotonic()
-                        _, call = run_once(handle, problem, params, t, bufs)
+                        out, call = run_once(handle, problem, params, t, bufs)
                         entry["first_call_s"] = time.monotonic() - started
+                        entry["nan"] = int(np.isnan(out.astype(np.float32)).sum())
                         entry["ms"] = handle.time_ms(call, warmup=2, iters=iters)
+                        entry.update(kernel_info(handle, SOLVER.solution(problem, params)))
+                        if check:
+                            entry["worst_vs_bound"] = check(out)
                     except Exception as exc:  # noqa: BLE001
                         entry["error"] = f"{type(exc).__name__}: {str(exc)[:1000]}"
                     row["variants"].append(entry)
-                timed = [v for v in row["variants"] if "ms" in v]
+                timed = [v for v in row["variants"] if "ms" in v and v["nan"] == 0
+                         and v.get("worst_vs_bound", 0.0) <= 1.0]
                 if timed:
                     best = min(timed, key=lambda v: v["ms"])
                     row.update(default_ms=timed[0]["ms"] if row["variants"][0] is timed[0] else None,
@@ -244,6 +271,8 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", type=int, default=6)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--accuracy-s", type=float, default=120)
+    ap.add_argument("--verify", action="store_true", help="check every timed variant against the float64 bound")
+    ap.add_argument("--ptx", action="store_true", help="write the PTX of the default forward kernels to --out")
     ap.add_argument("--samples", type=int, default=1, help="grid points checked beside the defaults")
     args = ap.parse_args(argv)
     deadline = time.monotonic() + args.budget_s
@@ -267,10 +296,20 @@ def main(argv=None) -> int:
             ok = ptx_probe._compiles(handle.device, ptx_probe.probe_source(name))
             record["probe"][name] = {"compiles": ok, "s": time.monotonic() - t0}
         save()
+    if args.ptx:
+        for dtype in ("FP32", "FP16"):
+            problem = make(Direction.FORWARD, dtype, LAYERS[0])
+            params = dict(SOLVER.default_params(problem, handle.info), LDMATRIX=True)
+            spec = SOLVER.solution(problem, params).launches[-1].spec
+            try:
+                program = handle.kernels._compile(spec)
+                (Path(args.out) / f"conv_mma-{dtype}.ptx").write_bytes(program.binaries[0])
+            except Exception as exc:  # noqa: BLE001
+                record.setdefault("ptx_errors", {})[dtype] = str(exc)[:3000]
     if "accuracy" in parts:
         accuracy(handle, record, save, min(deadline, time.monotonic() + args.accuracy_s), args.samples)
     if "timing" in parts:
-        timing(handle, record, save, deadline, args.variants, args.iters)
+        timing(handle, record, save, deadline, args.variants, args.iters, args.verify)
     record["elapsed_s"] = time.monotonic() - started
     save()
     print(json.dumps(record.get("summary", {}), indent=1))

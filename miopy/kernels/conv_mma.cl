@@ -27,6 +27,12 @@
  *   STAGES           local buffers: 2 = double buffering (one barrier per step), 1 = one buffer
  *   CHANNEL_BLOCKS   forward / backward-data: 1 steps over (K_BLK channels, one tap); 0 the flat index
  *   SPLIT, SPLIT_CHUNK  backward-weights: partial sums over SPLIT chunks of N*P*Q, summed by reduce_splits
+ *   TRANSFORM_W      forward / backward-data with CHANNEL_BLOCKS: 1 reads A from a copy of the weights
+ *                    that transform_weights lays out channel-fastest (forward wt[k][tap][c], backward-data
+ *                    wt[g][c][tap][k within g]), so a slice's rows are consecutive in memory (coalesced);
+ *                    0 reads w in place (rows R*S or C*R*S elements apart)
+ *   LDMATRIX         1: fragments read with ldmatrix.x4 (A always; B when fp16 or laid out [col][kk]);
+ *                    0: one 32-bit local read per register
  *   MIOPY_HALF       0 fp32 data with TF32 mma, 1 fp16 data with f16 mma
  *   MMA_EMULATE      1: no PTX; each mma is computed by the warp through local memory with the same
  *                    fragment layout and TF32 rounding (tests of the index mapping on any OpenCL device)
@@ -40,6 +46,19 @@
 #endif
 #ifndef MMA_EMULATE
 #define MMA_EMULATE 0
+#endif
+#ifndef TRANSFORM_W
+#define TRANSFORM_W 0
+#endif
+#ifndef LDMATRIX
+#define LDMATRIX 0
+#endif
+#if MMA_EMULATE
+#undef LDMATRIX
+#define LDMATRIX 0
+#endif
+#if TRANSFORM_W && (DIRECTION == 4 || !CHANNEL_BLOCKS)
+#error "TRANSFORM_W needs CHANNEL_BLOCKS (forward or backward-data)"
 #endif
 
 #define CG (C / G)
@@ -170,8 +189,13 @@ inline tap_t make_tap(int off, int h, int w)
 
 /* -- operand addressing, per direction (as conv_direct_local.cl) --------------------------------------- */
 #if DIRECTION == 1
+#if TRANSFORM_W
+inline int a_col(int g, int m) { return (g * KG + m) * RS * CG; }
+inline int a_row(inner_t in) { return in.tap * CG + in.chan; }
+#else
 inline int a_col(int g, int m) { return (g * KG + m) * WS_K; }
 inline int a_row(inner_t in) { return W_AT(0, in.chan, TAP_R(in.tap), TAP_S(in.tap)); }
+#endif
 inline tap_t b_col(int g, int col)
 {
     const int n = col / (P * Q), pq = col % (P * Q);
@@ -189,8 +213,13 @@ inline src_t b_load(__global const src_t* restrict b, tap_t row, tap_t col)
     return ((uint)h < H && (uint)w < W) ? b[col.off + row.off] : (src_t)0;
 }
 #elif DIRECTION == 2
+#if TRANSFORM_W
+inline int a_col(int g, int m) { return (g * CG + m) * RS * KG; }
+inline int a_row(inner_t in) { return in.tap * KG + in.chan; }
+#else
 inline int a_col(int g, int m) { return W_AT(g * KG, m, 0, 0); }
 inline int a_row(inner_t in) { return W_AT(in.chan, 0, TAP_R(in.tap), TAP_S(in.tap)); }
+#endif
 inline tap_t b_col(int g, int col)
 {
     const int n = col / (H * W), hw = col % (H * W);
@@ -382,27 +411,73 @@ inline void mma(float* c, uint a0, uint a1, uint a2, uint a3, uint b0, uint b1)
 }
 #endif
 
+#if LDMATRIX
+/* Four 8x8 matrices of 16-bit elements (8 rows of 16 bytes each; lane l gives the address of row l % 8 of
+ * matrix l / 8): lane 4*gid + tig receives elements (gid, 2*tig) and (gid, 2*tig + 1) of each, or with .trans
+ * elements (2*tig, gid) and (2*tig + 1, gid). A 32-bit element counts as two 16-bit ones (TF32 rows). */
+inline uint local_address(__local const raw_t* p) { return (uint)(size_t)p; }
+
+inline void ldmatrix_x4(uint* r, __local const raw_t* row)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(local_address(row)) : "memory");
+}
+
+inline void ldmatrix_x4_trans(uint* r, __local const raw_t* row)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(local_address(row)) : "memory");
+}
+#define HALF_K (MMA_K / 2)          /* the second half of an mma's k: 4 TF32 words or 8 halves, 16 bytes */
+#define B_LDMATRIX (MIOPY_HALF || B_KK_FAST)
+#if B_LDMATRIX && TILES_N % 2
+#error "LDMATRIX reads B fragments two n-tiles at a time: WARP_N must be a multiple of 16"
+#endif
+#endif
+
 /* One staged slice: K_BLK / MMA_K sub-steps of TILES_M x TILES_N mmas per warp. */
 inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_tile, float* acc, int wm, int wn,
                            int gid, int tig EMU_PARAM)
 {
+#if LDMATRIX
+    const int lane = 4 * gid + tig, row8 = lane % 8, quad = lane / 8;
+#endif
     #pragma unroll
     for (int kb = 0; kb < K_BLK; kb += MMA_K) {
         uint a[TILES_M][4], b[TILES_N][2];
         #pragma unroll
         for (int i = 0; i < TILES_M; ++i) {
+#if LDMATRIX   /* matrices: rows 0-7 / 8-15 (quad & 1) x k low / high half (quad >> 1) = a0, a1, a2, a3 */
+            ldmatrix_x4(a[i], a_tile + A_AT(kb + (quad >> 1) * HALF_K, wm + i * 16 + (quad & 1) * 8 + row8));
+#else
             const int m = wm + i * 16 + gid;
             a[i][0] = A_FRAG(a_tile, kb + A_K0, m);
             a[i][1] = A_FRAG(a_tile, kb + A_K0, m + 8);
             a[i][2] = A_FRAG(a_tile, kb + A_K1, m);
             a[i][3] = A_FRAG(a_tile, kb + A_K1, m + 8);
+#endif
         }
+#if LDMATRIX && B_LDMATRIX
+        /* two n-tiles per ldmatrix: matrices (tile j, k low), (j, k high), (j+1, k low), (j+1, k high) */
+        #pragma unroll
+        for (int j = 0; j < TILES_N; j += 2) {
+            uint r[4];
+            const int n = wn + (j + (quad >> 1)) * 8;
+#if B_KK_FAST   /* [col][kk]: rows are columns, as A */
+            ldmatrix_x4(r, b_tile + B_AT(kb + (quad & 1) * HALF_K, n + row8));
+#else           /* [kk][col] fp16: rows are k, transposed on the way */
+            ldmatrix_x4_trans(r, b_tile + B_AT(kb + (quad & 1) * 8 + row8, n));
+#endif
+            b[j][0] = r[0], b[j][1] = r[1], b[j + 1][0] = r[2], b[j + 1][1] = r[3];
+        }
+#else
         #pragma unroll
         for (int j = 0; j < TILES_N; ++j) {
             const int n = wn + j * 8 + gid;
             b[j][0] = B_FRAG(b_tile, kb + A_K0, n);
             b[j][1] = B_FRAG(b_tile, kb + A_K1, n);
         }
+#endif
         #pragma unroll
         for (int i = 0; i < TILES_M; ++i)
             #pragma unroll
@@ -413,6 +488,8 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
 
 #if DIRECTION == 4 && SPLIT > 1
 #define PARTIAL_PARAM , __global float* restrict partial
+#elif TRANSFORM_W
+#define PARTIAL_PARAM , __global const src_t* restrict wt
 #else
 #define PARTIAL_PARAM
 #endif
@@ -463,11 +540,14 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
 #else
     const int g = get_group_id(2), k_begin = 0, k_end = GEMM_K;
 #endif
-#if DIRECTION == 1
+#if TRANSFORM_W
+    __global const src_t* restrict a_src = wt;
+#elif DIRECTION != 4
     __global const src_t* restrict a_src = (__global const src_t*)w;
+#endif
+#if DIRECTION == 1
     __global const src_t* restrict b_src = (__global const src_t*)x;
 #elif DIRECTION == 2
-    __global const src_t* restrict a_src = (__global const src_t*)w;
     __global const src_t* restrict b_src = (__global const src_t*)y;
 #else
     __global const src_t* restrict a_src = (__global const src_t*)y;
@@ -543,5 +623,21 @@ __kernel void reduce_splits(__global const float* restrict partial, __global DAT
         sum += partial[s * (K * CG * RS) + i];
     const int k = i / (CG * RS), crs = i % (CG * RS), rs = crs % RS;
     STORE(w, W_AT(k, crs / RS, rs / S, rs % S), sum);
+}
+#endif
+
+#if TRANSFORM_W
+/* The weights, channel-fastest for the A operand (see TRANSFORM_W). One work-item per element of w. */
+__kernel void transform_weights(__global const DATA_T* restrict w, __global src_t* restrict wt)
+{
+    const int i = get_global_id(0);
+    if (i >= K * CG * RS) return;
+    const int k = i / (CG * RS), crs = i % (CG * RS), c = crs / RS, tap = crs % RS;
+    const src_t v = ((__global const src_t*)w)[W_AT(k, c, TAP_R(tap), TAP_S(tap))];
+#if DIRECTION == 1
+    wt[(k * RS + tap) * CG + c] = v;
+#else
+    wt[(((k / KG) * CG + c) * RS + tap) * KG + k % KG] = v;
+#endif
 }
 #endif

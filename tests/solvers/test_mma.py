@@ -144,16 +144,20 @@ def test_invalid_points_say_why():
 ODD = (2, 6, 7, 9, 13, 3, 3, (1, 2), (2, 1), (1, 2), 1)   # ragged tiles, pad, stride, dilation
 EMULATED = [  # (direction, params): one warp and two, one stage and two, channel blocks, a split
     (Direction.FORWARD, {"M_BLK": 16, "N_BLK": 32, "K_BLK": 16, "WARPS_M": 1, "WARPS_N": 2, "STAGES": 2,
-                         "CHANNEL_BLOCKS": False, "SPLIT": 1}),
+                         "CHANNEL_BLOCKS": False, "SPLIT": 1, "TRANSFORM_W": False, "LDMATRIX": False}),
+    (Direction.FORWARD, {"M_BLK": 16, "N_BLK": 16, "K_BLK": 16, "WARPS_M": 1, "WARPS_N": 1, "STAGES": 1,
+                         "CHANNEL_BLOCKS": True, "SPLIT": 1, "TRANSFORM_W": True, "LDMATRIX": False}),
     (Direction.BACKWARD_DATA, {"M_BLK": 16, "N_BLK": 16, "K_BLK": 16, "WARPS_M": 1, "WARPS_N": 1, "STAGES": 1,
-                               "CHANNEL_BLOCKS": True, "SPLIT": 1}),
+                               "CHANNEL_BLOCKS": True, "SPLIT": 1, "TRANSFORM_W": True, "LDMATRIX": False}),
+    (Direction.BACKWARD_DATA, {"M_BLK": 16, "N_BLK": 32, "K_BLK": 16, "WARPS_M": 1, "WARPS_N": 2, "STAGES": 2,
+                               "CHANNEL_BLOCKS": True, "SPLIT": 1, "TRANSFORM_W": False, "LDMATRIX": False}),
     (Direction.BACKWARD_WEIGHTS, {"M_BLK": 32, "N_BLK": 16, "K_BLK": 16, "WARPS_M": 2, "WARPS_N": 1, "STAGES": 2,
-                                  "CHANNEL_BLOCKS": False, "SPLIT": 2}),
+                                  "CHANNEL_BLOCKS": False, "SPLIT": 2, "TRANSFORM_W": False, "LDMATRIX": False}),
 ]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("direction,params", EMULATED, ids=[d.name for d, _ in EMULATED])
+@pytest.mark.parametrize("direction,params", EMULATED, ids=[f"{d.name}-{i}" for i, (d, _) in enumerate(EMULATED)])
 def test_emulated_kernels_match_float64_within_the_format_bound(handle, direction, params, dtype):
     shape = (8, 6, 9, 9, 24, 3, 3, 1, 1, 1, 1) if params["SPLIT"] > 1 else ODD   # N*P*Q = 648: two chunks
     problem = problem_of(direction, shape, dtype)

@@ -68,7 +68,7 @@ class ConvImplicitGemmMma(ConvSolver):
     tolerance = TENSOR_CORE_TOLERANCE
     grid = {"M_BLK": (16, 32, 64, 128, 256), "N_BLK": (16, 32, 64, 128, 256), "K_BLK": (8, 16, 32, 64),
             "WARPS_M": (1, 2, 4), "WARPS_N": (1, 2, 4), "STAGES": (1, 2), "CHANNEL_BLOCKS": (False, True),
-            "SPLIT": (1, 2, 4, 8, 16, 32)}
+            "SPLIT": (1, 2, 4, 8, 16, 32), "TRANSFORM_W": (False, True), "LDMATRIX": (False, True)}
     param_doc = {
         "M_BLK": "work-group tile rows (output channels; input channels in backward-data)",
         "N_BLK": "work-group tile columns (output pixels; filter taps in backward-weights)",
@@ -79,6 +79,9 @@ class ConvImplicitGemmMma(ConvSolver):
         "CHANNEL_BLOCKS": "forward / backward-data: loop over (K_BLK channels, one tap) slices, channels "
                           "padded to K_BLK; else over the flat channel x tap index",
         "SPLIT": "backward-weights only: partial sums over that many chunks of N*P*Q, then a fixed-order sum",
+        "TRANSFORM_W": "forward / backward-data with CHANNEL_BLOCKS: first copy the weights channel-fastest into "
+                       "the workspace, so the A slices are read coalesced",
+        "LDMATRIX": "read mma fragments from local memory with ldmatrix.x4 (B too when fp16 or backward-weights)",
     }
 
     def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
@@ -101,6 +104,9 @@ class ConvImplicitGemmMma(ConvSolver):
         return max(valid, key=lambda c: _score(problem, c, dev))
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
+        """Backward-weights: fp32 split partials; otherwise room for the transformed weights (TRANSFORM_W)."""
+        if problem.direction is not Direction.BACKWARD_WEIGHTS:
+            return problem.w.element_count * problem.dtype.itemsize
         split = max_split(problem)
         return 4 * split * problem.w.element_count if split > 1 else 0
 
@@ -109,15 +115,20 @@ class ConvImplicitGemmMma(ConvSolver):
         defines = {**problem_defines(problem), **stride_defines(problem), **problem.dtype.defines,
                    "DIRECTION": int(problem.direction), **{name: params[name] for name in self.grid},
                    "SPLIT_CHUNK": split_chunk(problem, split, params["K_BLK"])}
-        args = ("x", "w", "y") + (("workspace",) if split > 1 else ())
+        args = ("x", "w", "y") + (("workspace",) if split > 1 or params["TRANSFORM_W"] else ())
         if epilogue is not None:
             defines.update(epilogue.defines())
             args = args + tuple(epilogue.args)
+        launches = []
+        if params["TRANSFORM_W"]:
+            transform = KernelSpec.make(KERNEL_FILE, "transform_weights", defines)
+            count = problem.w.element_count
+            launches.append(KernelLaunch(transform, (round_up(count, REDUCE_WG),), (REDUCE_WG,), ("w", "workspace")))
         spec = KernelSpec.make(KERNEL_FILE, "conv_mma", defines)
         threads = WARP * params["WARPS_M"] * params["WARPS_N"]
         global_size = (-(-shape.n // params["N_BLK"]) * threads, -(-shape.m // params["M_BLK"]),
                        problem.groups * split)
-        launches = [KernelLaunch(spec, global_size, (threads, 1, 1), args)]
+        launches.append(KernelLaunch(spec, global_size, (threads, 1, 1), args))
         if split > 1:
             reduce = KernelSpec.make(KERNEL_FILE, "reduce_splits", defines)
             count = problem.w.element_count
@@ -133,6 +144,9 @@ def _warp_reason(problem: ConvProblem, params: Params) -> str | None:
         return f"{warps_m}x{warps_n} warps do not split a {m_blk}x{n_blk} tile into 16x8 mma tiles"
     if k_blk % mma_k(problem.dtype):
         return f"K_BLK={k_blk} is not a multiple of the mma's k ({mma_k(problem.dtype)})"
+    pairs_b = problem.dtype is DataType.FLOAT16 or problem.direction is Direction.BACKWARD_WEIGHTS
+    if params["LDMATRIX"] and pairs_b and n_blk % (16 * warps_n):
+        return f"LDMATRIX reads B two n-tiles at a time: N_BLK/WARPS_N={n_blk // warps_n} is not a multiple of 16"
     sums = m_blk * n_blk // (WARP * warps_m * warps_n)
     if sums > MAX_ACCUMULATORS:
         return f"{sums} sums per lane > {MAX_ACCUMULATORS}"
@@ -168,6 +182,8 @@ def _shape_reason(problem: ConvProblem, params: Params) -> str | None:
         return f"{threads} work-items do not split the {k_blk}x{m_blk} and {k_blk}x{n_blk} slices evenly"
     if params["CHANNEL_BLOCKS"] and problem.direction is Direction.BACKWARD_WEIGHTS:
         return "CHANNEL_BLOCKS applies to forward and backward-data only"
+    if params["TRANSFORM_W"] and not params["CHANNEL_BLOCKS"]:
+        return "TRANSFORM_W needs CHANNEL_BLOCKS (forward and backward-data)"
     k_size = inner_channels(problem) if params["CHANNEL_BLOCKS"] else shape.k
     for name, blk, size, least in (("M", m_blk, shape.m, 16), ("N", n_blk, shape.n, 16), ("K", k_blk, k_size, 16)):
         if blk > max(least, _pow2_ceil(size)):
@@ -179,7 +195,7 @@ def _shape_reason(problem: ConvProblem, params: Params) -> str | None:
 
 # -- default params ---------------------------------------------------------------------------------------
 SMALLEST = {"M_BLK": 16, "N_BLK": 16, "K_BLK": 16, "WARPS_M": 1, "WARPS_N": 1, "STAGES": 1,
-            "CHANNEL_BLOCKS": False, "SPLIT": 1}
+            "CHANNEL_BLOCKS": False, "SPLIT": 1, "TRANSFORM_W": False, "LDMATRIX": False}
 # (M_BLK, N_BLK, WARPS_M, WARPS_N): 128x128 with 8 warps of 64x32 down to one warp on 16x16
 _TILES = ((128, 128, 2, 4), (128, 64, 2, 2), (64, 128, 2, 2), (64, 64, 2, 2), (128, 32, 4, 1), (32, 128, 1, 4),
           (64, 32, 2, 1), (32, 64, 1, 2), (32, 32, 1, 1), (16, 64, 1, 2), (16, 32, 1, 1), (16, 16, 1, 1))
@@ -190,7 +206,7 @@ def _candidates(problem: ConvProblem, dev: DeviceInfo) -> list[Params]:
     k_blks = (32, 16) if problem.dtype is DataType.FLOAT16 else (16, 32, 8)
     blocks = (True, False) if problem.direction is not Direction.BACKWARD_WEIGHTS else (False,)
     return [{"M_BLK": m, "N_BLK": n, "K_BLK": k, "WARPS_M": wm, "WARPS_N": wn, "STAGES": 2,
-             "CHANNEL_BLOCKS": cb, "SPLIT": s}
+             "CHANNEL_BLOCKS": cb, "SPLIT": s, "TRANSFORM_W": cb, "LDMATRIX": False}
             for m, n, wm, wn in _TILES for k in k_blks for cb in blocks for s in splits]
 
 
