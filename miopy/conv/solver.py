@@ -18,6 +18,8 @@ class ConvSolver(Solver[ConvProblem]):
     """A family of kernels for convolution problems (see miopy.solver.Solver for the interface)."""
 
     directions: ClassVar[frozenset[Direction]] = frozenset({Direction.FORWARD})
+    # Every convolution kernel is typed by kernels/types.h: half storage, float arithmetic.
+    dtypes: ClassVar[frozenset[DataType]] = frozenset({DataType.FLOAT32, DataType.FLOAT16})
     # Which epilogue ops (miopy.fusion.Epilogue.ops) the hook serves, when supports_epilogue is set.
     epilogue_ops: ClassVar[frozenset[str]] = frozenset({"bias", "batchnorm", "add", "activation"})
     supports_epilogue: ClassVar[bool] = False
