@@ -62,6 +62,7 @@ LAYERS = [
     ("alexnet-conv2-5x5", 32, 96, 27, 27, 256, 5, 5, 2, 1, 1, 1),
 ]
 DIRECTIONS = {"F": Direction.FORWARD, "B": Direction.BACKWARD_DATA, "W": Direction.BACKWARD_WEIGHTS}
+LETTERS = "FBW"
 
 
 def make(direction: Direction, dtype: str, shape) -> ConvProblem:
@@ -174,18 +175,27 @@ def cudnn_ms(problem, t, iters: int) -> float:
     return statistics.median(samples)
 
 
-# Overrides tried on top of the default params, in this order (invalid ones are dropped).
+# Overrides tried on top of the default params, in this order (a feature the override makes invalid is
+# switched off again; points still invalid are dropped).
 OVERRIDES = [
-    {}, {"LDMATRIX": True}, {"TRANSFORM_W": False}, {"CHANNEL_BLOCKS": False, "TRANSFORM_W": False},
-    {"M_BLK": 128, "N_BLK": 128, "WARPS_M": 2, "WARPS_N": 2}, {"M_BLK": 128, "N_BLK": 128, "WARPS_M": 2,
-                                                                "WARPS_N": 2, "LDMATRIX": True},
-    {"M_BLK": 128, "N_BLK": 128, "WARPS_M": 2, "WARPS_N": 4, "LDMATRIX": True},
-    {"M_BLK": 128, "N_BLK": 128, "K_BLK": 32, "WARPS_M": 2, "WARPS_N": 2, "STAGES": 1, "LDMATRIX": True},
-    {"M_BLK": 256, "N_BLK": 128, "WARPS_M": 4, "WARPS_N": 2, "LDMATRIX": True},
-    {"M_BLK": 128, "N_BLK": 256, "WARPS_M": 2, "WARPS_N": 4, "LDMATRIX": True},
-    {"M_BLK": 64, "N_BLK": 128, "WARPS_M": 2, "WARPS_N": 2, "LDMATRIX": True},
-    {"M_BLK": 128, "N_BLK": 64, "WARPS_M": 2, "WARPS_N": 2, "LDMATRIX": True},
+    {}, {"VECTOR_A": False}, {"LDMATRIX": False}, {"TRANSFORM_W": False},
+    {"M_BLK": 128, "N_BLK": 128, "WARPS_M": 2, "WARPS_N": 2, "STAGES": 2},
+    {"M_BLK": 128, "N_BLK": 128, "WARPS_M": 2, "WARPS_N": 4, "STAGES": 2},
+    {"M_BLK": 128, "N_BLK": 128, "K_BLK": 32, "WARPS_M": 2, "WARPS_N": 2, "STAGES": 1},
+    {"M_BLK": 64, "N_BLK": 128, "WARPS_M": 2, "WARPS_N": 2}, {"M_BLK": 128, "N_BLK": 64, "WARPS_M": 2, "WARPS_N": 2},
+    {"M_BLK": 256, "N_BLK": 128, "WARPS_M": 4, "WARPS_N": 2, "STAGES": 1},
+    {"M_BLK": 64, "N_BLK": 64, "WARPS_M": 2, "WARPS_N": 2, "SPLIT": 16},
+    {"M_BLK": 128, "N_BLK": 64, "WARPS_M": 2, "WARPS_N": 2, "SPLIT": 32},
 ]
+
+
+def _repaired(problem, handle, params: dict) -> dict | None:
+    """params, or params with VECTOR_A, LDMATRIX, then two stages switched off until valid; None if never."""
+    for fix in ({}, {"VECTOR_A": False}, {"LDMATRIX": False}, {"STAGES": 1}):
+        params = dict(params, **fix)
+        if SOLVER.is_valid(problem, params, handle.info):
+            return params
+    return None
 
 
 def variants(problem, handle, count: int) -> list[dict]:
@@ -193,8 +203,9 @@ def variants(problem, handle, count: int) -> list[dict]:
     base = SOLVER.default_params(problem, handle.info)
     out: list[dict] = []
     for params in [dict(base, **o) for o in OVERRIDES] + SOLVER.sample_space(problem, handle.info, count, seed=11):
-        if params not in out and SOLVER.is_valid(problem, params, handle.info):
-            out.append(params)
+        fixed = _repaired(problem, handle, params)
+        if fixed is not None and fixed not in out:
+            out.append(fixed)
     return out[:count]
 
 
@@ -207,9 +218,10 @@ def kernel_info(handle, solution) -> dict:
             "local_bytes": kernel.get_work_group_info(info.LOCAL_MEM_SIZE, handle.device)}
 
 
-def timing(handle, record, save, deadline, count: int, iters: int, verify: bool) -> None:
+def timing(handle, record, save, deadline, count: int, iters: int, verify: bool, letters: str) -> None:
     rows = record.setdefault("timing", [])
-    for letter, direction in DIRECTIONS.items():
+    for letter in letters:
+        direction = DIRECTIONS[letter]
         for shape in LAYERS:
             for dtype in ("FP32", "FP16"):
                 if time.monotonic() > deadline:
@@ -271,6 +283,7 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", type=int, default=6)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--accuracy-s", type=float, default=120)
+    ap.add_argument("--directions", default="FBW", help="timing: directions in this order (F, B, W)")
     ap.add_argument("--verify", action="store_true", help="check every timed variant against the float64 bound")
     ap.add_argument("--ptx", action="store_true", help="write the PTX of the default forward kernels to --out")
     ap.add_argument("--samples", type=int, default=1, help="grid points checked beside the defaults")
@@ -309,7 +322,7 @@ def main(argv=None) -> int:
     if "accuracy" in parts:
         accuracy(handle, record, save, min(deadline, time.monotonic() + args.accuracy_s), args.samples)
     if "timing" in parts:
-        timing(handle, record, save, deadline, args.variants, args.iters, args.verify)
+        timing(handle, record, save, deadline, args.variants, args.iters, args.verify, args.directions)
     record["elapsed_s"] = time.monotonic() - started
     save()
     print(json.dumps(record.get("summary", {}), indent=1))

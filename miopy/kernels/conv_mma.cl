@@ -31,6 +31,9 @@
  *                    that transform_weights lays out channel-fastest (forward wt[k][tap][c], backward-data
  *                    wt[g][c][tap][k within g]), so a slice's rows are consecutive in memory (coalesced);
  *                    0 reads w in place (rows R*S or C*R*S elements apart)
+ *   VECTOR_A         1: A slices fetched as 16-byte vectors of consecutive k (float4 / 8 halves) where k is
+ *                    contiguous in memory (transformed weights, 1x1 forward weights, dy planes in
+ *                    backward-weights) and the channel / plane sizes are multiples of the vector
  *   LDMATRIX         1: fragments read with ldmatrix.x4 (A always; B when fp16 or laid out [col][kk]);
  *                    0: one 32-bit local read per register
  *   MIOPY_HALF       0 fp32 data with TF32 mma, 1 fp16 data with f16 mma
@@ -52,6 +55,9 @@
 #endif
 #ifndef LDMATRIX
 #define LDMATRIX 0
+#endif
+#ifndef VECTOR_A
+#define VECTOR_A 0
 #endif
 #if MMA_EMULATE
 #undef LDMATRIX
@@ -207,10 +213,11 @@ inline tap_t b_row(inner_t in)
     const int dh = TAP_R(in.tap) * DIL_H, dw = TAP_S(in.tap) * DIL_W;
     return make_tap(X_AT(0, in.chan, dh, dw), dh, dw);
 }
-inline src_t b_load(__global const src_t* restrict b, tap_t row, tap_t col)
+/* Offset of B's element at (row, col), or -1 where it reads zero (padding) */
+inline int b_offset(tap_t row, tap_t col)
 {
     const int h = col.h + row.h, w = col.w + row.w;
-    return ((uint)h < H && (uint)w < W) ? b[col.off + row.off] : (src_t)0;
+    return ((uint)h < H && (uint)w < W) ? col.off + row.off : -1;
 }
 #elif DIRECTION == 2
 #if TRANSFORM_W
@@ -229,11 +236,12 @@ inline tap_t b_row(inner_t in)
 {
     return make_tap(Y_AT(0, in.chan, 0, 0), -TAP_R(in.tap) * DIL_H, -TAP_S(in.tap) * DIL_W);
 }
-inline src_t b_load(__global const src_t* restrict b, tap_t row, tap_t col)
+/* Offset of B's element at (row, col), or -1 where the tap misses every output (zero) */
+inline int b_offset(tap_t row, tap_t col)
 {
     const uint ph = col.h + row.h, qw = col.w + row.w;
     const bool inside = ph < P * STRIDE_H && qw < Q * STRIDE_W && ph % STRIDE_H == 0 && qw % STRIDE_W == 0;
-    return inside ? b[col.off + row.off + Y_AT(0, 0, (int)(ph / STRIDE_H), (int)(qw / STRIDE_W))] : (src_t)0;
+    return inside ? col.off + row.off + Y_AT(0, 0, (int)(ph / STRIDE_H), (int)(qw / STRIDE_W)) : -1;
 }
 #else
 inline int a_col(int g, int m) { return (g * KG + m) * YS_K; }
@@ -254,15 +262,43 @@ inline tap_t b_row(inner_t in)
     const int h = (int)((uint)pq / Q) * STRIDE_H, w = (int)((uint)pq % Q) * STRIDE_W;
     return make_tap(X_AT(n, 0, h, w), h, w);
 }
-inline src_t b_load(__global const src_t* restrict b, tap_t row, tap_t col)
+/* Offset of B's element at (row, col), or -1 where it reads zero (padding) */
+inline int b_offset(tap_t row, tap_t col)
 {
     const int h = col.h + row.h, w = col.w + row.w;
-    return ((uint)h < H && (uint)w < W) ? b[col.off + row.off] : (src_t)0;
+    return ((uint)h < H && (uint)w < W) ? col.off + row.off : -1;
 }
 #endif
 
 /* -- slice fetch (global -> registers), conversion and stage (registers -> local) ---------------------- */
-inline void fetch_a(__global const src_t* restrict a, const int* a_cols, src_t* reg, int t, int step,
+#if VECTOR_A
+#if MIOPY_HALF
+#define A_VEC 8
+typedef uint4 a_reg_t;           /* 8 halves */
+#else
+#define A_VEC 4
+typedef float4 a_reg_t;
+#endif
+#define A_GROUPS (K_BLK / A_VEC)           /* vectors across a slice's k */
+#define A_VROWS (THREADS / A_GROUPS)       /* rows m one pass fetches */
+#define A_REGS (M_BLK / A_VROWS)
+#define A_COL_OF(t, j) ((t) / A_GROUPS + (j) * A_VROWS)
+/* Work-item t fetches k = (t % A_GROUPS) * A_VEC ... + A_VEC - 1 of rows A_COL_OF(t, j): all valid or none
+ * (the solver checks that channel, plane and split sizes are multiples of A_VEC). */
+inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t* reg, int t, int step,
+                    int k_begin, int k_end)
+{
+    const inner_t in = inner_at(step, (t % A_GROUPS) * A_VEC, k_begin, k_end);
+    const int row = a_row(in);
+    #pragma unroll
+    for (int j = 0; j < A_REGS; ++j)
+        reg[j] = (a_cols[j] >= 0 && in.valid) ? *(__global const a_reg_t*)(a + a_cols[j] + row) : (a_reg_t)(0);
+}
+#else
+typedef src_t a_reg_t;
+#define A_REGS (A_NKK * A_NIDX)
+#define A_COL_OF(t, j) (A_T_IDX + (j) * A_IDX_STEP)
+inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t* reg, int t, int step,
                     int k_begin, int k_end)
 {
     #pragma unroll
@@ -274,7 +310,31 @@ inline void fetch_a(__global const src_t* restrict a, const int* a_cols, src_t* 
             reg[i * A_NIDX + j] = (a_cols[j] >= 0 && in.valid) ? a[a_cols[j] + row] : (src_t)0;
     }
 }
+#endif
+#define A_NCOLS (VECTOR_A ? A_REGS : A_NIDX)
 
+#if CHANNEL_BLOCKS && DIRECTION != 4
+/* A step is one tap: every row's element sits a whole number of channels from row B_T_KK's, inside or
+ * outside the image alike, so offsets and bounds are worked out once per column. */
+#define CHAN_STRIDE (DIRECTION == 1 ? XS_C : YS_K)
+inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, int t, int step,
+                    int k_begin, int k_end)
+{
+    const inner_t in0 = inner_at(step, B_T_KK, k_begin, k_end);
+    const tap_t row0 = b_row(in0);
+    int offs[B_NIDX];
+    #pragma unroll
+    for (int j = 0; j < B_NIDX; ++j)
+        offs[j] = b_offset(row0, b_cols[j]);
+    #pragma unroll
+    for (int i = 0; i < B_NKK; ++i) {
+        const bool chan_ok = CHANS % K_BLK == 0 || in0.chan + i * B_KK_STEP < CHANS;
+        #pragma unroll
+        for (int j = 0; j < B_NIDX; ++j)
+            reg[i * B_NIDX + j] = (chan_ok && offs[j] >= 0) ? b[offs[j] + i * B_KK_STEP * CHAN_STRIDE] : (src_t)0;
+    }
+}
+#else
 inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, int t, int step,
                     int k_begin, int k_end)
 {
@@ -284,10 +344,13 @@ inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t
         tap_t row = b_row(in);
         row.h = in.valid ? row.h : OFF_IMAGE;
         #pragma unroll
-        for (int j = 0; j < B_NIDX; ++j)
-            reg[i * B_NIDX + j] = b_load(b, row, b_cols[j]);
+        for (int j = 0; j < B_NIDX; ++j) {
+            const int off = b_offset(row, b_cols[j]);
+            reg[i * B_NIDX + j] = off >= 0 ? b[off] : (src_t)0;
+        }
     }
 }
+#endif
 
 #if MIOPY_HALF
 inline raw_t to_raw(src_t v) { return v; }
@@ -303,13 +366,25 @@ inline raw_t to_raw(src_t v)
 }
 #endif
 
-inline void stage(__local raw_t* a_tile, __local raw_t* b_tile, const src_t* a_reg, const src_t* b_reg, int t)
+inline void stage(__local raw_t* a_tile, __local raw_t* b_tile, const a_reg_t* a_reg, const src_t* b_reg, int t)
 {
+#if VECTOR_A
+    #pragma unroll
+    for (int j = 0; j < A_REGS; ++j) {
+        __local uint4* at = (__local uint4*)(a_tile + A_AT((t % A_GROUPS) * A_VEC, A_COL_OF(t, j)));
+#if MIOPY_HALF
+        *at = a_reg[j];
+#else
+        *at = (uint4)(to_raw(a_reg[j].x), to_raw(a_reg[j].y), to_raw(a_reg[j].z), to_raw(a_reg[j].w));
+#endif
+    }
+#else
     #pragma unroll
     for (int i = 0; i < A_NKK; ++i)
         #pragma unroll
         for (int j = 0; j < A_NIDX; ++j)
             a_tile[A_AT(A_T_KK + i * A_KK_STEP, A_T_IDX + j * A_IDX_STEP)] = to_raw(a_reg[i * A_NIDX + j]);
+#endif
     #pragma unroll
     for (int i = 0; i < B_NKK; ++i)
         #pragma unroll
@@ -554,10 +629,10 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
     __global const src_t* restrict b_src = (__global const src_t*)x;
 #endif
 
-    int a_cols[A_NIDX];
+    int a_cols[A_NCOLS];
     #pragma unroll
-    for (int j = 0; j < A_NIDX; ++j) {
-        const int m = m0 + A_T_IDX + j * A_IDX_STEP;
+    for (int j = 0; j < A_NCOLS; ++j) {
+        const int m = m0 + A_COL_OF(t, j);
         a_cols[j] = m < GEMM_M ? a_col(g, m) : -1;
     }
     tap_t b_cols[B_NIDX];
@@ -572,7 +647,8 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
 
     /* Iteration i fetches slice i into registers, multiplies slice i-1 from local memory (the global
      * reads in flight meanwhile), then stages slice i. */
-    src_t a_reg[A_NKK * A_NIDX], b_reg[B_NKK * B_NIDX];
+    a_reg_t a_reg[A_REGS];
+    src_t b_reg[B_NKK * B_NIDX];
     const int steps = STEPS(k_begin, k_end);
     for (int step = 0; step <= steps; ++step) {
         if (step < steps) {

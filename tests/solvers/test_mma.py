@@ -142,24 +142,30 @@ def test_invalid_points_say_why():
 
 # -- the kernels' layout and index mapping, emulated (any OpenCL device) -----------------------------------
 ODD = (2, 6, 7, 9, 13, 3, 3, (1, 2), (2, 1), (1, 2), 1)   # ragged tiles, pad, stride, dilation
-EMULATED = [  # (direction, params): one warp and two, one stage and two, channel blocks, a split
-    (Direction.FORWARD, {"M_BLK": 16, "N_BLK": 32, "K_BLK": 16, "WARPS_M": 1, "WARPS_N": 2, "STAGES": 2,
-                         "CHANNEL_BLOCKS": False, "SPLIT": 1, "TRANSFORM_W": False, "LDMATRIX": False}),
-    (Direction.FORWARD, {"M_BLK": 16, "N_BLK": 16, "K_BLK": 16, "WARPS_M": 1, "WARPS_N": 1, "STAGES": 1,
-                         "CHANNEL_BLOCKS": True, "SPLIT": 1, "TRANSFORM_W": True, "LDMATRIX": False}),
-    (Direction.BACKWARD_DATA, {"M_BLK": 16, "N_BLK": 16, "K_BLK": 16, "WARPS_M": 1, "WARPS_N": 1, "STAGES": 1,
-                               "CHANNEL_BLOCKS": True, "SPLIT": 1, "TRANSFORM_W": True, "LDMATRIX": False}),
-    (Direction.BACKWARD_DATA, {"M_BLK": 16, "N_BLK": 32, "K_BLK": 16, "WARPS_M": 1, "WARPS_N": 2, "STAGES": 2,
-                               "CHANNEL_BLOCKS": True, "SPLIT": 1, "TRANSFORM_W": False, "LDMATRIX": False}),
-    (Direction.BACKWARD_WEIGHTS, {"M_BLK": 32, "N_BLK": 16, "K_BLK": 16, "WARPS_M": 2, "WARPS_N": 1, "STAGES": 2,
-                                  "CHANNEL_BLOCKS": False, "SPLIT": 2, "TRANSFORM_W": False, "LDMATRIX": False}),
+def cfg(m_blk, n_blk, warps_m, warps_n, stages, blocks, split=1, transform=False, vector=False, k_blk=16) -> dict:
+    return {"M_BLK": m_blk, "N_BLK": n_blk, "K_BLK": k_blk, "WARPS_M": warps_m, "WARPS_N": warps_n, "STAGES": stages,
+            "CHANNEL_BLOCKS": blocks, "SPLIT": split, "TRANSFORM_W": transform, "LDMATRIX": False, "VECTOR_A": vector}
+
+
+EMULATED = [  # (direction, params): one warp and two, one stage and two, channel blocks, the weight copy, a split
+    (Direction.FORWARD, cfg(16, 32, 1, 2, 2, False)),
+    (Direction.FORWARD, cfg(16, 16, 1, 1, 1, True, transform=True)),
+    (Direction.BACKWARD_DATA, cfg(16, 16, 1, 1, 1, True, transform=True)),
+    (Direction.BACKWARD_DATA, cfg(16, 32, 1, 2, 2, True)),
+    (Direction.BACKWARD_WEIGHTS, cfg(32, 16, 2, 1, 2, False, split=2)),
+    # 16-byte A fetches: 16 channels, 8x8 planes (multiples of the 4- and 8-element vectors)
+    (Direction.FORWARD, cfg(16, 32, 1, 1, 2, True, transform=True, vector=True)),
+    (Direction.BACKWARD_DATA, cfg(16, 16, 1, 1, 2, True, transform=True, vector=True)),
+    (Direction.BACKWARD_WEIGHTS, cfg(16, 16, 1, 1, 2, False, vector=True, k_blk=32)),
 ]
+VECTOR_SHAPE = (2, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("direction,params", EMULATED, ids=[f"{d.name}-{i}" for i, (d, _) in enumerate(EMULATED)])
 def test_emulated_kernels_match_float64_within_the_format_bound(handle, direction, params, dtype):
     shape = (8, 6, 9, 9, 24, 3, 3, 1, 1, 1, 1) if params["SPLIT"] > 1 else ODD   # N*P*Q = 648: two chunks
+    shape = VECTOR_SHAPE if params["VECTOR_A"] else shape
     problem = problem_of(direction, shape, dtype)
     assert SOLVER.invalid_reason(problem, params, H100) is None, SOLVER.invalid_reason(problem, params, H100)
     t = host_tensors(problem, seed=1)

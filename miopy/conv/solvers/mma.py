@@ -68,7 +68,8 @@ class ConvImplicitGemmMma(ConvSolver):
     tolerance = TENSOR_CORE_TOLERANCE
     grid = {"M_BLK": (16, 32, 64, 128, 256), "N_BLK": (16, 32, 64, 128, 256), "K_BLK": (8, 16, 32, 64),
             "WARPS_M": (1, 2, 4), "WARPS_N": (1, 2, 4), "STAGES": (1, 2), "CHANNEL_BLOCKS": (False, True),
-            "SPLIT": (1, 2, 4, 8, 16, 32), "TRANSFORM_W": (False, True), "LDMATRIX": (False, True)}
+            "SPLIT": (1, 2, 4, 8, 16, 32), "TRANSFORM_W": (False, True), "LDMATRIX": (False, True),
+            "VECTOR_A": (False, True)}
     param_doc = {
         "M_BLK": "work-group tile rows (output channels; input channels in backward-data)",
         "N_BLK": "work-group tile columns (output pixels; filter taps in backward-weights)",
@@ -82,6 +83,8 @@ class ConvImplicitGemmMma(ConvSolver):
         "TRANSFORM_W": "forward / backward-data with CHANNEL_BLOCKS: first copy the weights channel-fastest into "
                        "the workspace, so the A slices are read coalesced",
         "LDMATRIX": "read mma fragments from local memory with ldmatrix.x4 (B too when fp16 or backward-weights)",
+        "VECTOR_A": "fetch A as 16-byte vectors along k (needs k contiguous: transformed or 1x1 forward weights, "
+                    "dy planes; channel / plane sizes a multiple of the vector)",
     }
 
     def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
@@ -184,6 +187,10 @@ def _shape_reason(problem: ConvProblem, params: Params) -> str | None:
         return "CHANNEL_BLOCKS applies to forward and backward-data only"
     if params["TRANSFORM_W"] and not params["CHANNEL_BLOCKS"]:
         return "TRANSFORM_W needs CHANNEL_BLOCKS (forward and backward-data)"
+    if params["VECTOR_A"]:
+        reason = _vector_a_reason(problem, params, threads)
+        if reason:
+            return reason
     k_size = inner_channels(problem) if params["CHANNEL_BLOCKS"] else shape.k
     for name, blk, size, least in (("M", m_blk, shape.m, 16), ("N", n_blk, shape.n, 16), ("K", k_blk, k_size, 16)):
         if blk > max(least, _pow2_ceil(size)):
@@ -193,21 +200,66 @@ def _shape_reason(problem: ConvProblem, params: Params) -> str | None:
     return grid_reason((0, -(-shape.m // m_blk), problem.groups * params["SPLIT"]))
 
 
+def a_vector(dtype: DataType) -> int:
+    """Elements in one 16-byte VECTOR_A fetch."""
+    return 8 if dtype is DataType.FLOAT16 else 4
+
+
+def _vector_a_reason(problem: ConvProblem, params: Params, threads: int) -> str | None:
+    """Why A cannot be fetched in 16-byte vectors along k (see VECTOR_A in conv_mma.cl), or None."""
+    vec, p = a_vector(problem.dtype), problem
+    vectors = params["M_BLK"] * params["K_BLK"] // vec
+    if params["K_BLK"] % vec or vectors % threads:
+        return f"VECTOR_A: a {params['M_BLK']}x{params['K_BLK']} slice is not whole passes of {vec}-vectors"
+    if p.direction is Direction.BACKWARD_WEIGHTS:
+        size, what = p.out_h * p.out_w, "P*Q"
+    elif params["TRANSFORM_W"]:
+        size, what = inner_channels(p), "the inner channels"
+    elif p.direction is Direction.FORWARD and p.r * p.s == 1:
+        size, what = p.c_per_group, "C/G"
+    else:
+        return "VECTOR_A: k is not contiguous in the weights (needs TRANSFORM_W or a 1x1 forward)"
+    return None if size % vec == 0 else f"VECTOR_A: {what}={size} is not a multiple of {vec}"
+
+
 # -- default params ---------------------------------------------------------------------------------------
 SMALLEST = {"M_BLK": 16, "N_BLK": 16, "K_BLK": 16, "WARPS_M": 1, "WARPS_N": 1, "STAGES": 1,
-            "CHANNEL_BLOCKS": False, "SPLIT": 1, "TRANSFORM_W": False, "LDMATRIX": False}
-# (M_BLK, N_BLK, WARPS_M, WARPS_N): 128x128 with 8 warps of 64x32 down to one warp on 16x16
-_TILES = ((128, 128, 2, 4), (128, 64, 2, 2), (64, 128, 2, 2), (64, 64, 2, 2), (128, 32, 4, 1), (32, 128, 1, 4),
-          (64, 32, 2, 1), (32, 64, 1, 2), (32, 32, 1, 1), (16, 64, 1, 2), (16, 32, 1, 1), (16, 16, 1, 1))
+            "CHANNEL_BLOCKS": False, "SPLIT": 1, "TRANSFORM_W": False, "LDMATRIX": False, "VECTOR_A": False}
+# (M_BLK, N_BLK, WARPS_M, WARPS_N): 64x64 warp tiles where the problem is large, down to one warp on 16x16
+_TILES = ((128, 128, 2, 2), (128, 128, 2, 4), (256, 128, 4, 2), (128, 256, 2, 4), (128, 64, 2, 2), (64, 128, 2, 2),
+          (64, 64, 2, 2), (128, 32, 4, 1), (32, 128, 1, 4), (64, 32, 2, 1), (32, 64, 1, 2), (32, 32, 1, 1),
+          (16, 64, 1, 2), (16, 32, 1, 1), (16, 16, 1, 1))
 
 
 def _candidates(problem: ConvProblem, dev: DeviceInfo) -> list[Params]:
     splits = [s for s in ConvImplicitGemmMma.grid["SPLIT"] if s <= max_split(problem)]
     k_blks = (32, 16) if problem.dtype is DataType.FLOAT16 else (16, 32, 8)
     blocks = (True, False) if problem.direction is not Direction.BACKWARD_WEIGHTS else (False,)
-    return [{"M_BLK": m, "N_BLK": n, "K_BLK": k, "WARPS_M": wm, "WARPS_N": wn, "STAGES": 2,
-             "CHANNEL_BLOCKS": cb, "SPLIT": s, "TRANSFORM_W": cb, "LDMATRIX": False}
-            for m, n, wm, wn in _TILES for k in k_blks for cb in blocks for s in splits]
+    out = []
+    for m, n, wm, wn in _TILES:
+        for k in k_blks:
+            for cb in blocks:
+                for s in splits:
+                    base = {"M_BLK": m, "N_BLK": n, "K_BLK": k, "WARPS_M": wm, "WARPS_N": wn, "STAGES": 2,
+                            "CHANNEL_BLOCKS": cb, "SPLIT": s, "TRANSFORM_W": False, "LDMATRIX": False,
+                            "VECTOR_A": False}
+                    out.append(_featured(problem, base, dev))
+    return out
+
+
+def _featured(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
+    """params with what measured faster on an H100 switched on where valid: one stage when two do not fit,
+    the weight copy where the weights are strided along k, ldmatrix and vector fetches of A."""
+    solver = ConvImplicitGemmMma()
+    out = dict(params, TRANSFORM_W=params["CHANNEL_BLOCKS"] and (
+        problem.r * problem.s > 1 or problem.direction is Direction.BACKWARD_DATA))
+    if local_memory_reason(dev, local_bytes(out, problem.dtype, problem.direction)):
+        out["STAGES"] = 1
+    for name in ("LDMATRIX", "VECTOR_A"):
+        trial = dict(out, **{name: True})
+        if solver.is_valid(problem, trial, dev):
+            out = trial
+    return out
 
 
 def _score(problem: ConvProblem, params: Params, dev: DeviceInfo) -> float:
@@ -220,12 +272,17 @@ def _score(problem: ConvProblem, params: Params, dev: DeviceInfo) -> float:
     k_fill = k_size / round_up(k_size, k_blk)
     groups = tiles_m * tiles_n * problem.groups * params["SPLIT"]
     threads = WARP * params["WARPS_M"] * params["WARPS_N"]
-    per_cu = max(1, min(dev.local_mem_bytes // max(local_bytes(params, problem.dtype, problem.direction), 1),
-                        2048 // threads, 8))
+    sums, warp_m, warp_n = m_blk * n_blk // threads, m_blk // params["WARPS_M"], n_blk // params["WARPS_N"]
+    registers = sums + (m_blk + n_blk) * k_blk // threads + 48    # per lane, roughly
+    lbytes = max(local_bytes(params, problem.dtype, problem.direction), 1)
+    per_cu = max(1, min(65536 // (threads * registers), 4 * dev.local_mem_bytes // lbytes, 2048 // threads))
     slots = dev.compute_units * per_cu
     waves = -(-groups // slots)
     tile_reuse = min(1.0, m_blk * n_blk / (m_blk + n_blk) / 64) ** 0.5    # 1 for 128x128 tiles
-    depth = min(1.0, k_blk / 32) ** 0.25
+    tile_reuse *= min(1.0, warp_m * warp_n / (warp_m + warp_n) / 32) ** 0.3   # local reads per mma: 64x64 warps
+    # fp16 likes 32-deep slices, fp32 16 (32 with one stage spilled registers on an H100)
+    depth = min(1.0, k_blk / (32 if problem.dtype is DataType.FLOAT16 else 16)) ** 0.25
+    depth *= 1.0 if params["STAGES"] == 2 else 0.9
     split_cost = 1 + 0.05 * (params["SPLIT"] - 1)
     fetch_cost = 1.0 if params["CHANNEL_BLOCKS"] else 1.1
     return fill * k_fill * groups / (waves * slots) * tile_reuse * depth / (split_cost * fetch_cost)
