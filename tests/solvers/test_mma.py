@@ -209,13 +209,14 @@ def test_tensor_core_epilogue_bias_relu(handle, dtype):
     problem = problem_of(Direction.FORWARD, POOL[2], dtype)
     import pyopencl as cl
     rng = np.random.default_rng(5)
-    bias = rng.standard_normal(problem.k).astype(np.float32)
+    bias = rng.standard_normal(problem.k).astype(problem.dtype.numpy)   # bias has the data's type
     epilogue = Epilogue(bias=True, activation=ActivationMode.RELU)
     t = host_tensors(problem, seed=3)
     extra = {"bias": cl.Buffer(handle.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=bias),
              "activ_alpha": np.float32(0), "activ_beta": np.float32(0), "activ_gamma": np.float32(0)}
     params = SOLVER.default_params(problem, handle.info)
     got = run_solution(handle, SOLVER.solution(problem, params, epilogue), problem, t, extra).astype(np.float64)
-    exact = reference.solve(problem, {r: a.astype(np.float64) for r, a in t.items()}) + bias[None, :, None, None]
+    exact = reference.solve(problem, {r: a.astype(np.float64) for r, a in t.items()})
+    exact += bias.astype(np.float64)[None, :, None, None]
     assert OUTPUT_ROLE[problem.direction] == "y" and not np.isnan(got).any()
     assert reference.max_error(got, np.maximum(exact, 0)) <= SOLVER.tolerance

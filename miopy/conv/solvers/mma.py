@@ -236,7 +236,9 @@ def _candidates(problem: ConvProblem, dev: DeviceInfo) -> list[Params]:
     k_blks = (32, 16) if problem.dtype is DataType.FLOAT16 else (16, 32, 8)
     blocks = (True, False) if problem.direction is not Direction.BACKWARD_WEIGHTS else (False,)
     out = []
-    for m, n, wm, wn in _TILES:
+    # backward-weights ([col][k] B tiles, ldmatrix on both) spilled registers with 128 sums a lane on an H100
+    most = MAX_ACCUMULATORS // 2 if problem.direction is Direction.BACKWARD_WEIGHTS else MAX_ACCUMULATORS
+    for m, n, wm, wn in (tile for tile in _TILES if tile[0] * tile[1] // (WARP * tile[2] * tile[3]) <= most):
         for k in k_blks:
             for cb in blocks:
                 for s in splits:
@@ -278,6 +280,12 @@ def _score(problem: ConvProblem, params: Params, dev: DeviceInfo) -> float:
     per_cu = max(1, min(65536 // (threads * registers), 4 * dev.local_mem_bytes // lbytes, 2048 // threads))
     slots = dev.compute_units * per_cu
     waves = -(-groups // slots)
+    # one partial wave: the busy fraction of the compute units, a little more for more resident work-groups
+    # (latency hiding); several waves: the last wave's tail
+    if groups <= slots:
+        busy = min(1.0, groups / dev.compute_units) * (groups / slots) ** 0.15
+    else:
+        busy = groups / (waves * slots)
     tile_reuse = min(1.0, m_blk * n_blk / (m_blk + n_blk) / 64) ** 0.5    # 1 for 128x128 tiles
     tile_reuse *= min(1.0, warp_m * warp_n / (warp_m + warp_n) / 32) ** 0.3   # local reads per mma: 64x64 warps
     # fp16 likes 32-deep slices, fp32 16 (32 with one stage spilled registers on an H100)
@@ -285,4 +293,4 @@ def _score(problem: ConvProblem, params: Params, dev: DeviceInfo) -> float:
     depth *= 1.0 if params["STAGES"] == 2 else 0.9
     split_cost = 1 + 0.05 * (params["SPLIT"] - 1)
     fetch_cost = 1.0 if params["CHANNEL_BLOCKS"] else 1.1
-    return fill * k_fill * groups / (waves * slots) * tile_reuse * depth / (split_cost * fetch_cost)
+    return fill * k_fill * busy * tile_reuse * depth / (split_cost * fetch_cost)
