@@ -34,7 +34,7 @@ import pyopencl as cl  # noqa: E402
 
 import miopy  # noqa: E402
 from miopy import ptx_probe  # noqa: E402
-from miopy.conv import reference  # noqa: E402
+from miopy.conv import networks, reference  # noqa: E402
 from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction  # noqa: E402
 from miopy.conv.solvers.mma import ConvImplicitGemmMma  # noqa: E402
 from miopy.plan import plan_of  # noqa: E402
@@ -218,11 +218,22 @@ def kernel_info(handle, solution) -> dict:
             "local_bytes": kernel.get_work_group_info(info.LOCAL_MEM_SIZE, handle.device)}
 
 
-def timing(handle, record, save, deadline, count: int, iters: int, verify: bool, letters: str) -> None:
+def set_layers(names: str) -> list[tuple]:
+    """The layers of named sets (miopy.conv.networks) at their benchmark batch sizes, as LAYERS rows."""
+    out = []
+    for name in names.split(","):
+        batch = networks.DEFAULT_BATCH[name]
+        out += [(f"{name}-{ly.name}", batch, ly.c, ly.h, ly.w, ly.k, ly.r, ly.s, ly.pad, ly.stride, 1, 1)
+                for ly in networks.layer_set(name)]
+    return out
+
+
+def timing(handle, record, save, deadline, count: int, iters: int, verify: bool, letters: str,
+           layers: list[tuple]) -> None:
     rows = record.setdefault("timing", [])
     for letter in letters:
         direction = DIRECTIONS[letter]
-        for shape in LAYERS:
+        for shape in layers:
             for dtype in ("FP32", "FP16"):
                 if time.monotonic() > deadline:
                     return
@@ -275,6 +286,32 @@ def summarize(record) -> None:
                 "worst_ratio": max(ratios)}
 
 
+def report(paths: list[str]) -> str:
+    """A markdown table of timed rows from result files (a later file's row replaces an earlier one's), with
+    the geometric-mean ratio per dtype and direction."""
+    rows: dict[tuple, tuple[str, dict]] = {}
+    for path in paths:
+        for row in json.loads(Path(path).read_text()).get("timing", []):
+            if "best_ms" in row:
+                rows[(row["layer"], row["dtype"], row["direction"])] = (Path(path).name, row)
+    lines = ["| layer | data | dir | miopy default ms | miopy best ms | cuDNN ms | best / cuDNN | TFLOP/s (best) "
+             "| % of peak | source |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for (layer, dtype, letter), (source, row) in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+        default = f"{row['default_ms']:.3f}" if row.get("default_ms") else "-"
+        lines.append(f"| {layer} | {'TF32' if dtype == 'FP32' else 'fp16'} | {letter} | {default} | "
+                     f"{row['best_ms']:.3f} | {row['cudnn_ms']:.3f} | {row['ratio_best']:.2f} | "
+                     f"{row['tflops_best']:.0f} | {row['pct_peak_best']:.1f} | {source} |")
+    lines.append("")
+    for dtype in ("FP32", "FP16"):
+        for letters in ("F", "B", "W", "FBW"):
+            ratios = [r["ratio_best"] for (_, d, dr), (_, r) in rows.items() if d == dtype and dr in letters]
+            if ratios:
+                geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
+                lines.append(f"- {'TF32' if dtype == 'FP32' else 'fp16'} {letters}: geomean best / cuDNN "
+                             f"{geo:.2f} over {len(ratios)} layer-directions, worst {max(ratios):.2f}")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="benchmarks/results")
@@ -283,11 +320,18 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", type=int, default=6)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--accuracy-s", type=float, default=120)
+    ap.add_argument("--report", nargs="+", help="print a markdown table of these result files and exit")
+    ap.add_argument("--sets", default="", help="time these layer sets (alexnet,boda,resnet50,vgg16) at their "
+                    "benchmark batch sizes instead of the four default layers; --variants 1 times defaults only")
+    ap.add_argument("--dry-run", action="store_true", help="list the timing problems and default params; run nothing")
     ap.add_argument("--directions", default="FBW", help="timing: directions in this order (F, B, W)")
     ap.add_argument("--verify", action="store_true", help="check every timed variant against the float64 bound")
     ap.add_argument("--ptx", action="store_true", help="write the PTX of the default forward kernels to --out")
     ap.add_argument("--samples", type=int, default=1, help="grid points checked beside the defaults")
     args = ap.parse_args(argv)
+    if args.report:
+        print(report(args.report))
+        return 0
     deadline = time.monotonic() + args.budget_s
     started = time.monotonic()
     handle = miopy.Handle()
@@ -301,6 +345,13 @@ def main(argv=None) -> int:
         out.write_text(json.dumps(record, indent=1, default=str))
 
     parts = args.parts.split(",")
+    if args.dry_run:
+        for shape in set_layers(args.sets) if args.sets else LAYERS:
+            for letter in args.directions:
+                for dtype in ("FP32", "FP16"):
+                    problem = make(DIRECTIONS[letter], dtype, shape)
+                    print(shape[0], letter, dtype, problem.key(), SOLVER.default_params(problem, handle.info))
+        return 0
     if "probe" in parts:
         ptx_probe._MEMO.clear()
         record["probe"] = {}
@@ -322,7 +373,8 @@ def main(argv=None) -> int:
     if "accuracy" in parts:
         accuracy(handle, record, save, min(deadline, time.monotonic() + args.accuracy_s), args.samples)
     if "timing" in parts:
-        timing(handle, record, save, deadline, args.variants, args.iters, args.verify, args.directions)
+        layers = set_layers(args.sets) if args.sets else LAYERS
+        timing(handle, record, save, deadline, args.variants, args.iters, args.verify, args.directions, layers)
     record["elapsed_s"] = time.monotonic() - started
     save()
     print(json.dumps(record.get("summary", {}), indent=1))
