@@ -113,6 +113,28 @@ def test_probe_results_round_trip_on_disk_and_a_corrupt_file_is_a_miss(tmp_path,
         assert ptx_probe.supported_mma(handle.device, handle.info.device_id) == ()
 
 
+class _FakePlatform:
+    name = "NVIDIA CUDA"
+
+
+class _FakeDevice:
+    platform = _FakePlatform()
+
+
+def test_probe_runs_once_per_device_then_memory_then_disk(tmp_path, monkeypatch):
+    """On an NVIDIA platform the probe compiles each instruction family once; later asks are answered from
+    memory, and a new process (memory cleared) from the disk file."""
+    monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(ptx_probe, "_MEMO", {})
+    built = []
+    monkeypatch.setattr(ptx_probe, "_compiles", lambda dev, source: built.append(source) or "m16n8k8" in source)
+    assert ptx_probe.supported_mma(_FakeDevice(), "nv-1") == ("tf32",)
+    assert ptx_probe.supported_mma(_FakeDevice(), "nv-1") == ("tf32",) and len(built) == 2
+    monkeypatch.setattr(ptx_probe, "_MEMO", {})
+    assert ptx_probe.supported_mma(_FakeDevice(), "nv-1") == ("tf32",) and len(built) == 2
+    assert ptx_probe.supported_mma(_FakeDevice(), "nv-2") == ("tf32",) and len(built) == 4
+
+
 # -- the tuning grid on a described H100 (nothing compiled) -------------------------------------------------
 LAYERS = [(32, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1), (32, 64, 56, 56, 256, 1, 1, 0, 1, 1, 1),
           (32, 96, 27, 27, 256, 5, 5, 2, 1, 1, 1), (1, 3, 224, 224, 64, 7, 7, 3, 2, 1, 1),
@@ -220,3 +242,36 @@ def test_tensor_core_epilogue_bias_relu(handle, dtype):
     exact += bias.astype(np.float64)[None, :, None, None]
     assert OUTPUT_ROLE[problem.direction] == "y" and not np.isnan(got).any()
     assert reference.max_error(got, np.maximum(exact, 0)) <= SOLVER.tolerance
+
+
+def test_tf32_warm_calls_compile_nothing(handle, monkeypatch):
+    """A handle in math mode tf32, each direction run through the tensor-core solver (by record): after the
+    first call, calls build no kernel."""
+    needs_tensor_cores(handle)
+    import miopy
+    from miopy.kernel_cache import KernelCache
+    own = miopy.Handle(device=handle.device, context=handle.context, math_mode="tf32")
+    xd, wd, conv = TensorDesc("FP32", (2, 16, 9, 9)), TensorDesc("FP32", (24, 16, 3, 3)), ConvDesc(1)
+    yd = conv.output_desc(xd, wd)
+    rng = np.random.default_rng(0)
+    x, w, y = (own.to_device(rng.standard_normal(d.dims).astype(np.float32)) for d in (xd, wd, yd))
+
+    def record(direction):
+        problem = ConvProblem.create(direction, xd, wd, conv, yd, math_mode="tf32")
+        return miopy.ConvAlgoPerf(SOLVER.id, SOLVER.algorithm, 1.0, SOLVER.workspace_bytes(problem),
+                                  SOLVER.default_params(problem, own.info))
+    fwd, bwd, wrw = (record(d) for d in Direction)
+    calls = [lambda: miopy.convolution_forward(own, xd, x, wd, w, conv, yd, y, algo=fwd),
+             lambda: miopy.convolution_backward_data(own, yd, y, wd, w, conv, xd, x, algo=bwd),
+             lambda: miopy.convolution_backward_weights(own, yd, y, xd, x, conv, wd, w, algo=wrw)]
+    for call in calls:
+        call()
+    own.finish()
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a warm call built a kernel")
+    monkeypatch.setattr(KernelCache, "kernel", forbidden)
+    monkeypatch.setattr(KernelCache, "new_kernel", forbidden)
+    for call in calls * 2:
+        call()
+    own.finish()
