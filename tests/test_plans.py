@@ -172,15 +172,16 @@ def _forbid(monkeypatch, target, name):
     monkeypatch.setattr(target, name, forbidden)
 
 
-def test_warm_calls_compile_query_allocate_and_format_nothing(handle, monkeypatch):
+@pytest.mark.parametrize("dtype", ["FP32", "FP16"])
+def test_warm_calls_compile_query_allocate_and_format_nothing(handle, monkeypatch, dtype):
     """After one call of each kind, repeated calls never reach the kernel cache, a DB, an allocation, the
     problem mapping or the problem key's string building."""
-    xd, wd, conv = TensorDesc("FP32", (1, 4, 6, 6)), TensorDesc("FP32", (4, 4, 3, 3)), ConvDesc(1)
+    xd, wd, conv = TensorDesc(dtype, (1, 4, 6, 6)), TensorDesc(dtype, (4, 4, 3, 3)), ConvDesc(1)
     yd = conv.output_desc(xd, wd)
-    host = _host({"x": xd, "w": wd, "y": yd})
+    host = {r: a.astype(xd.dtype.numpy) for r, a in _host({"x": xd, "w": wd, "y": yd}).items()}
     x, w, y = (handle.to_device(host[r]) for r in "xwy")
-    bias = handle.to_device(np.ones((1, 4, 1, 1), np.float32))
-    bd = TensorDesc("FP32", (1, 4, 1, 1))
+    bias = handle.to_device(np.ones((1, 4, 1, 1), xd.dtype.numpy))
+    bd = TensorDesc(dtype, (1, 4, 1, 1))
     record = miopy.find_convolution(handle, xd, wd, conv)[0]
     calls = [
         lambda: miopy.convolution_forward(handle, xd, x, wd, w, conv, yd, y, algo=record),

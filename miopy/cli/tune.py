@@ -172,7 +172,7 @@ def options_of(args: argparse.Namespace) -> TuneOptions:
 
 def table(problem: ConvProblem, results: list[TuneResult]) -> str:
     """The closing table of one problem: solver, default and tuned time, speedup, GFLOP/s, params."""
-    lines = [f"{problem.key()}  (miopy-driver conv {problem.driver_args()})",
+    lines = [f"{problem.key()}  (miopy-driver {problem.driver_command()})",
              f"  {'solver':<28}{'default ms':>12}{'tuned ms':>12}{'speedup':>9}{'GFLOP/s':>10}  params / points"]
     for r in results:
         gflops = problem.flops() / r.best_ms / 1e6 if math.isfinite(r.best_ms) and r.best_ms > 0 else math.nan
