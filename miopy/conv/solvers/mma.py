@@ -245,7 +245,9 @@ def _candidates(problem: ConvProblem, dev: DeviceInfo) -> list[Params]:
                     base = {"M_BLK": m, "N_BLK": n, "K_BLK": k, "WARPS_M": wm, "WARPS_N": wn, "STAGES": 2,
                             "CHANNEL_BLOCKS": cb, "SPLIT": s, "TRANSFORM_W": False, "LDMATRIX": False,
                             "VECTOR_A": False}
-                    out.append(_featured(problem, base, dev))
+                    featured = _featured(problem, base, dev)
+                    if problem.dtype is DataType.FLOAT16 or featured["STAGES"] == 2 or k == min(k_blks):
+                        out.append(featured)   # fp32: one stage of 32 spilled or lost to two of 16 on the H100
     return out
 
 
