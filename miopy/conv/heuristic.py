@@ -8,7 +8,10 @@ then registry order (most specialised first) within an algorithm, and the naive 
 - 3x3, stride 1, dilation 1 with C and K per group >= 16: Winograd first, then direct, then GEMM;
 - 5x5, stride 1, dilation 1 with C and K per group >= 32: Winograd (F(3x3,5x5) before F(2x2,5x5)) first;
 - anything else: direct, then GEMM (im2col), then Winograd.
-Algorithms the table does not name come after the named ones and before naive.
+Algorithms the table does not name come after the named ones and before naive. Tensor-core solvers (which
+are candidates only where they apply: NVIDIA, fp16 data or math mode "tf32") come first: their peak is
+several times the fp32 pipes'.
+
 
 When a model trained on find records serves the device (miopy.conv.heuristic_model: shipped per device
 family, or MIOPY_HEURISTIC_MODEL), it ranks the solvers it knows by predicted slowdown and this rule
@@ -58,6 +61,8 @@ def shape_rank(problem: ConvProblem, solvers: Sequence[Solver]) -> list[Solver]:
     order, _ = preference(problem)
 
     def score(solver: Solver) -> int:
+        if getattr(solver, "tensor_cores", False):
+            return -1
         if solver.algorithm == "naive":
             return len(order) + 1
         return order.index(solver.algorithm) if solver.algorithm in order else len(order)
