@@ -7,6 +7,9 @@ then registry order (most specialised first) within an algorithm, and the naive 
 - 3x3, stride 1, dilation 1 with C and K per group >= 16: Winograd first, then direct, then GEMM;
 - anything else: direct, then GEMM (im2col), then Winograd.
 Algorithms the table does not name come after the named ones and before naive.
+
+Solvers written for one class of device (``device_class``, e.g. ConvCpuDirect on CPUs) apply only there and
+come first wherever they apply: on a CPU the GPU-shaped tiles of the other families run several times slower.
 """
 from __future__ import annotations
 
@@ -34,6 +37,8 @@ def rank(problem: ConvProblem, solvers: Sequence[Solver]) -> list[Solver]:
     order, _ = preference(problem)
 
     def score(solver: Solver) -> int:
+        if getattr(solver, "device_class", None) is not None:
+            return -1
         if solver.algorithm == "naive":
             return len(order) + 1
         return order.index(solver.algorithm) if solver.algorithm in order else len(order)

@@ -20,6 +20,8 @@ class ConvSolver(Solver[ConvProblem]):
     # Which epilogue ops (miopy.fusion.Epilogue.ops) the hook serves, when supports_epilogue is set.
     epilogue_ops: ClassVar[frozenset[str]] = frozenset({"bias", "batchnorm", "add", "activation"})
     supports_epilogue: ClassVar[bool] = False
+    # The device type ("CPU") a solver is written for and applies to only; the heuristic ranks it first there.
+    device_class: ClassVar[str | None] = None
 
     def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
         require(problem.direction in self.directions, f"direction {problem.direction.name} not implemented")
