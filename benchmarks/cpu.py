@@ -201,6 +201,13 @@ def summary(cases: list[dict]) -> dict:
     return out
 
 
+def _print(rec: dict) -> None:
+    print(f"{rec['layer']:28s} N={rec['n']} {rec['direction']} find {rec['find_winner']:16s} "
+          f"default {rec['default_ms']:8.2f} tuned {rec['tuned_ms']:8.2f} torch {rec['torch_ms']:8.2f} ms  "
+          f"x{rec['ratio_default']:.2f} / x{rec['ratio_tuned']:.2f}  {rec['tuned_gflops']:.0f} GF/s  "
+          f"err {rec['max_err']:.1e}", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", required=True)
@@ -226,10 +233,7 @@ def main(argv=None) -> int:
                 rec = run_case(handle, layer, n, LETTERS[letter], args, peak)
                 rec["load"] = os.getloadavg()[0]
                 result["cases"].append(rec)
-                print(f"{rec['layer']:28s} N={n} {letter} find {rec['find_winner']:16s} default {rec['default_ms']:8.2f} "
-                      f"tuned {rec['tuned_ms']:8.2f} torch {rec['torch_ms']:8.2f} ms  x{rec['ratio_default']:.2f} "
-                      f"/ x{rec['ratio_tuned']:.2f}  {rec['tuned_gflops']:.0f} GF/s  err {rec['max_err']:.1e}",
-                      flush=True)
+                _print(rec)
                 result["summary"], result["load_after"] = summary(result["cases"]), os.getloadavg()
                 Path(args.json).parent.mkdir(parents=True, exist_ok=True)
                 Path(args.json).write_text(json.dumps(result, indent=1, default=str))

@@ -260,8 +260,8 @@ def run_quick(args) -> dict:
 
 
 def onnxruntime_output(path: Path, feeds: dict) -> np.ndarray:
-    import onnxruntime as ort
-    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    from miopy.onnx.reference import onnxruntime_session
+    return onnxruntime_session(path).run(None, feeds)[0]
 
 
 def _line(row: dict) -> str:

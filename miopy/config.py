@@ -85,3 +85,9 @@ def find_enforce() -> str | None:
 def log_cmd() -> bool:
     """MIOPY_LOG_CMD=1 logs each convolution call as a miopy-driver command."""
     return _flag("MIOPY_LOG_CMD")
+
+
+def math_mode() -> str | None:
+    """MIOPY_MATH_MODE: strict or tf32, the math mode of convolutions whose descriptor and handle name none
+    (miopy.conv.problem.resolve_math_mode)."""
+    return _env("MIOPY_MATH_MODE")

@@ -15,6 +15,14 @@ import pyopencl as cl
 INT_LIMIT = 2**31               # kernels index with 32-bit signed ints: element offsets must stay below
 MAX_GRID_DIM = 65535            # work-groups along NDRange dims 1 and 2 (CUDA's grid limit, under NVIDIA's OpenCL)
 SPLIT_WORKSPACE_CAP = 64 << 20  # bytes a solver may reserve for split partial results (or a column chunk)
+ACCURATE_SPLIT_CHUNK = 4096     # default split reductions so each partial sum adds at most this many terms
+
+
+def accurate_split(length: int, choices: Sequence[int], limit: int) -> int:
+    """The smallest split in choices (ascending) whose chunks of length stay within ACCURATE_SPLIT_CHUNK,
+    or the largest choice within limit: a sum of `length` terms then rounds like one of a few thousand."""
+    allowed = [s for s in choices if s <= limit] or [1]
+    return next((s for s in allowed if -(-length // s) <= ACCURATE_SPLIT_CHUNK), allowed[-1])
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from .handle import Handle
 from .log import warn_once
 from .plan import Plan, check_fits, solution_plan
 from .solver import Params, Problem, Solver
-from .tensor import as_int
+from .tensor import STRICT, as_int
 from .version import __version__
 
 logger = logging.getLogger(__name__)
@@ -48,6 +48,8 @@ class AlgoPerf:
 
     measured is False for a heuristic or immediate-mode record, whose time_ms is nan (nothing ran).
     params_source says where params came from: "user perf DB", "system perf DB" or "default".
+    math_mode is the math mode the record was measured (or chosen) under ("strict" or "tf32"; families
+    without math modes are strict); problem_key names the dtype and, when not strict, the math mode.
     """
 
     solver_id: str
@@ -58,11 +60,17 @@ class AlgoPerf:
     problem_key: str = ""
     params_source: str = DEFAULT
     measured: bool = True
+    math_mode: str = STRICT
 
     def as_dict(self) -> dict:
         return {"solver_id": self.solver_id, "algorithm": self.algorithm, "time_ms": self.time_ms,
                 "workspace_bytes": self.workspace_bytes, "params": self.params,
-                "params_source": self.params_source, "measured": self.measured}
+                "params_source": self.params_source, "measured": self.measured, "math_mode": self.math_mode}
+
+
+def math_mode_of(problem: Problem) -> str:
+    """The problem's math mode ("strict" for families that have none)."""
+    return getattr(problem, "math_mode", STRICT)
 
 
 class FindResult(list):
@@ -263,7 +271,7 @@ def _from_find_db(handle: Handle, problem: Problem, workspace_limit: int | None)
         if params != entry.params:
             return None
         records.append(AlgoPerf(solver.id, solver.algorithm, entry.time_ms, solver.workspace_bytes(problem),
-                                    params, problem.key(), source))
+                                params, problem.key(), source, math_mode=math_mode_of(problem)))
     if not records:
         return None
     _, skipped = _candidates(handle, problem, workspace_limit)
@@ -287,7 +295,7 @@ def _heuristic(handle: Handle, problem: Problem, workspace_limit: int | None) ->
 def _unmeasured(solver: Solver, problem: Problem, handle: Handle) -> AlgoPerf:
     params, source = params_for(solver, problem, handle)
     return AlgoPerf(solver.id, solver.algorithm, math.nan, solver.workspace_bytes(problem), dict(params),
-                        problem.key(), source, measured=False)
+                    problem.key(), source, measured=False, math_mode=math_mode_of(problem))
 
 
 def _skip_reason(solver: Solver, problem: Problem, handle: Handle, workspace_limit: int | None) -> str | None:
@@ -312,4 +320,4 @@ def _measure(solver: Solver, problem: Problem, handle: Handle, buffers, timer: T
         skipped[solver.id] = f"the timer returned {time_ms!r}, not a time in ms"
         return None
     return AlgoPerf(solver.id, solver.algorithm, float(time_ms), solver.workspace_bytes(problem),
-                        dict(params), problem.key(), source)
+                    dict(params), problem.key(), source, math_mode=math_mode_of(problem))

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .device import SPLIT_WORKSPACE_CAP, DeviceInfo, grid_reason, local_memory_reason, work_group_reason
+from .device import SPLIT_WORKSPACE_CAP, DeviceInfo, accurate_split, grid_reason, local_memory_reason, work_group_reason
 from .kernel_cache import KernelSpec
 from .solver import KernelLaunch, Params, round_up
+from .tensor import DataType
 
 GEMM_GRID = {
     "TILE_M": (16, 32, 64, 128),
@@ -33,6 +34,7 @@ GEMM_PARAM_DOC = {
     "SPLIT_K": "work-groups sharing one C tile along the inner dimension (partials summed in fixed order)",
 }
 LOCAL_PAD = 4                          # floats of padding per local row (gemm.cl: LDS_A, LDS_B)
+PARTIAL_BYTES = DataType.FLOAT32.itemsize   # split partials are float whatever the data type
 GPU_REGISTER_FILE = 65536              # 32-bit registers per compute unit (NVIDIA since Kepler, AMD CU)
 GPU_MAX_REGISTERS_PER_ITEM = 255
 REGISTER_OVERHEAD = 24                 # estimated registers beyond accumulators and operands
@@ -128,13 +130,13 @@ def split_limit(shape: GemmShape) -> int:
     """The largest SPLIT_K whose partial results fit in SPLIT_WORKSPACE_CAP (1 when C is not packed)."""
     if not shape.c_is_packed:
         return 1
-    return max(s for s in GEMM_GRID["SPLIT_K"] if s == 1 or s * shape.c_count * 4 <= SPLIT_WORKSPACE_CAP)
+    return max(s for s in GEMM_GRID["SPLIT_K"] if s == 1 or s * shape.c_count * PARTIAL_BYTES <= SPLIT_WORKSPACE_CAP)
 
 
 def split_workspace_bytes(shape: GemmShape) -> int:
     """Workspace for the partial results of the largest allowed split (0 when splitting is not allowed)."""
     limit = split_limit(shape)
-    return 0 if limit == 1 else limit * shape.c_count * 4
+    return 0 if limit == 1 else limit * shape.c_count * PARTIAL_BYTES
 
 
 # -- validity ------------------------------------------------------------------------------------------
@@ -206,14 +208,23 @@ def _split_reason(shape: GemmShape, params: Params, max_split: int) -> str | Non
 def gemm_default_params(shape: GemmShape, dev: DeviceInfo, max_split: int = 1) -> Params:
     """Constant-time tiling: 16 x 16 work-items with tiles sized to the matrix on a GPU; small on a CPU."""
     if not dev.is_gpu:
-        return {"TILE_M": 16, "TILE_N": 16, "WPT_M": 2, "WPT_N": 2, "K_BLK": 4, "SPLIT_K": 1}
+        params = {"TILE_M": 16, "TILE_N": 16, "WPT_M": 2, "WPT_N": 2, "K_BLK": 4, "SPLIT_K": 1}
+        params["SPLIT_K"] = _accurate_split(shape, params, max_split)
+        return params
     tile_m, tile_n = _gpu_tile(shape.m), _gpu_tile(shape.n)
     if tile_m == tile_n == 128 and _ceil_div(shape.m, 128) * _ceil_div(shape.n, 128) * shape.batch < dev.compute_units:
         tile_m = tile_n = 64  # too few large tiles to fill the device
     params = {"TILE_M": tile_m, "TILE_N": tile_n, "WPT_M": tile_m // 16, "WPT_N": tile_n // 16,
               "K_BLK": 8 if shape.k > 4 else 4, "SPLIT_K": 1}
-    params["SPLIT_K"] = _gpu_split(shape, params, dev, max_split)
+    params["SPLIT_K"] = max(_gpu_split(shape, params, dev, max_split), _accurate_split(shape, params, max_split))
     return params
+
+
+def _accurate_split(shape: GemmShape, params: Params, max_split: int) -> int:
+    """The smallest split whose partial sums add at most ACCURATE_SPLIT_CHUNK terms (within what params
+    allow): long inner dimensions (backward-weights over N*P*Q) then round like short ones."""
+    allowed = [s for s in GEMM_GRID["SPLIT_K"] if _split_reason(shape, {**params, "SPLIT_K": s}, max_split) is None]
+    return accurate_split(shape.k, allowed, max(allowed)) if allowed else 1
 
 
 def _gpu_split(shape: GemmShape, params: Params, dev: DeviceInfo, max_split: int) -> int:
@@ -235,18 +246,23 @@ def _gpu_tile(size: int) -> int:
 
 # -- launches ---------------------------------------------------------------------------------------
 def gemm_launch(shape: GemmShape, params: Params, a: str, b: str, c: str, offsets: tuple[int, int, int] = (0, 0, 0),
-                beta: float = 0.0, epilogue=None, epilogue_plane: int = 0) -> KernelLaunch:
+                beta: float = 0.0, epilogue=None, epilogue_plane: int = 0, dtype: DataType = DataType.FLOAT32,
+                c_dtype: DataType | None = None) -> KernelLaunch:
     """The launch computing C = A * B + beta * C on the buffers with roles a, b, c at element offsets.
 
     With SPLIT_K > 1, c receives SPLIT_K partial results of shape.c_count elements each (sum them with
     split_reduce_launch). With an epilogue (C is a forward output of epilogue_plane = P*Q elements per
-    channel, batch = group), the store applies it.
+    channel, batch = group), the store applies it. dtype is A's and B's storage type, c_dtype C's (default
+    dtype; split partials are always FLOAT32, so c_dtype is forced to it when SPLIT_K > 1).
     """
     tile_m, tile_n, split = params["TILE_M"], params["TILE_N"], params["SPLIT_K"]
     defines = {**shape.defines(), **{name: params[name] for name in ("TILE_M", "TILE_N", "WPT_M", "WPT_N", "K_BLK")},
                "SPLIT_K": split, "K_CHUNK": k_chunk(shape, params["K_BLK"], split),
                "SPLIT_STRIDE": shape.c_count if split > 1 else 0, "EVEN_M": shape.m % tile_m == 0,
-               "EVEN_N": shape.n % tile_n == 0, "EVEN_K": shape.k % params["K_BLK"] == 0, "GEMM_EPILOGUE": False}
+               "EVEN_N": shape.n % tile_n == 0, "EVEN_K": shape.k % params["K_BLK"] == 0, "GEMM_EPILOGUE": False,
+               **dtype.defines}
+    c_type = DataType.FLOAT32 if split > 1 else (c_dtype or dtype)
+    defines["C_HALF"] = c_type.defines["MIOPY_HALF"]
     args = (a, b, c, *(np.int32(o) for o in offsets), np.float32(beta))
     if epilogue is not None:
         defines.update(epilogue.defines())
@@ -259,10 +275,11 @@ def gemm_launch(shape: GemmShape, params: Params, a: str, b: str, c: str, offset
 
 
 def split_reduce_launch(shape: GemmShape, split: int, partial: str, out: str, partial_offset: int = 0,
-                        beta: float = 0.0) -> KernelLaunch:
-    """The launch summing split partial results (from gemm_launch with SPLIT_K = split) into out."""
+                        beta: float = 0.0, dtype: DataType = DataType.FLOAT32) -> KernelLaunch:
+    """The launch summing split partial results (float, from gemm_launch with SPLIT_K = split) into out, whose
+    storage type is dtype."""
     count = shape.c_count
-    spec = KernelSpec.make("split_reduce.cl", "split_reduce", {"SPLIT_K": split, "COUNT": count})
+    spec = KernelSpec.make("split_reduce.cl", "split_reduce", {"SPLIT_K": split, "COUNT": count, **dtype.defines})
     return KernelLaunch(spec, (round_up(count, 256),), (256,),
                         (partial, out, np.int32(partial_offset), np.int32(0), np.float32(beta)))
 

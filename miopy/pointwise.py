@@ -20,6 +20,7 @@ from .tensor import DataType, TensorDesc, as_float32
 
 WORK_GROUP = 256
 MAX_ELEMENTS = INT_LIMIT - 1
+POINTWISE_DTYPES = frozenset({DataType.FLOAT32, DataType.FLOAT16})   # kernels typed by kernels/types.h
 
 
 def pointwise_defines(dims: tuple[int, ...], tensors: Mapping[str, TensorDesc]) -> dict[str, int]:
@@ -32,23 +33,25 @@ def pointwise_defines(dims: tuple[int, ...], tensors: Mapping[str, TensorDesc]) 
 
 def pointwise_launch(file: str, name: str, tensors: Mapping[str, TensorDesc], defines: Mapping[str, int],
                      args: tuple[Arg, ...]) -> KernelLaunch:
-    """One work-item per element of the (equal-dims) tensors; the first tensor gives the dims."""
-    dims = next(iter(tensors.values())).dims
-    spec = KernelSpec.make(file, name, {**pointwise_defines(dims, tensors), **defines})
+    """One work-item per element of the (equal-dims) tensors; the first tensor gives the dims and the storage
+    type (MIOPY_HALF, kernels/types.h)."""
+    first = next(iter(tensors.values()))
+    spec = KernelSpec.make(file, name, {**first.dtype.defines, **pointwise_defines(first.dims, tensors), **defines})
+    dims = first.dims
     count = math.prod(dims)
     return KernelLaunch(spec, (round_up(count, WORK_GROUP),), (WORK_GROUP,), args)
 
 
 def check_same_dims(reference_field: str, reference: TensorDesc, others: Mapping[str, TensorDesc]) -> None:
-    """Every descriptor in others is a TensorDesc with reference's dims and dtype; FP32 only."""
+    """Every descriptor in others is a TensorDesc with reference's dims and dtype; FP32 or FP16."""
     check(isinstance(reference, TensorDesc), reference_field, "must be a TensorDesc")
     for field, desc in others.items():
         check(isinstance(desc, TensorDesc), field, "must be a TensorDesc")
         check(desc.dims == reference.dims, f"{field}.dims", f"{desc.dims} != {reference_field} dims {reference.dims}")
         check(desc.dtype == reference.dtype, f"{field}.dtype",
               f"{desc.dtype.value} != {reference_field} dtype {reference.dtype.value}")
-    if reference.dtype is not DataType.FLOAT32:
-        raise NotSupported(f"{reference_field}: only FP32 is implemented, got {reference.dtype.value}")
+    if reference.dtype not in POINTWISE_DTYPES:
+        raise NotSupported(f"{reference_field}: {reference.dtype.value} is not implemented")
     if reference.element_count > MAX_ELEMENTS:
         raise NotSupported(f"{reference_field}: more than 2^31 - 1 elements")
 

@@ -226,10 +226,17 @@ class Registry:
         return list(candidates) if self._rank is None else self._rank(problem, candidates)
 
     def tolerance(self, solver: Solver, problem) -> float:
-        """The max_error solver's result may have against float64: the solver's own bound (else 1e-3),
-        times sqrt(reduction length / 1024) for long sums (backward-weights over a batch)."""
-        base = solver.tolerance or DEFAULT_TOLERANCE
-        return base * max(1.0, (problem.reduction_length() / BASE_REDUCTION) ** 0.5)
+        """The max_error solver's result may have against float64 (computed from the same, already rounded,
+        inputs): the rounding of the stored output (problem.dtype.unit_roundoff: 2^-11 for FP16) plus the
+        fp32 arithmetic's bound, the solver's own (else 1e-3) times sqrt(reduction length / 1024) for long
+        sums (backward-weights over a batch). See docs/fp16.md."""
+        return stored_tolerance(problem.dtype, solver.tolerance or DEFAULT_TOLERANCE, problem.reduction_length())
+
+
+def stored_tolerance(dtype: DataType, fp32_bound: float, reduction_length: int = 1) -> float:
+    """The hybrid error bound of a result summed in fp32 and stored as dtype: dtype's unit roundoff (the
+    output's rounding) + fp32_bound * max(1, sqrt(reduction_length / 1024)) (the fp32 sum's error)."""
+    return dtype.unit_roundoff + fp32_bound * max(1.0, (reduction_length / BASE_REDUCTION) ** 0.5)
 
 
 def registries() -> tuple[Registry, ...]:

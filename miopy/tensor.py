@@ -11,7 +11,8 @@ from .errors import BadParam, check
 
 
 class DataType(enum.Enum):
-    """Element types a descriptor may carry. Kernels support FLOAT32; FLOAT16 needs cl_khr_fp16."""
+    """Element types a descriptor may carry. FLOAT16 is half storage with float arithmetic in every kernel
+    (vload_half / vstore_half_rte are core OpenCL: no cl_khr_fp16 needed); see docs/fp16.md."""
 
     FLOAT32 = "FP32"
     FLOAT16 = "FP16"
@@ -23,6 +24,12 @@ class DataType(enum.Enum):
     @property
     def itemsize(self) -> int:
         return self.numpy.itemsize
+
+    @property
+    def unit_roundoff(self) -> float:
+        """Largest relative error of rounding a real to this type (round to nearest): 2^-24 for FP32, 2^-11
+        for FP16 (10 stored mantissa bits). A result stored in this type is off by up to this much."""
+        return 2.0 ** -(np.finfo(self.numpy).nmant + 1)
 
     @property
     def cl_type(self) -> str:
@@ -48,6 +55,18 @@ class DataType(enum.Enum):
             if member.numpy == dt:
                 return member
         raise BadParam("dtype", f"unsupported data type {dt}")
+
+
+# Math modes, like cuDNN's math type and PyTorch's allow_tf32: "strict" computes fp32 convolutions in fp32;
+# "tf32" lets find choose solvers that round fp32 operands to TF32 (10-bit mantissa) on tensor cores.
+MATH_MODES = ("strict", "tf32")
+STRICT = "strict"
+
+
+def check_math_mode(value, field: str = "math_mode") -> str:
+    """value when it is a math mode ("strict" or "tf32"); BadParam(field) otherwise."""
+    check(isinstance(value, str) and value in MATH_MODES, field, f"must be one of {MATH_MODES}, got {value!r}")
+    return value
 
 
 def as_int(value, field: str) -> int:

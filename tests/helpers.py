@@ -7,14 +7,16 @@ import pyopencl as cl
 from miopy.conv import reference
 from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction
 from miopy.plan import plan_of
+from miopy.solver import stored_tolerance
 from miopy.tensor import TensorDesc
 
 DEFAULT_TOLERANCE = 1e-4  # hybrid |a-e|/(1+|e|) of solvers that set no tolerance of their own
 
 
-def make_problem(direction, n, c, h, w, k, r, s, pad=0, stride=1, dilation=1, groups=1) -> ConvProblem:
-    x = TensorDesc("FP32", (n, c, h, w))
-    wd = TensorDesc("FP32", (k, c // groups, r, s))
+def make_problem(direction, n, c, h, w, k, r, s, pad=0, stride=1, dilation=1, groups=1,
+                 dtype="FP32") -> ConvProblem:
+    x = TensorDesc(dtype, (n, c, h, w))
+    wd = TensorDesc(dtype, (k, c // groups, r, s))
     return ConvProblem.create(direction, x, wd, ConvDesc(pad, stride, dilation, groups))
 
 
@@ -32,14 +34,27 @@ def random_problem(rng: np.random.Generator, direction=Direction.FORWARD) -> Con
             return make_problem(direction, int(rng.integers(1, 3)), c, h, w, k, r, s, pad, stride, dil, groups)
 
 
+def with_dtype(problem: ConvProblem, dtype: str) -> ConvProblem:
+    """problem with every tensor of dtype (same dims, packed)."""
+    x, w = (TensorDesc(dtype, d.dims) for d in (problem.x, problem.w))
+    return ConvProblem.create(problem.direction, x, w, problem.conv)
+
+
 def random_tensors(problem: ConvProblem, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random normal x, w, y in the problem's dtype (for FP16 the reference then sees the rounded values)."""
     rng = np.random.default_rng(seed)
-    return {role: rng.standard_normal(desc.dims).astype(np.float32)
+    return {role: rng.standard_normal(desc.dims).astype(desc.dtype.numpy)
             for role, desc in (("x", problem.x), ("w", problem.w), ("y", problem.y))}
 
 
 def expected(problem: ConvProblem, t: dict[str, np.ndarray]) -> np.ndarray:
     return reference.solve(problem, t)
+
+
+def tolerance(solver, problem: ConvProblem) -> float:
+    """The tests' bound: the solver's fp32 bound (else DEFAULT_TOLERANCE) plus the output's rounding to its
+    dtype (2^-11 for FP16; see docs/fp16.md)."""
+    return stored_tolerance(problem.dtype, solver.tolerance or DEFAULT_TOLERANCE)
 
 
 def run_solution(handle, solution, problem: ConvProblem, t: dict[str, np.ndarray], extra=None) -> np.ndarray:
@@ -66,6 +81,6 @@ def check_solution(handle, solver, problem: ConvProblem, params, seed: int = 0) 
     t = random_tensors(problem, seed)
     got = run_solution(handle, solver.solution(problem, params), problem, t)
     err = reference.max_error(got, expected(problem, t))
-    tol = solver.tolerance or DEFAULT_TOLERANCE
+    tol = tolerance(solver, problem)
     assert err <= tol, f"{solver.id} {params} on {problem.key()}: error {err:.3g} > {tol}"
     return err

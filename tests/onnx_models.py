@@ -60,9 +60,11 @@ def hybrid_error(got: np.ndarray, expected: np.ndarray) -> float:
 
 def onnxruntime_outputs(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
     import onnxruntime as ort
+
+    from miopy.onnx.reference import onnxruntime_session
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(model, options)
     return session.run(None, dict(feeds))
 
 

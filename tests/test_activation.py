@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import miopy
-from miopy import ActivationMode, BadParam, NotSupported, TensorDesc
+from miopy import ActivationMode, BadParam, TensorDesc
 from miopy.activation import activation_backward, activation_forward
 from miopy.conv import reference
 from miopy.reference.activation import backward_reference, derivative_reference, forward_reference
@@ -85,13 +85,6 @@ def test_bad_arguments_name_the_field(handle, field, call):
     with pytest.raises(BadParam) as info:
         call(handle, desc, handle.to_device(_random(9)))
     assert info.value.field == field
-
-
-def test_fp16_not_supported(handle):
-    desc = TensorDesc("FP16", DIMS)
-    with pytest.raises(NotSupported):
-        activation_forward(handle, 3, 1, 1, 1, desc, handle.empty(DIMS, np.float16), desc,
-                           handle.empty(DIMS, np.float16))
 
 
 def test_public_names():

@@ -10,7 +10,7 @@ import pytest
 
 from miopy.conv import registry
 from miopy.conv.problem import Direction
-from tests.helpers import check_solution, make_problem, random_problem
+from tests.helpers import check_solution, make_problem, random_problem, with_dtype
 
 SHAPES = [  # (n, c, h, w, k, r, s, pad, stride, dilation, groups): structured cases every family can claim
     (2, 8, 10, 10, 8, 3, 3, 1, 1, 1, 1),
@@ -24,6 +24,8 @@ SHAPES = [  # (n, c, h, w, k, r, s, pad, stride, dilation, groups): structured c
     (2, 8, 8, 8, 8, 3, 3, 1, 1, 1, 4),
     (1, 3, 23, 23, 8, 7, 7, 0, 4, 1, 1),
     (3, 40, 1, 1, 9, 1, 1, 0, 1, 1, 1),   # a classifier (fully connected) at small batch
+    (2, 8, 10, 9, 8, 3, 3, 1, 1, 1, 8),   # depthwise (MobileNet)
+    (1, 4, 11, 9, 8, 5, 5, 2, 2, 1, 4),   # depthwise with a channel multiplier of 2, stride 2
 ]
 
 
@@ -86,6 +88,8 @@ ASYMMETRIC = [  # begin != end padding along each axis, in both senses (ONNX pad
     (2, 4, 9, 9, 6, 5, 5, (3, 1, 0, 2), 1, 1, 1),
     (1, 4, 11, 10, 4, 3, 3, (1, 0, 2, 0), (2, 1), 2, 2),
     (1, 4, 12, 12, 6, 3, 3, (1, 2, 2, 1), 2, 1, 1),
+    (2, 6, 9, 10, 6, 3, 3, (2, 0, 1, 2), 1, 1, 6),    # depthwise
+    (1, 4, 10, 9, 8, 3, 3, (0, 1, 1, 0), 2, 1, 4),    # depthwise, channel multiplier 2, stride 2
     (2, 6, 8, 8, 4, 1, 1, (1, 0, 0, 1), 1, 1, 1),
 ]
 
@@ -100,3 +104,19 @@ def test_asymmetric_padding_matches_reference(handle, solver, direction):
     assert applicable, f"{solver.id} applies to none of the asymmetric {direction.name} problems"
     for i, problem in enumerate(applicable[:2]):   # the first two pad each axis unevenly both ways
         check_solution(handle, solver, problem, solver.default_params(problem, handle.info), seed=i)
+
+
+FP16_PER_CASE = 2   # problems per solver-direction in FP16: a sample, so CI grows by about a minute
+
+
+@pytest.mark.parametrize("solver,direction", CASES, ids=[f"{s.id}-{d.name}" for s, d in CASES])
+def test_fp16_matches_reference(handle, solver, direction):
+    """FP16 (half storage, fp32 sums) through every solver and direction: a seeded sample of the pool, in
+    FP16, against float64 computed from the rounded inputs, at the FP16 bound (tests.helpers.tolerance)."""
+    problems = [with_dtype(p, "FP16") for p in pool(direction)]
+    applicable = [p for p in problems if solver.is_applicable(p, handle.info)]
+    assert applicable, f"{solver.id} applies to none of the pool's FP16 {direction.name} problems"
+    rng = np.random.default_rng(sum(map(ord, solver.id)) + int(direction))
+    for i in sorted(rng.choice(len(applicable), min(FP16_PER_CASE, len(applicable)), replace=False)):
+        problem = applicable[i]
+        check_solution(handle, solver, problem, solver.default_params(problem, handle.info), seed=int(i))

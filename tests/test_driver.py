@@ -36,3 +36,16 @@ def test_driver_forced_solver_runs_only_its_directions(capsys):
     assert driver.main(SMALL + ["-F", "0", "-S", "ConvWinograd3x3F2"]) == 0
     out = capsys.readouterr().out
     assert out.count("Verifies OK") == 2 and "Backward Weights Convolution: skipped" in out
+
+
+def test_driver_convfp16_verifies_every_direction(capsys):
+    """MIOpenDriver's FP16 sub-command: half data, verified against float64 of the stored inputs."""
+    assert driver.main(["convfp16", *SMALL[1:], "-F", "0", "-m", "trans"]) == 0
+    out = capsys.readouterr().out
+    assert "FP16" in out.splitlines()[0] and out.count("Verifies OK") == 3
+
+
+def test_tune_reads_convfp16_lines():
+    from miopy.cli.tune import driver_lines
+    parsed, bad = driver_lines(["MIOpenDriver convfp16 -n 2 -c 8 -k 8", "miopy-driver conv -n 1", "# other"])
+    assert not bad and [flags.dtype for _, flags in parsed] == ["FP16", "FP32"]

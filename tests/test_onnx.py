@@ -491,3 +491,17 @@ def test_core_import_path_does_not_import_onnx():
     code = ("import sys, miopy, miopy.cli.driver, miopy.cli.run, miopy.cli.tune; "
             "assert 'onnx' not in sys.modules and 'onnxruntime' not in sys.modules, sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_reference_session_lowers_an_ir_version_onnxruntime_refuses():
+    """onnx newer than onnxruntime (seen on the GPU machine: IR 14 against a maximum of 13) still verifies."""
+    from miopy.onnx.reference import onnxruntime_session
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 3])]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 99
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    np.testing.assert_array_equal(onnxruntime_session(model).run(None, {"x": x})[0], np.maximum(x, 0))
+    assert model.ir_version == 99          # the caller's model is not changed

@@ -19,7 +19,8 @@ DIRECTIONS = list(Direction)
 def _geometry(solver, direction, handle):
     """A small convolution (x, w descriptors, conv) that solver applies to in direction, or None."""
     shapes = [(2, 8, 9, 9, 8, 3, 3, 1, 1, 1), (2, 8, 9, 9, 16, 1, 1, 0, 1, 1), (2, 8, 11, 11, 8, 5, 5, 2, 1, 1),
-              (1, 6, 10, 10, 6, 3, 3, 1, 2, 2), (3, 40, 1, 1, 9, 1, 1, 0, 1, 1)]
+              (1, 6, 10, 10, 6, 3, 3, 1, 2, 2), (3, 40, 1, 1, 9, 1, 1, 0, 1, 1),
+              (2, 8, 9, 9, 8, 3, 3, 1, 1, 8)]
     for n, c, h, w, k, r, s, pad, stride, groups in shapes:
         xd, wd = TensorDesc("FP32", (n, c, h, w)), TensorDesc("FP32", (k, c // groups, r, s))
         conv = ConvDesc(pad, stride, 1, groups)
@@ -216,7 +217,7 @@ def test_find_changes_the_plan_of_calls_without_algo(handle):
                                    else 2.0)
     assert found[0].solver_id == fastest
     miopy.convolution_forward(handle, xd, x, wd, w, conv, yd, y)
-    calls = handle.plans[("conv", Direction.FORWARD, xd, wd, conv, yd)]
+    calls = handle.plans[("conv", Direction.FORWARD, xd, wd, conv, yd, handle.math_mode)]
     assert [c.plan.solver_id for c in calls if c.algo is None] == [fastest]
 
 

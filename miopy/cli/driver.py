@@ -1,5 +1,6 @@
-"""miopy-driver: MIOpenDriver's commands on miopy: `conv` (find, run, time, verify) here, the other
-primitives in their own modules (driver_<family>.py: add_parser(subparsers), run(args) -> int)."""
+"""miopy-driver: MIOpenDriver's commands on miopy: `conv` and `convfp16` (find, run, time, verify; FP32 and
+FP16 data) here, the other primitives in their own modules (driver_<family>.py: add_parser(subparsers),
+run(args) -> int)."""
 from __future__ import annotations
 
 import argparse
@@ -16,7 +17,7 @@ from ..errors import MiopyError, check
 from ..handle import Handle
 from ..plan import check_fits
 from ..reference import max_error
-from ..tensor import TensorDesc
+from ..tensor import MATH_MODES, TensorDesc
 from . import driver_bnorm, driver_dropout, driver_lrn, driver_pool, driver_softmax, driver_tensorop
 
 SUBCOMMANDS = (  # modules with add_parser(subparsers) and run(args) -> int, one line each
@@ -28,6 +29,7 @@ SUBCOMMANDS = (  # modules with add_parser(subparsers) and run(args) -> int, one
     driver_dropout,
 )
 
+CONV_COMMANDS = {"conv": "FP32", "convfp16": "FP16"}   # MIOpenDriver's sub-commands and their data types
 NAMES = {Direction.FORWARD: "Forward Convolution", Direction.BACKWARD_DATA: "Backward Data Convolution",
          Direction.BACKWARD_WEIGHTS: "Backward Weights Convolution"}
 
@@ -56,16 +58,21 @@ def conv_arguments(parser: argparse.ArgumentParser) -> None:
     add("-m", "--mode", choices=("conv", "trans"), default="conv")
     add("-F", "--forw", type=int, default=0, choices=(0, 1, 2, 4), help="1 fwd, 2 bwd-data, 4 bwd-weights, 0 all")
     add("-S", "--solver", default=None, help="force a solver by id")
+    add("--math_mode", choices=MATH_MODES, default=None,
+        help="strict or tf32 (default: MIOPY_MATH_MODE, else strict); tf32 lets fp32 use tensor cores")
 
 
 def descriptors(a: argparse.Namespace) -> tuple[TensorDesc, TensorDesc, ConvDesc]:
-    """Input, weight and convolution descriptors from the flags (MiopyError on bad values)."""
+    """Input, weight and convolution descriptors from the flags (MiopyError on bad values); the data type is
+    a.dtype when the command sets one (convfp16: FP16), else FP32."""
     mode = "transpose" if a.mode == "trans" else "conv"
-    x = TensorDesc("FP32", (a.batchsize, a.in_channels, a.in_h, a.in_w))
+    dtype = getattr(a, "dtype", None) or "FP32"
+    x = TensorDesc(dtype, (a.batchsize, a.in_channels, a.in_h, a.in_w))
     wdims = ((a.in_channels, a.out_channels // max(a.group_count, 1), a.fil_h, a.fil_w) if mode == "transpose"
              else (a.out_channels, a.in_channels // max(a.group_count, 1), a.fil_h, a.fil_w))
-    conv = ConvDesc(_pads(a), (a.conv_stride_h, a.conv_stride_w), (a.dilation_h, a.dilation_w), a.group_count, mode)
-    return x, TensorDesc("FP32", wdims), conv
+    conv = ConvDesc(_pads(a), (a.conv_stride_h, a.conv_stride_w), (a.dilation_h, a.dilation_w), a.group_count, mode,
+                    math_mode=a.math_mode)
+    return x, TensorDesc(dtype, wdims), conv
 
 
 def _pads(a: argparse.Namespace) -> tuple[int, int, int, int]:
@@ -83,14 +90,16 @@ def _pads(a: argparse.Namespace) -> tuple[int, int, int, int]:
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="miopy-driver", description=__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
-    conv = sub.add_parser("conv", help="find, run, time and verify a convolution")
-    conv_arguments(conv)
-    conv.add_argument("-t", "--time", type=int, default=1, choices=(0, 1),
-                      help="1: time -i iterations; 0: report find's time")
-    conv.add_argument("-V", "--verify", type=int, default=1, choices=(0, 1),
-                      help="verify against the float64 reference")
-    conv.add_argument("-i", "--iter", type=int, default=10, help="timed iterations")
-    conv.add_argument("-s", "--seed", type=int, default=0, help="random seed of the inputs")
+    for command, dtype in CONV_COMMANDS.items():
+        conv = sub.add_parser(command, help=f"find, run, time and verify a convolution on {dtype} data")
+        conv_arguments(conv)
+        conv.set_defaults(dtype=dtype)
+        conv.add_argument("-t", "--time", type=int, default=1, choices=(0, 1),
+                          help="1: time -i iterations; 0: report find's time")
+        conv.add_argument("-V", "--verify", type=int, default=1, choices=(0, 1),
+                          help="verify against the float64 reference (of the inputs as stored)")
+        conv.add_argument("-i", "--iter", type=int, default=10, help="timed iterations")
+        conv.add_argument("-s", "--seed", type=int, default=0, help="random seed of the inputs")
     for module in SUBCOMMANDS:
         module.add_parser(sub)
     return ap
@@ -103,7 +112,8 @@ def run_direction(handle: Handle, direction: Direction, x_desc, w_desc, conv, ar
     problem = mapping.problem
     check_fits(handle, {"x": x_desc.nbytes, "w": w_desc.nbytes, "y": y_desc.nbytes})  # before any host data
     rng = np.random.default_rng(args.seed)
-    host = {r: rng.standard_normal(d.dims).astype(np.float32) for r, d in (("x", x_desc), ("w", w_desc), ("y", y_desc))}
+    host = {r: rng.standard_normal(d.dims).astype(d.dtype.numpy)
+            for r, d in (("x", x_desc), ("w", w_desc), ("y", y_desc))}
     out_user = mapping.roles[OUTPUT_ROLE[problem.direction]]
     host[out_user][...] = np.nan  # poison: unwritten elements show
     dev = {r: handle.to_device(a) for r, a in host.items()}
@@ -153,14 +163,14 @@ def _claimed(args, direction: Direction, x_desc, w_desc, conv) -> bool:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
-    if args.command != "conv":
+    if args.command not in CONV_COMMANDS:
         return args.run(args)
     try:
         check(args.iter >= 1, "-i", f"must be >= 1 timed iteration, got {args.iter}")
         check(args.seed >= 0, "-s", f"must be >= 0, got {args.seed}")
         x_desc, w_desc, conv = descriptors(args)
         handle = Handle()
-        print(f"miopy-driver: device {handle.info.name} ({handle.info.platform})")
+        print(f"miopy-driver: device {handle.info.name} ({handle.info.platform}), {x_desc.dtype.value}")
         ok = all([run_direction(handle, d, x_desc, w_desc, conv, args) for d in directions(args.forw)
                   if _claimed(args, d, x_desc, w_desc, conv)])
     except MiopyError as exc:

@@ -49,9 +49,9 @@ def table(session, times: list[float], total_ms: float) -> str:
 
 def verify(session, model: Path, feeds: dict) -> list[float]:
     """The hybrid error of each output against onnxruntime's CPU provider."""
-    import onnxruntime as ort
+    from ..onnx.reference import onnxruntime_session
     ours = session.run(None, feeds)
-    theirs = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, feeds)
+    theirs = onnxruntime_session(model).run(None, feeds)
     return [float(np.max(np.abs(a.astype(np.float64) - e) / (1.0 + np.abs(e)), initial=0.0))
             for a, e in zip(ours, theirs)]
 

@@ -27,15 +27,18 @@ from ..find import tensor_bytes
 from ..handle import Handle
 from ..plan import check_fits
 from ..tuning import DEFAULT_BUDGET, STRATEGIES, Compiler, SearchSpace, TuneOptions, TuneResult, tunable, tune_problem
-from .driver import conv_arguments, descriptors
+from .driver import CONV_COMMANDS, conv_arguments, descriptors
 
-DRIVER_PREFIXES = (("./bin/MIOpenDriver", "conv"), ("MIOpenDriver", "conv"), ("miopy-driver", "conv"))
+DRIVER_PREFIXES = tuple((program, command) for program in ("./bin/MIOpenDriver", "MIOpenDriver", "miopy-driver")
+                        for command in CONV_COMMANDS)
 
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="miopy-tune", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     conv_arguments(ap)
+    ap.add_argument("--dtype", choices=sorted(set(CONV_COMMANDS.values())), default="FP32",
+                    help="data type of the problem the flags describe (--file lines: conv FP32, convfp16 FP16)")
     source = ap.add_mutually_exclusive_group()
     source.add_argument("--network", help=f"tune the unique conv layers of {sorted(networks.NETWORKS)} at batch -n")
     source.add_argument("--file", type=Path, help="tune the problems of miopy-driver / MIOpenDriver conv lines")
@@ -111,10 +114,13 @@ def driver_lines(lines: Iterable[str]) -> tuple[list[tuple[int, argparse.Namespa
             if _prefix(words) is not None:
                 bad.append((number, f"cannot split the line: {exc}"))
             continue
-        if _prefix(words) is None:
+        prefix = _prefix(words)
+        if prefix is None:
             continue
         try:
-            parsed.append((number, line_parser.parse_known_args(words[2:])[0]))
+            flags = line_parser.parse_known_args(words[2:])[0]
+            flags.dtype = CONV_COMMANDS[prefix[1]]
+            parsed.append((number, flags))
         except BadParam as exc:
             bad.append((number, f"bad flags: {str(exc).split(': ', 1)[-1]}"))
     return parsed, bad

@@ -21,7 +21,7 @@ from ..find import AlgoPerf, FindResult, Timer, find_problem, get_solutions, res
 from ..handle import Handle
 from ..plan import Operand, Plan, buffer_of, checked_solution, overlap_reason
 from ..solver import Solver
-from ..tensor import TensorDesc
+from ..tensor import DataType, TensorDesc
 from .problem import FIELDS, ConvDesc, ConvProblem, Direction, ProblemMapping, map_problem
 
 ConvAlgoPerf = AlgoPerf   # MIOpen's miopenConvAlgoPerf_t: a find record of a convolution
@@ -50,7 +50,7 @@ def find_convolution(handle: Handle, x_desc: TensorDesc, w_desc: TensorDesc, con
     solvers optionally restricts find to these Solver objects (default: the registry).
     """
     check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
-    mapping = map_problem(direction, x_desc, w_desc, conv_desc, y_desc)
+    mapping = map_problem(direction, x_desc, w_desc, conv_desc, y_desc, handle.math_mode)
     buffers = None if tensors is None else _find_buffers(handle, mapping, tensors)
     result = find(handle, mapping.problem, buffers=buffers, workspace_limit=workspace_limit, timer=timer,
                   mode=mode, solvers=solvers)
@@ -112,7 +112,7 @@ def convolution_plan(handle: Handle, direction: Direction | int, x_desc: TensorD
     """A plan for one convolution call, built now: run it with plan.run(x=..., w=..., y=...) (names as the
     direction's call: dy, dx, dw in the backward directions). Not memoised: the caller keeps it."""
     check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
-    mapping = map_problem(direction, x_desc, w_desc, conv_desc, y_desc)
+    mapping = map_problem(direction, x_desc, w_desc, conv_desc, y_desc, handle.math_mode)
     record = _checked_record(handle, mapping.problem, algo)
     return _build(handle, mapping, record, workspace)
 
@@ -130,7 +130,7 @@ class _Call:
 def _plan(handle: Handle, direction: Direction, x_desc, w_desc, conv_desc, y_desc, algo) -> Plan:
     """The warm path: a dict lookup and an identity comparison; the cold path builds and memoises."""
     try:
-        calls = handle.plans.get(("conv", direction, x_desc, w_desc, conv_desc, y_desc))
+        calls = handle.plans.get(("conv", direction, x_desc, w_desc, conv_desc, y_desc, handle.math_mode))
     except (AttributeError, TypeError):   # not a Handle, or unhashable descriptors: the cold path says which
         calls = None
     if calls is not None:
@@ -146,16 +146,17 @@ def _cold_plan(handle: Handle, direction: Direction, x_desc, w_desc, conv_desc, 
     check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
     for field, desc in zip((_role_field(direction, r) + "_desc" for r in "xwy"), (x_desc, w_desc, y_desc)):
         check(isinstance(desc, TensorDesc), field, "must be a TensorDesc")
-    mapping = map_problem(direction, x_desc, w_desc, conv_desc, y_desc)
+    mapping = map_problem(direction, x_desc, w_desc, conv_desc, y_desc, handle.math_mode)
     record = _checked_record(handle, mapping.problem, algo)
-    calls = handle.plans.setdefault(("conv", direction, x_desc, w_desc, conv_desc, y_desc), [])
+    calls = handle.plans.setdefault(("conv", direction, x_desc, w_desc, conv_desc, y_desc, handle.math_mode), [])
     plan = next((c.plan for c in calls if c.algo is not None and algo is not None
                  and (c.algo.solver_id, c.algo.params) == (record.solver_id, record.params)), None)
     plan = plan or _build(handle, mapping, record, None)
     log = None
     if config.log_cmd():
         trans = " -m trans" if conv_desc.mode == "transpose" else ""
-        log = f"miopy: command: miopy-driver conv {mapping.problem.driver_args()}{trans}"
+        command = "convfp16" if mapping.problem.dtype is DataType.FLOAT16 else "conv"
+        log = f"miopy: command: miopy-driver {command} {mapping.problem.driver_args()}{trans}"
         print(log, file=sys.stderr)
     calls[:] = [c for c in calls if c.algo is not algo][-(MAX_RECORDS_PER_CALL - 1):] + [_Call(algo, plan, log)]
     return plan

@@ -34,7 +34,7 @@ def _call(x, w, handle: Handle | None, geometry: tuple) -> cl_array.Array:
             raise BadParam("x", f"expected a pyopencl Array, got {type(x).__name__}")
         handle = handle_for(x)
     try:
-        key = ("conv2d", x.shape, x.dtype, w.shape, w.dtype, geometry)
+        key = ("conv2d", x.shape, x.dtype, w.shape, w.dtype, geometry, handle.math_mode)
         memo = handle.plans.get(key)
     except (AttributeError, TypeError):   # not arrays, or unhashable geometry (lists): the cold path says which
         key, memo = None, None

@@ -3,6 +3,7 @@
 It is deliberately small and explainable: an algorithm preference that depends on the problem's shape,
 then registry order (most specialised first) within an algorithm, and the naive fallback always last.
 
+- depthwise (groups == C, K a multiple of C): the depthwise solver first, then direct, then GEMM;
 - 1x1 filters: GEMM first (the 1x1 solver precedes im2col in the registry), then direct, then Winograd;
 - 3x3, stride 1, dilation 1 with C and K per group >= 16: Winograd first, then direct, then GEMM;
 - anything else: direct, then GEMM (im2col), then Winograd.
@@ -24,6 +25,8 @@ WINOGRAD_MIN_CHANNELS = 16
 def preference(problem: ConvProblem) -> tuple[tuple[str, ...], str]:
     """The algorithms in preferred order for problem's shape, and the rule that chose them."""
     p = problem
+    if p.groups > 1 and p.groups == p.c and p.k % p.c == 0:
+        return ("depthwise", "direct", "gemm", "winograd"), "depthwise: per-channel tiles first"
     if p.r == 1 and p.s == 1:
         return ("gemm", "direct", "winograd"), "1x1 filter: GEMM first"
     if ((p.r, p.s) == (3, 3) and (p.stride_h, p.stride_w) == (1, 1) and (p.dil_h, p.dil_w) == (1, 1)

@@ -8,8 +8,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
+from .. import config
 from ..errors import BadParam, check
-from ..tensor import TensorDesc, as_int, int_tuple
+from ..tensor import STRICT, DataType, TensorDesc, as_int, check_math_mode, int_tuple
 
 if TYPE_CHECKING:
     from ..solver import Registry
@@ -56,6 +57,17 @@ def _sides(value) -> tuple[int, int, int, int]:
     return (sides[0], sides[0], sides[1], sides[1]) if len(sides) == 2 else (sides[0], sides[1], sides[2], sides[3])
 
 
+def resolve_math_mode(explicit: str | None, handle_default: str | None = None) -> str:
+    """The math mode a convolution runs under: the descriptor's when it names one, else the handle's, else
+    MIOPY_MATH_MODE, else "strict"."""
+    if explicit is not None:
+        return explicit
+    if handle_default is not None:
+        return handle_default
+    env = config.math_mode()
+    return check_math_mode(env.lower(), "MIOPY_MATH_MODE") if env is not None else STRICT
+
+
 def same_padding(in_hw: Sequence[int], filter_hw: Sequence[int], stride: IntPair = 1, dilation: IntPair = 1,
                  upper: bool = True) -> tuple[int, int, int, int]:
     """(top, bottom, left, right) padding whose output is ceil(input / stride) along each axis (ONNX's
@@ -88,11 +100,12 @@ class ConvDesc:
     groups: int
     mode: str
     output_padding: tuple[int, int]
+    math_mode: str | None
     _key: tuple = field(repr=False, compare=False)
     _hash: int = field(repr=False, compare=False)
 
     def __init__(self, pad: IntPair = 0, stride: IntPair = 1, dilation: IntPair = 1, groups: int = 1,
-                 mode: str = "conv", output_padding: IntPair = 0):
+                 mode: str = "conv", output_padding: IntPair = 0, math_mode: str | None = None):
         sides = _sides(pad)
         stride_, dil_, op = (_pair(v, f) for v, f in ((stride, "stride"), (dilation, "dilation"),
                                                       (output_padding, "output_padding")))
@@ -106,9 +119,11 @@ class ConvDesc:
         check(mode == "transpose" or op == (0, 0), "output_padding", "only applies to mode='transpose'")
         check(all(o < max(s, d) for o, s, d in zip(op, stride_, dil_)), "output_padding",
               f"must be smaller than stride or dilation, got {op}")
-        key = ((sides[0], sides[2]), (sides[1], sides[3]), stride_, dil_, groups_, mode, op)
-        for name, value in zip(("pad", "pad_end", "stride", "dilation", "groups", "mode", "output_padding", "_key",
-                                "_hash"), (*key, key, hash(key))):
+        if math_mode is not None:
+            check_math_mode(math_mode)
+        key = ((sides[0], sides[2]), (sides[1], sides[3]), stride_, dil_, groups_, mode, op, math_mode)
+        for name, value in zip(("pad", "pad_end", "stride", "dilation", "groups", "mode", "output_padding",
+                                "math_mode", "_key", "_hash"), (*key, key, hash(key))):
             object.__setattr__(self, name, value)
 
     def __eq__(self, other: object) -> bool:
@@ -120,7 +135,8 @@ class ConvDesc:
         return self._hash
 
     def __reduce__(self):
-        return (ConvDesc, (self.pads, self.stride, self.dilation, self.groups, self.mode, self.output_padding))
+        return (ConvDesc, (self.pads, self.stride, self.dilation, self.groups, self.mode, self.output_padding,
+                           self.math_mode))
 
     @property
     def pads(self) -> tuple[int, int, int, int]:
@@ -181,6 +197,10 @@ class ConvProblem:
     For every direction the descriptors keep their forward roles: backward-data computes x from y and w,
     backward-weights computes w from x and y. Transpose convolutions are mapped onto this form by the
     API layer (their forward is this problem's backward-data).
+
+    math_mode is the resolved math mode ("strict" or "tf32"; always "strict" for fp16 data, whose products
+    are exact in fp32 whatever unit computes them): solvers that use tensor cores on fp32 data apply only
+    under "tf32". The key carries it ("-tf32"), so DB records of one mode never serve the other.
     """
 
     direction: Direction
@@ -188,12 +208,14 @@ class ConvProblem:
     w: TensorDesc
     y: TensorDesc
     conv: ConvDesc
+    math_mode: str = STRICT
     registry: ClassVar[Registry]   # set by miopy.conv.registry
 
     @classmethod
     def create(cls, direction: Direction | int, x: TensorDesc, w: TensorDesc, conv: ConvDesc,
-               y: TensorDesc | None = None) -> ConvProblem:
-        """Validate and build; y is derived from x, w and conv unless given (then it must match)."""
+               y: TensorDesc | None = None, math_mode: str | None = None) -> ConvProblem:
+        """Validate and build; y is derived from x, w and conv unless given (then it must match). math_mode
+        is the handle's default (None: none), used when conv names none (resolve_math_mode)."""
         check(isinstance(conv, ConvDesc), "conv_desc", "must be a ConvDesc")
         check(conv.mode == "conv", "conv.mode", "ConvProblem is in convolution terms; map transpose first")
         direction = direction_of(direction)
@@ -203,10 +225,11 @@ class ConvProblem:
             y = expected
         check(y.dtype == x.dtype, "y_desc.dtype", f"{y.dtype.value} does not match input {x.dtype.value}")
         check(y.dims == expected.dims, "y_desc.dims", f"expected {expected.dims}, got {y.dims}")
-        return cls(direction, x, w, y, conv)
+        mode = resolve_math_mode(conv.math_mode, math_mode)
+        return cls(direction, x, w, y, conv, mode if x.dtype is DataType.FLOAT32 else STRICT)
 
     def with_direction(self, direction: Direction) -> ConvProblem:
-        return ConvProblem(Direction(direction), self.x, self.w, self.y, self.conv)
+        return ConvProblem(Direction(direction), self.x, self.w, self.y, self.conv, self.math_mode)
 
     # Sizes, named as in the papers: N, C, H, W input; K, R, S filters; P, Q output.
     n = property(lambda self: self.x.n)
@@ -242,7 +265,8 @@ class ConvProblem:
         return self.x.is_packed and self.w.is_packed and self.y.is_packed
 
     def key(self) -> str:
-        """MIOpen-like readable key: C-H-W-RxS-K-P-Q-N-pads-strides-dilations-bias-layout-dtype-dir[-gG]."""
+        """MIOpen-like readable key: C-H-W-RxS-K-P-Q-N-pads-strides-dilations-bias-layout-dtype-dir[-gG]
+        [-tf32][-s<strides>]: the math mode appears when it is not strict, so strict keys stay MIOpen's."""
         key = self.__dict__.get("_key")
         if key is None:
             key = self._make_key()
@@ -256,6 +280,8 @@ class ConvProblem:
         key = "-".join(str(p) for p in parts)
         if self.groups > 1:
             key += f"-g{self.groups}"
+        if self.math_mode != STRICT:
+            key += f"-{self.math_mode}"
         if not self.is_packed:
             key += "-s" + "_".join(",".join(map(str, d.strides)) for d in (self.x, self.w, self.y))
         return key
@@ -332,24 +358,25 @@ class ProblemMapping:
 
 
 def map_problem(direction, x_desc: TensorDesc, w_desc: TensorDesc, conv: ConvDesc,
-                y_desc: TensorDesc | None = None) -> ProblemMapping:
+                y_desc: TensorDesc | None = None, math_mode: str | None = None) -> ProblemMapping:
     """Map (direction, user descriptors) to a ConvProblem. x is the op's input, y its output.
 
     A transpose convolution's forward is the backward-data of the convolution whose input is the
     transpose's output; its backward-data is that convolution's forward; backward-weights swaps x and y.
+    math_mode is the handle's default (see ConvProblem.create).
     """
     check(isinstance(conv, ConvDesc), "conv_desc", "must be a ConvDesc")
     direction = direction_of(direction)
     if conv.mode == "conv":
-        return ProblemMapping(ConvProblem.create(direction, x_desc, w_desc, conv, y_desc),
+        return ProblemMapping(ConvProblem.create(direction, x_desc, w_desc, conv, y_desc, math_mode),
                               {"x": "x", "w": "w", "y": "y"})
     expected = conv.output_desc(x_desc, w_desc)
     if y_desc is not None:
         check(isinstance(y_desc, TensorDesc), "y_desc", "must be a TensorDesc")
         check(y_desc.dims == expected.dims, "y_desc.dims", f"expected {expected.dims}, got {y_desc.dims}")
-    conv_as_conv = ConvDesc(conv.pads, conv.stride, conv.dilation, conv.groups, "conv")
+    conv_as_conv = ConvDesc(conv.pads, conv.stride, conv.dilation, conv.groups, "conv", math_mode=conv.math_mode)
     out = y_desc or expected
-    problem = ConvProblem.create(_TRANSPOSE_DIRECTION[direction], out, w_desc, conv_as_conv, x_desc)
+    problem = ConvProblem.create(_TRANSPOSE_DIRECTION[direction], out, w_desc, conv_as_conv, x_desc, math_mode)
     return ProblemMapping(problem, {"x": "y", "w": "w", "y": "x"})
 
 

@@ -8,6 +8,7 @@ from .heuristic import rank
 from .problem import ConvProblem
 from .reference import reference_outputs
 from .solvers.cpu_direct import ConvCpuDirect
+from .solvers.depthwise import ConvDepthwise
 from .solvers.direct_local import ConvDirectLocal
 from .solvers.gemm_1x1 import ConvGemm1x1
 from .solvers.gemv_1x1 import ConvGemv1x1
@@ -16,6 +17,7 @@ from .solvers.naive import ConvDirectNaive
 from .solvers.winograd import ConvWinograd3x3F2, ConvWinograd3x3F4
 
 REGISTRY = Registry("convolution", ConvProblem, (
+    ConvDepthwise(),
     ConvCpuDirect(),
     ConvWinograd3x3F4(),
     ConvWinograd3x3F2(),

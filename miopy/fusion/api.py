@@ -61,7 +61,7 @@ def convolution_forward_bias(handle: Handle, bias_desc: TensorDesc, bias, y_desc
 def _bias_plan(handle: Handle, bias_desc: TensorDesc, y_desc: TensorDesc) -> Plan:
     check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
     check_same_dims("y_desc", y_desc, {})
-    checked_param_desc("bias_desc", bias_desc, (1, y_desc.c, 1, 1), y_desc)
+    checked_param_desc("bias_desc", bias_desc, (1, y_desc.c, 1, 1), y_desc.dtype)
     launch = pointwise_launch("fusion_pointwise.cl", "pointwise_epilogue", {"X": y_desc, "Y": y_desc},
                               Epilogue(bias=True).defines(), ("y", "y", "bias"))
     ops = (Operand("y", "y", y_desc, written=True), Operand("bias", "bias", bias_desc))

@@ -32,7 +32,7 @@ from ..find import Timer, default_timer
 from ..handle import Handle
 from ..plan import Operand, Plan, buffer_of
 from ..pointwise import scalar
-from ..tensor import TensorDesc
+from ..tensor import DataType, TensorDesc
 from . import solvers as fused
 from .epilogue import ACTIVATION_ROLES, ADD_ROLES, BATCHNORM_ROLES, BatchNormMode, Epilogue
 from .solvers import FusedProblem, FusedSolver
@@ -213,7 +213,7 @@ class FusionPlan:
 
     def add_bias_forward(self, bias_desc: TensorDesc | None = None) -> BiasForwardOp:
         self._check_can_add(BiasForwardOp)
-        desc = self._param_desc("bias_desc", bias_desc, (1, self._dims[1], 1, 1))
+        desc = self._param_desc("bias_desc", bias_desc, (1, self._dims[1], 1, 1), self.input_desc.dtype)
         return self._add(BiasForwardOp(desc))
 
     def add_batchnorm_inference(self, mode: BatchNormMode | int | str,
@@ -223,7 +223,7 @@ class FusionPlan:
         mode = BatchNormMode.of(mode)
         _, c, h, w = self._dims
         dims = (1, c, 1, 1) if mode is BatchNormMode.SPATIAL else (1, c, h, w)
-        return self._add(BatchNormInferenceOp(mode, self._param_desc("bn_desc", param_desc, dims)))
+        return self._add(BatchNormInferenceOp(mode, self._param_desc("bn_desc", param_desc, dims, DataType.FLOAT32)))
 
     def add_tensor_add(self, z_desc: TensorDesc | None = None) -> TensorAddOp:
         """y += alpha * z (the residual add); z_desc must be the data's descriptor at this point (packed,
@@ -250,9 +250,9 @@ class FusionPlan:
             raise NotSupported(f"{kind.name} after {last.name}: ops follow conv_forward -> bias_forward -> "
                                "batchnorm_inference -> tensor_add -> activation_forward, each at most once")
 
-    def _param_desc(self, field: str, desc: TensorDesc | None, dims: tuple[int, ...]) -> TensorDesc:
-        desc = desc if desc is not None else TensorDesc(self.input_desc.dtype, dims)
-        return checked_param_desc(field, desc, dims, self.input_desc)
+    def _param_desc(self, field: str, desc: TensorDesc | None, dims: tuple[int, ...], dtype: DataType) -> TensorDesc:
+        desc = desc if desc is not None else TensorDesc(dtype, dims)
+        return checked_param_desc(field, desc, dims, dtype)
 
     def _add(self, op: OpT, dims: tuple[int, int, int, int] | None = None) -> OpT:
         self.ops.append(op)
@@ -274,7 +274,7 @@ class FusionPlan:
         problem = None
         if conv is not None:
             problem = ConvProblem.create(Direction.FORWARD, self.input_desc, conv.w_desc, conv.conv_desc,
-                                         self.output_desc)
+                                         self.output_desc, self.handle.math_mode)
         return FusedProblem(self.input_desc, self.output_desc, epilogue, problem)
 
     def compile(self, timer: Timer | None = None, benchmark: bool = True) -> FusedChoice:
@@ -321,11 +321,12 @@ class FusionPlan:
                                scalars={r: v for r, v in bound.items() if r in _SCALAR_ROLES})
 
 
-def checked_param_desc(field: str, desc: TensorDesc, dims: tuple[int, ...], data: TensorDesc) -> TensorDesc:
-    """desc (of bias or batch-norm operands) is packed, has dims, and data's dtype; else BadParam(field...)."""
+def checked_param_desc(field: str, desc: TensorDesc, dims: tuple[int, ...], dtype: DataType) -> TensorDesc:
+    """desc (of bias or batch-norm operands) is packed, has dims and dtype; else BadParam(field...). A bias has
+    the data's dtype; batch-norm operands are FP32 whatever the data (MIOpen's rule, as miopy.batchnorm's)."""
     check(isinstance(desc, TensorDesc), field, "must be a TensorDesc")
     check(desc.dims == dims, f"{field}.dims", f"expected {dims} for this point of the data flow, got {desc.dims}")
-    check(desc.dtype == data.dtype, f"{field}.dtype", f"{desc.dtype.value} != data {data.dtype.value}")
+    check(desc.dtype == dtype, f"{field}.dtype", f"{desc.dtype.value}, expected {dtype.value}")
     check(desc.is_packed, f"{field}.strides", "must be packed")
     return desc
 
@@ -364,10 +365,12 @@ def _random_buffers(handle: Handle, fp: FusedProblem) -> dict:
     channels, plane = fp.y.c, fp.y.h * fp.y.w
     per_element = fp.epilogue.plane > 0
     sizes = {"bias": channels, **{r: channels * (plane if per_element else 1) for r in BATCHNORM_ROLES[:4]}}
-    host: dict[str, np.ndarray] = {role: rng.standard_normal(desc.element_span, dtype=np.float32)
+    host: dict[str, np.ndarray] = {role: rng.standard_normal(desc.element_span).astype(desc.dtype.numpy)
                                    for role, desc in descs.items()}
     host.update({role: np.abs(rng.standard_normal(sizes[role], dtype=np.float32)) + 0.5
                  for role in fp.epilogue.args if role in sizes})
+    if "bias" in host:
+        host["bias"] = host["bias"].astype(fp.x.dtype.numpy)   # batch-norm operands stay FP32
     mf = cl.mem_flags
     out = {r: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for r, a in host.items()}
     out.update({r: np.float32(1e-5 if r == "bn_epsilon" else 1.0) for r in fp.epilogue.args

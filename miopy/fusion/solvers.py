@@ -56,6 +56,9 @@ class FusedProblem:
         return " -> ".join(steps)
 
 
+FUSED_DTYPES = frozenset({DataType.FLOAT32, DataType.FLOAT16})
+
+
 class FusedSolver(Applicable):
     """Base of fused solvers: applicability with reasons, params, and a prepared (built) solution."""
 
@@ -63,7 +66,7 @@ class FusedSolver(Applicable):
     algorithm: str
 
     def applicability(self, fp: FusedProblem, dev: DeviceInfo) -> None:
-        require(fp.x.dtype is DataType.FLOAT32, "only FP32 is implemented")
+        require(fp.x.dtype in FUSED_DTYPES, f"{fp.x.dtype.value} is not implemented")
 
     def params(self, fp: FusedProblem, handle: Handle) -> tuple[Params, str]:
         """(params, source) for fp; untunable by default."""

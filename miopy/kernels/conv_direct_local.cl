@@ -14,6 +14,7 @@
  * Defines (all ints):
  *   N C H W K R S P Q G PAD_H PAD_W STRIDE_H STRIDE_W DIL_H DIL_W   problem (see naive.cl)
  *   XS_N XS_C XS_H XS_W, WS_K WS_C WS_R WS_S, YS_N YS_K YS_P YS_Q   element strides of x, w, y
+ *   MIOPY_HALF    1: x, w, y hold half values (kernels/types.h); tiles, sums and split partials are float
  *   DIRECTION     1 forward, 2 backward-data, 4 backward-weights
  *   M_DIM N_DIM   work-group shape: local size (N_DIM, M_DIM)
  *   M_PER N_PER   sums per work-item along m and col
@@ -25,7 +26,9 @@
  *                 flat (channel, tap) index (see inner_at)
  *   SPLIT         backward-weights: partial sums over SPLIT chunks of N*P*Q of SPLIT_CHUNK each
  *                 (a multiple of K_BLK), written to `partial` and summed in order by reduce_splits
+ *   SUM_STEPS     backward-weights: slices summed in registers before they are added to the running total
  */
+#include "types.h"
 #include "epilogue.h"
 
 #define CG (C / G)
@@ -167,10 +170,10 @@ inline tap_t b_row(inner_t in)
     const int dh = TAP_R(in.tap) * DIL_H, dw = TAP_S(in.tap) * DIL_W;
     return make_tap(X_AT(0, in.chan, dh, dw), dh, dw);
 }
-inline float b_load(__global const float* restrict b, tap_t row, tap_t col)
+inline float b_load(__global const DATA_T* restrict b, tap_t row, tap_t col)
 {
     const int h = col.h + row.h, w = col.w + row.w;
-    return ((uint)h < H && (uint)w < W) ? b[col.off + row.off] : 0.0f;
+    return ((uint)h < H && (uint)w < W) ? LOAD(b, col.off + row.off) : 0.0f;
 }
 #elif DIRECTION == 2
 /* A[m][k, r, s] = w[g*KG + k][m][r][s] */
@@ -187,11 +190,11 @@ inline tap_t b_row(inner_t in)
 {
     return make_tap(Y_AT(0, in.chan, 0, 0), -TAP_R(in.tap) * DIL_H, -TAP_S(in.tap) * DIL_W);
 }
-inline float b_load(__global const float* restrict b, tap_t row, tap_t col)
+inline float b_load(__global const DATA_T* restrict b, tap_t row, tap_t col)
 {
     const uint ph = col.h + row.h, qw = col.w + row.w;   /* negative: huge, so outside */
     const bool inside = ph < P * STRIDE_H && qw < Q * STRIDE_W && ph % STRIDE_H == 0 && qw % STRIDE_W == 0;
-    return inside ? b[col.off + row.off + Y_AT(0, 0, (int)(ph / STRIDE_H), (int)(qw / STRIDE_W))] : 0.0f;
+    return inside ? LOAD(b, col.off + row.off + Y_AT(0, 0, (int)(ph / STRIDE_H), (int)(qw / STRIDE_W))) : 0.0f;
 }
 #else
 /* A[m][n, p, q] = dy[n][g*KG + m][p][q] */
@@ -214,17 +217,17 @@ inline tap_t b_row(inner_t in)
     const int h = (int)((uint)pq / Q) * STRIDE_H, w = (int)((uint)pq % Q) * STRIDE_W;
     return make_tap(X_AT(n, 0, h, w), h, w);
 }
-inline float b_load(__global const float* restrict b, tap_t row, tap_t col)
+inline float b_load(__global const DATA_T* restrict b, tap_t row, tap_t col)
 {
     const int h = col.h + row.h, w = col.w + row.w;
-    return ((uint)h < H && (uint)w < W) ? b[col.off + row.off] : 0.0f;
+    return ((uint)h < H && (uint)w < W) ? LOAD(b, col.off + row.off) : 0.0f;
 }
 #endif
 
 /* -- slice fetch (global -> registers) and stage (registers -> local) ---------------------------------- */
 /* Fetch slice `step` into registers. a_cols[j] is an A column's offset, or -1 past the edge; rows past
  * the inner dimension read zero (one check per row, none per element for B). */
-inline void fetch_a(__global const float* restrict a, const int* a_cols, float* reg, int t, int step,
+inline void fetch_a(__global const DATA_T* restrict a, const int* a_cols, float* reg, int t, int step,
                     int k_begin, int k_end)
 {
     #pragma unroll
@@ -233,11 +236,11 @@ inline void fetch_a(__global const float* restrict a, const int* a_cols, float* 
         const int row = a_row(in);
         #pragma unroll
         for (int j = 0; j < A_NIDX; ++j)
-            reg[i * A_NIDX + j] = (a_cols[j] >= 0 && in.valid) ? a[a_cols[j] + row] : 0.0f;
+            reg[i * A_NIDX + j] = (a_cols[j] >= 0 && in.valid) ? LOAD(a, a_cols[j] + row) : 0.0f;
     }
 }
 
-inline void fetch_b(__global const float* restrict b, const tap_t* b_cols, float* reg, int t, int step,
+inline void fetch_b(__global const DATA_T* restrict b, const tap_t* b_cols, float* reg, int t, int step,
                     int k_begin, int k_end)
 {
     #pragma unroll
@@ -306,8 +309,8 @@ inline void multiply_slice(__local const float* a_tile, __local const float* b_t
 #endif
 
 __kernel __attribute__((reqd_work_group_size(N_DIM, M_DIM, 1)))
-void conv_direct_local(__global X_CONST float* restrict x, __global W_CONST float* restrict w,
-                       __global Y_CONST float* restrict y PARTIAL_PARAM MIOPY_EPILOGUE_PARAMS)
+void conv_direct_local(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* restrict w,
+                       __global Y_CONST DATA_T* restrict y PARTIAL_PARAM MIOPY_EPILOGUE_PARAMS)
 {
     __local float a_tiles[BUFS * K_BLK * A_LD] __attribute__((aligned(16)));
     __local float b_tiles[BUFS * K_BLK * B_LD] __attribute__((aligned(16)));
@@ -335,6 +338,14 @@ void conv_direct_local(__global X_CONST float* restrict x, __global W_CONST floa
     #pragma unroll
     for (int i = 0; i < M_PER * N_PER; ++i)
         acc[i] = 0.0f;
+#if DIRECTION == 4
+    /* Backward-weights sums N*P*Q terms: acc holds the last SUM_STEPS slices only, total the rest, so
+     * rounding grows with the number of blocks, not of terms. */
+    float total[M_PER * N_PER];
+    #pragma unroll
+    for (int i = 0; i < M_PER * N_PER; ++i)
+        total[i] = 0.0f;
+#endif
 
     /* Iteration i fetches slice i into registers, multiplies slice i-1 (its global reads in flight
      * meanwhile), then stages slice i in local memory. */
@@ -348,6 +359,15 @@ void conv_direct_local(__global X_CONST float* restrict x, __global W_CONST floa
         if (step > 0) {
             const int prev = DOUBLE_BUF ? (step - 1) & 1 : 0;
             multiply_slice(a_tiles + prev * K_BLK * A_LD, b_tiles + prev * K_BLK * B_LD, acc, tm, tn);
+#if DIRECTION == 4
+            if (step % SUM_STEPS == 0) {
+                #pragma unroll
+                for (int i = 0; i < M_PER * N_PER; ++i) {
+                    total[i] += acc[i];
+                    acc[i] = 0.0f;
+                }
+            }
+#endif
         }
         if (step < steps) {
 #if !DOUBLE_BUF
@@ -367,19 +387,23 @@ void conv_direct_local(__global X_CONST float* restrict x, __global W_CONST floa
         for (int j = 0; j < N_PER; ++j) {
             const int col = n0 + COL_OF(j, tn);
             if (col >= GEMM_N) continue;
+#if DIRECTION == 4
+            const float v = total[i * N_PER + j] + acc[i * N_PER + j];
+#else
             const float v = acc[i * N_PER + j];
+#endif
 #if DIRECTION == 1
             const int n = col / (P * Q), pq = col % (P * Q), k = g * KG + m;
             const int yi = Y_AT(n, k, pq / Q, pq % Q);
-            y[yi] = MIOPY_EPILOGUE(v, k, pq, yi);
+            STORE(y, yi, MIOPY_EPILOGUE(v, k, pq, yi));
 #elif DIRECTION == 2
             const int n = col / (H * W), hw = col % (H * W);
-            x[X_AT(n, g * CG + m, hw / W, hw % W)] = v;
+            STORE(x, X_AT(n, g * CG + m, hw / W, hw % W), v);
 #elif SPLIT > 1
             partial[(split * K + g * KG + m) * GEMM_N + col] = v;
 #else
             const int rs = col % RS;
-            w[W_AT(g * KG + m, col / RS, rs / S, rs % S)] = v;
+            STORE(w, W_AT(g * KG + m, col / RS, rs / S, rs % S), v);
 #endif
         }
     }
@@ -387,14 +411,18 @@ void conv_direct_local(__global X_CONST float* restrict x, __global W_CONST floa
 
 #if DIRECTION == 4 && SPLIT > 1
 /* dw[k][c][r][s] = sum over splits, in order, of the partial sums (deterministic). One work-item each. */
-__kernel void reduce_splits(__global const float* restrict partial, __global float* restrict w)
+__kernel void reduce_splits(__global const float* restrict partial, __global DATA_T* restrict w)
 {
     const int i = get_global_id(0);
     if (i >= K * CG * RS) return;
-    float sum = 0.0f;
-    for (int s = 0; s < SPLIT; ++s)
-        sum += partial[s * (K * CG * RS) + i];
+    float sum = 0.0f;   /* blocks of 16 partials, then the blocks: fixed order, rounding of ~SPLIT/16 + 16 adds */
+    for (int s0 = 0; s0 < SPLIT; s0 += 16) {
+        float block = 0.0f;
+        for (int s = s0; s < min(s0 + 16, SPLIT); ++s)
+            block += partial[s * (K * CG * RS) + i];
+        sum += block;
+    }
     const int k = i / (CG * RS), crs = i % (CG * RS), rs = crs % RS;
-    w[W_AT(k, crs / RS, rs / S, rs % S)] = sum;
+    STORE(w, W_AT(k, crs / RS, rs / S, rs % S), sum);
 }
 #endif

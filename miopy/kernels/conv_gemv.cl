@@ -9,7 +9,9 @@
  *   ROWS         output channels per work-group
  *   WG           work-items per work-group (a power of two)
  *   MIOPY_FUSED, FUSE_*   the epilogue (epilogue.h)
+ *   MIOPY_HALF   x, w, y hold half values (kernels/types.h); sums are float
  */
+#include "types.h"
 #include "epilogue.h"
 
 #if !defined(N) || !defined(C) || !defined(K) || !defined(ROWS) || !defined(WG)
@@ -19,7 +21,7 @@
 #define OUTS (ROWS * N)
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void conv_gemv(__global const float* restrict x, __global const float* restrict w, __global float* restrict y
+void conv_gemv(__global const DATA_T* restrict x, __global const DATA_T* restrict w, __global DATA_T* restrict y
                MIOPY_EPILOGUE_PARAMS)
 {
     __local float partial[OUTS * WG];
@@ -31,10 +33,10 @@ void conv_gemv(__global const float* restrict x, __global const float* restrict 
     for (int c = lid; c < C; c += WG) {
         float xv[N];
         #pragma unroll
-        for (int n = 0; n < N; ++n) xv[n] = x[n * C + c];
+        for (int n = 0; n < N; ++n) xv[n] = LOAD(x, n * C + c);
         #pragma unroll
         for (int r = 0; r < ROWS; ++r) {
-            const float wv = k0 + r < K ? w[(k0 + r) * C + c] : 0.0f;
+            const float wv = k0 + r < K ? LOAD(w, (k0 + r) * C + c) : 0.0f;
             #pragma unroll
             for (int n = 0; n < N; ++n) acc[r * N + n] = fma(wv, xv[n], acc[r * N + n]);
         }
@@ -51,6 +53,6 @@ void conv_gemv(__global const float* restrict x, __global const float* restrict 
     }
     if (lid < OUTS) {
         const int k = k0 + lid / N, n = lid % N;
-        if (k < K) y[n * K + k] = MIOPY_EPILOGUE(partial[lid * WG], k, 0, n * K + k);
+        if (k < K) STORE(y, n * K + k, MIOPY_EPILOGUE(partial[lid * WG], k, 0, n * K + k));
     }
 }

@@ -7,12 +7,29 @@
  *
  * Defines (all ints): N C H W K R S P Q G PAD_H PAD_W STRIDE_H STRIDE_W DIL_H DIL_W (problem sizes),
  *   NB   images per chunk
+ *   MIOPY_HALF  x holds half values (kernels/types.h)
+ *   COL_HALF    the column matrix holds half values (default MIOPY_HALF; 0 keeps backward-data's sums float)
  */
+#include "types.h"
+
+#ifndef COL_HALF
+#define COL_HALF MIOPY_HALF
+#endif
+#if COL_HALF
+#define COL_T half
+#define LOAD_COL(p, i) vload_half((i), (p))
+#define STORE_COL(p, i, v) vstore_half_rte((v), (i), (p))
+#else
+#define COL_T float
+#define LOAD_COL(p, i) ((p)[i])
+#define STORE_COL(p, i, v) ((p)[i] = (v))
+#endif
+
 #define PQ (P * Q)
 
 /* One work-item per column element, in col's memory order: consecutive work-items write consecutive
  * addresses. col_off is where the column matrix starts in col, n0 the chunk's first image. */
-__kernel void im2col(__global const float* restrict x, __global float* restrict col, const int col_off,
+__kernel void im2col(__global const DATA_T* restrict x, __global COL_T* restrict col, const int col_off,
                      const int n0)
 {
     const int gid = get_global_id(0);
@@ -21,12 +38,12 @@ __kernel void im2col(__global const float* restrict x, __global float* restrict 
     const int row = gid / (NB * PQ), s = row % S, r = (row / S) % R, c = row / (R * S);
     const int h = p * STRIDE_H - PAD_H + r * DIL_H, w = q * STRIDE_W - PAD_W + s * DIL_W;
     const bool inside = h >= 0 && h < H && w >= 0 && w < W;
-    col[col_off + gid] = inside ? x[((n0 + nl) * C + c) * (H * W) + h * W + w] : 0.0f;
+    STORE_COL(col, col_off + gid, inside ? LOAD(x, ((n0 + nl) * C + c) * (H * W) + h * W + w) : 0.0f);
 }
 
 /* The adjoint: one work-item per x element of the chunk gathers every column entry that im2col would
  * have read from it, in a fixed (r, s) order: race-free and deterministic. Elements no tap reaches get 0. */
-__kernel void col2im(__global const float* restrict col, __global float* restrict x, const int col_off,
+__kernel void col2im(__global const COL_T* restrict col, __global DATA_T* restrict x, const int col_off,
                      const int n0)
 {
     const int gid = get_global_id(0);
@@ -40,8 +57,8 @@ __kernel void col2im(__global const float* restrict col, __global float* restric
             const int qw = w + PAD_W - s * DIL_W;
             if (qw < 0 || qw % STRIDE_W != 0 || qw / STRIDE_W >= Q) continue;
             const int row = (c * R + r) * S + s;
-            acc += col[col_off + row * (NB * PQ) + nl * PQ + (ph / STRIDE_H) * Q + qw / STRIDE_W];
+            acc += LOAD_COL(col, col_off + row * (NB * PQ) + nl * PQ + (ph / STRIDE_H) * Q + qw / STRIDE_W);
         }
     }
-    x[n0 * (C * H * W) + gid] = acc;
+    STORE(x, n0 * (C * H * W) + gid, acc);
 }

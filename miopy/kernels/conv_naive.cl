@@ -6,9 +6,11 @@
  *   P Q            output dims         G       groups
  *   PAD_H PAD_W  STRIDE_H STRIDE_W  DIL_H DIL_W
  *   XS_N XS_C XS_H XS_W, WS_K WS_C WS_R WS_S, YS_N YS_K YS_P YS_Q   element strides of x, w, y
+ *   MIOPY_HALF     1: x, w, y hold half values (kernels/types.h); sums are float either way
  *   INDEX_T        type of element offsets and work-item ids: int (default), or long where a tensor spans
  *                  2^31 elements or more, or there are that many work-items
  */
+#include "types.h"
 #include "epilogue.h"
 
 #ifndef INDEX_T
@@ -21,8 +23,8 @@
 #define Y_AT(n, k, p, q) ((INDEX_T)(n) * YS_N + (INDEX_T)(k) * YS_K + (INDEX_T)(p) * YS_P + (INDEX_T)(q) * YS_Q)
 
 /* y[n,k,p,q] = sum_{c,r,s} x[n, g*CG + c, p*U - PAD + r*DIL, ...] * w[k, c, r, s] */
-__kernel void naive_fwd(__global const float* restrict x, __global const float* restrict w,
-                        __global float* restrict y MIOPY_EPILOGUE_PARAMS)
+__kernel void naive_fwd(__global const DATA_T* restrict x, __global const DATA_T* restrict w,
+                        __global DATA_T* restrict y MIOPY_EPILOGUE_PARAMS)
 {
     const INDEX_T gid = get_global_id(0);
     if (gid >= (INDEX_T)N * K * P * Q) return;
@@ -37,16 +39,16 @@ __kernel void naive_fwd(__global const float* restrict x, __global const float* 
             for (int s = 0; s < S; ++s) {
                 const int wi = q * STRIDE_W - PAD_W + s * DIL_W;
                 if (wi < 0 || wi >= W) continue;
-                acc += x[X_AT(n, c0 + c, h, wi)] * w[W_AT(k, c, r, s)];
+                acc += LOAD(x, X_AT(n, c0 + c, h, wi)) * LOAD(w, W_AT(k, c, r, s));
             }
         }
-    const int yi = Y_AT(n, k, p, q);
-    y[yi] = MIOPY_EPILOGUE(acc, k, p * Q + q, yi);
+    const INDEX_T yi = Y_AT(n, k, p, q);
+    STORE(y, yi, MIOPY_EPILOGUE(acc, k, p * Q + q, yi));
 }
 
 /* dx[n,c,h,w] = sum over k in c's group and taps (r,s) that land on (h,w) of dy[n,k,p,q] * w[k,c',r,s] */
-__kernel void naive_bwd_data(__global float* restrict dx, __global const float* restrict w,
-                             __global const float* restrict dy)
+__kernel void naive_bwd_data(__global DATA_T* restrict dx, __global const DATA_T* restrict w,
+                             __global const DATA_T* restrict dy)
 {
     const INDEX_T gid = get_global_id(0);
     if (gid >= (INDEX_T)N * C * H * W) return;
@@ -62,23 +64,30 @@ __kernel void naive_bwd_data(__global float* restrict dx, __global const float* 
             if (qw < 0 || qw % STRIDE_W != 0 || qw / STRIDE_W >= Q) continue;
             for (int kk = 0; kk < KG; ++kk) {
                 const int k = g * KG + kk;
-                acc += dy[Y_AT(n, k, ph / STRIDE_H, qw / STRIDE_W)] * w[W_AT(k, cg, r, s)];
+                acc += LOAD(dy, Y_AT(n, k, ph / STRIDE_H, qw / STRIDE_W)) * LOAD(w, W_AT(k, cg, r, s));
             }
         }
     }
-    dx[X_AT(n, c, h, wi)] = acc;
+    STORE(dx, X_AT(n, c, h, wi), acc);
 }
 
-/* dw[k,c,r,s] = sum_{n,p,q} dy[n,k,p,q] * x[n, g*CG + c, p*U - PAD + r*DIL, ...] (fixed order: deterministic) */
-__kernel void naive_bwd_weights(__global const float* restrict x, __global float* restrict dw,
-                                __global const float* restrict dy)
+/* dw[k,c,r,s] = sum_{n,p,q} dy[n,k,p,q] * x[n, g*CG + c, p*U - PAD + r*DIL, ...], summed in blocks: terms
+ * go into `block`, every SUM_BLOCK terms the block goes into `mid`, every SUM_BLOCK blocks `mid` goes into
+ * `acc`. Rounding then grows with about 2*SUM_BLOCK + N*P*Q / SUM_BLOCK^2 additions instead of N*P*Q
+ * (fixed order: deterministic). */
+#ifndef SUM_BLOCK
+#define SUM_BLOCK 256
+#endif
+__kernel void naive_bwd_weights(__global const DATA_T* restrict x, __global DATA_T* restrict dw,
+                                __global const DATA_T* restrict dy)
 {
     const INDEX_T gid = get_global_id(0);
     if (gid >= (INDEX_T)K * CG * R * S) return;
     const int s = gid % S, r = (gid / S) % R, c = (gid / (R * S)) % CG;
     const INDEX_T k = gid / ((INDEX_T)CG * R * S);
     const int cx = (k / KG) * CG + c;
-    float acc = 0.0f;
+    float acc = 0.0f, mid = 0.0f, block = 0.0f;
+    int terms = 0, blocks = 0;
     for (int n = 0; n < N; ++n)
         for (int p = 0; p < P; ++p) {
             const int h = p * STRIDE_H - PAD_H + r * DIL_H;
@@ -86,8 +95,18 @@ __kernel void naive_bwd_weights(__global const float* restrict x, __global float
             for (int q = 0; q < Q; ++q) {
                 const int wi = q * STRIDE_W - PAD_W + s * DIL_W;
                 if (wi < 0 || wi >= W) continue;
-                acc += dy[Y_AT(n, k, p, q)] * x[X_AT(n, cx, h, wi)];
+                block += LOAD(dy, Y_AT(n, k, p, q)) * LOAD(x, X_AT(n, cx, h, wi));
+                if (++terms == SUM_BLOCK) {
+                    mid += block;
+                    block = 0.0f;
+                    terms = 0;
+                    if (++blocks == SUM_BLOCK) {
+                        acc += mid;
+                        mid = 0.0f;
+                        blocks = 0;
+                    }
+                }
             }
         }
-    dw[W_AT(k, c, r, s)] = acc;
+    STORE(dw, W_AT(k, c, r, s), acc + (mid + block));
 }

@@ -19,7 +19,10 @@
  *   IN_CP OUT_CP TILES_P   padded reduction, output-channel and tile counts of the workspace arrays
  *   U_OFF V_OFF M_OFF      offsets in floats of U [ALPHA^2][IN_CP][OUT_CP], V [ALPHA^2][IN_CP][TILES_P]
  *                          and M [ALPHA^2][OUT_CP][TILES_P] in the workspace
+ *   MIOPY_HALF             filters, input and output hold half values (kernels/types.h); the workspace is
+ *                          float either way
  */
+#include "types.h"
 #include "epilogue.h"
 
 #define ALPHA (WINO_M + 2)
@@ -96,7 +99,7 @@ void output_1d(const float* m, int si, float* o, int so)
 #endif
 
 /* U[xi][i][o] = (G g G^T)[xi] for filter g = taps (o, i, :, :); one work-item per (o, i) of OUT_CP x IN_CP. */
-__kernel void wino_filter_transform(__global const float* restrict w, __global float* restrict ws)
+__kernel void wino_filter_transform(__global const DATA_T* restrict w, __global float* restrict ws)
 {
     const int o = get_global_id(0), i = get_global_id(1);
     float g[9], t[ALPHA * 3], u[AA];
@@ -105,7 +108,7 @@ __kernel void wino_filter_transform(__global const float* restrict w, __global f
     for (int r = 0; r < 3; ++r)
         #pragma unroll
         for (int s = 0; s < 3; ++s)
-            g[r * 3 + s] = real ? w[FS_BASE + o * FS_OUT + i * FS_IN + r * FS_R + s * FS_S] : 0.0f;
+            g[r * 3 + s] = real ? LOAD(w, FS_BASE + o * FS_OUT + i * FS_IN + r * FS_R + s * FS_S) : 0.0f;
     #pragma unroll
     for (int s = 0; s < 3; ++s) filter_1d(g + s, 3, t + s, 3);              /* t = G g */
     #pragma unroll
@@ -117,13 +120,13 @@ __kernel void wino_filter_transform(__global const float* restrict w, __global f
 
 /* V[xi][c][t] = (B^T d B)[xi] for the ALPHA x ALPHA input patch d of tile t, channel c (zero outside the
  * input); one work-item per (t, c) of TILES_P x IN_CP, tiles fastest so the stores coalesce. */
-__kernel void wino_input_transform(__global const float* restrict in, __global float* restrict ws)
+__kernel void wino_input_transform(__global const DATA_T* restrict in, __global float* restrict ws)
 {
     const int tile = get_global_id(0), c = get_global_id(1);
     const int tw = tile % TILES_W, th = (tile / TILES_W) % TILES_H, n = tile / (TILES_W * TILES_H);
     const int h0 = th * WINO_M - PAD_H, w0 = tw * WINO_M - PAD_W;
     const bool real = tile < TILES && c < IN_C;
-    __global const float* src = in + n * IS_N + c * IS_C;
+    __global const DATA_T* src = in + n * IS_N + c * IS_C;
     float d[AA], t[AA], v[AA];
     #pragma unroll
     for (int a = 0; a < ALPHA; ++a)
@@ -131,7 +134,7 @@ __kernel void wino_input_transform(__global const float* restrict in, __global f
         for (int b = 0; b < ALPHA; ++b) {
             const int h = h0 + a, x = w0 + b;
             const bool inside = real && h >= 0 && h < IN_H && x >= 0 && x < IN_W;
-            d[a * ALPHA + b] = inside ? src[h * IS_H + x * IS_W] : 0.0f;
+            d[a * ALPHA + b] = inside ? LOAD(src, h * IS_H + x * IS_W) : 0.0f;
         }
     #pragma unroll
     for (int b = 0; b < ALPHA; ++b) input_1d(d + b, ALPHA, t + b, ALPHA);              /* t = B^T d */
@@ -144,7 +147,7 @@ __kernel void wino_input_transform(__global const float* restrict in, __global f
 
 /* out[n][o][tile rows, cols] = (A^T M A) for the products of tile t, output channel o; one work-item per
  * (t, o) with t < TILES; edge tiles store only the part inside OUT_H x OUT_W. Applies the epilogue. */
-__kernel void wino_output_transform(__global const float* restrict ws, __global float* restrict out
+__kernel void wino_output_transform(__global const float* restrict ws, __global DATA_T* restrict out
                                     MIOPY_EPILOGUE_PARAMS)
 {
     const int tile = get_global_id(0), o = get_global_id(1);
@@ -158,14 +161,14 @@ __kernel void wino_output_transform(__global const float* restrict ws, __global 
     for (int b = 0; b < ALPHA; ++b) output_1d(m + b, ALPHA, t + b, ALPHA);             /* t = A^T m */
     #pragma unroll
     for (int a = 0; a < WINO_M; ++a) output_1d(t + a * ALPHA, 1, y + a * WINO_M, 1);   /* y = t A */
-    __global float* dst = out + n * OS_N + o * OS_C;
+    __global DATA_T* dst = out + n * OS_N + o * OS_C;
     #pragma unroll
     for (int a = 0; a < WINO_M; ++a)
         #pragma unroll
         for (int b = 0; b < WINO_M; ++b) {
             const int p = th * WINO_M + a, q = tw * WINO_M + b;
             if (p < OUT_H && q < OUT_W)
-                dst[p * OS_H + q * OS_W] = MIOPY_EPILOGUE(y[a * WINO_M + b], o, p * OUT_W + q,
-                                                          n * OS_N + o * OS_C + p * OS_H + q * OS_W);
+                STORE(dst, p * OS_H + q * OS_W, MIOPY_EPILOGUE(y[a * WINO_M + b], o, p * OUT_W + q,
+                                                               n * OS_N + o * OS_C + p * OS_H + q * OS_W));
         }
 }

@@ -17,10 +17,15 @@
  *   epi_activ_alpha, epi_activ_beta, epi_activ_gamma
  *
  * MIOPY_EPILOGUE(v, k, pq, yi): k the output channel, pq the in-plane index, yi the offset y[yi] stores at.
+ *
+ * Types (MIOPY_HALF, kernels/types.h): bias and z have the data's type (DATA_T); the batch-norm operands
+ * are float whatever the data (MIOpen's rule, as miopy.batchnorm's); v and every sum are float.
  */
+#include "types.h"
+
 #if FUSE_BIAS
-#define MIOPY_EPI_BIAS_PARAMS , __global const float* restrict epi_bias
-#define MIOPY_EPI_BIAS(v, k) ((v) + epi_bias[k])
+#define MIOPY_EPI_BIAS_PARAMS , __global const DATA_T* restrict epi_bias
+#define MIOPY_EPI_BIAS(v, k) ((v) + LOAD(epi_bias, (k)))
 #else
 #define MIOPY_EPI_BIAS_PARAMS
 #define MIOPY_EPI_BIAS(v, k) (v)
@@ -52,7 +57,6 @@ float miopy_bn_apply(const float v, const int i, __global const float* restrict 
 #endif
 
 #if FUSE_ADD
-#include "types.h"
 #define MIOPY_EPI_ADD_PARAMS , __global const DATA_T* restrict epi_z, const float epi_z_alpha
 #define MIOPY_EPI_ADD(v, yi) fma(epi_z_alpha, LOAD(epi_z, (yi)), (v))
 #else

@@ -34,8 +34,25 @@
  *                                (never split: yi = c_off + batch * C_BATCH + at is the offset in C)
  *                                with k = batch*GEMM_M + m (batch = group) and pq = n % EPI_PLANE
  *   EPI_PLANE                    P*Q of that output
+ *   MIOPY_HALF                   0/1: A and B hold half values (kernels/types.h); tiles and sums are float
+ *   C_HALF                       0/1: C holds half values (default MIOPY_HALF; 0 for float partials or a
+ *                                float intermediate in the workspace)
  */
+#include "types.h"
 #include "epilogue.h"
+
+#ifndef C_HALF
+#define C_HALF MIOPY_HALF
+#endif
+#if C_HALF
+#define C_T half
+#define LOAD_C(p, i) vload_half((i), (p))
+#define STORE_C(p, i, v) vstore_half_rte((v), (i), (p))
+#else
+#define C_T float
+#define LOAD_C(p, i) ((p)[i])
+#define STORE_C(p, i, v) ((p)[i] = (v))
+#endif
 
 #define RN (TILE_N / WPT_N)                 /* work-items along n (local dim 0) */
 #define RM (TILE_M / WPT_M)                 /* work-items along m (local dim 1) */
@@ -84,7 +101,7 @@
 
 /* Stage A(m0 .. m0+TILE_M, k0 .. k0+K_BLK) as tile[k][m]; consecutive work-items read consecutive
  * addresses of A's contiguous dimension. Out-of-range elements are zero. */
-inline void load_a_tile(__global const float* restrict a, __local float* restrict tile,
+inline void load_a_tile(__global const DATA_T* restrict a, __local float* restrict tile,
                         const int m0, const int k0, const int k_end, const int tid)
 {
     #pragma unroll
@@ -97,12 +114,12 @@ inline void load_a_tile(__global const float* restrict a, __local float* restric
         const int kk = e % K_BLK, mm = e / K_BLK;
 #endif
         const int m = m0 + mm, k = k0 + kk;
-        tile[kk * LDS_A + mm] = (IN_M(m) && IN_K(k, k_end)) ? a[A_AT(m, k)] : 0.0f;
+        tile[kk * LDS_A + mm] = (IN_M(m) && IN_K(k, k_end)) ? LOAD(a, A_AT(m, k)) : 0.0f;
     }
 }
 
 /* Stage B(k0 .. k0+K_BLK, n0 .. n0+TILE_N) as tile[k][n]. */
-inline void load_b_tile(__global const float* restrict b, __local float* restrict tile,
+inline void load_b_tile(__global const DATA_T* restrict b, __local float* restrict tile,
                         const int n0, const int k0, const int k_end, const int tid)
 {
     #pragma unroll
@@ -115,7 +132,7 @@ inline void load_b_tile(__global const float* restrict b, __local float* restric
         const int nn = e % TILE_N, kk = e / TILE_N;
 #endif
         const int n = n0 + nn, k = k0 + kk;
-        tile[kk * LDS_B + nn] = (IN_N(n) && IN_K(k, k_end)) ? b[B_AT(k, n)] : 0.0f;
+        tile[kk * LDS_B + nn] = (IN_N(n) && IN_K(k, k_end)) ? LOAD(b, B_AT(k, n)) : 0.0f;
     }
 }
 
@@ -136,7 +153,7 @@ inline void load_b_tile(__global const float* restrict b, __local float* restric
     }
 
 __kernel __attribute__((reqd_work_group_size(RN, RM, 1)))
-void gemm(__global const float* restrict a, __global const float* restrict b, __global float* restrict c,
+void gemm(__global const DATA_T* restrict a, __global const DATA_T* restrict b, __global C_T* restrict c,
           const int a_off, const int b_off, const int c_off, const float beta MIOPY_EPILOGUE_PARAMS)
 {
     __local float a_tile[K_BLK * LDS_A] __attribute__((aligned(16)));
@@ -181,11 +198,11 @@ void gemm(__global const float* restrict a, __global const float* restrict b, __
             const int n = n0 + COL_OF(tn, j);
             if (!IN_N(n)) continue;
             const int at = C_AT(m, n);
-            const float v = beta == 0.0f ? acc[i][j] : mad(beta, c[at], acc[i][j]);
+            const float v = beta == 0.0f ? acc[i][j] : mad(beta, LOAD_C(c, at), acc[i][j]);
 #if GEMM_EPILOGUE
-            c[at] = MIOPY_EPILOGUE(v, batch * GEMM_M + m, n % EPI_PLANE, c_off + batch * C_BATCH + at);
+            STORE_C(c, at, MIOPY_EPILOGUE(v, batch * GEMM_M + m, n % EPI_PLANE, c_off + batch * C_BATCH + at));
 #else
-            c[at] = v;
+            STORE_C(c, at, v);
 #endif
         }
     }

@@ -184,8 +184,9 @@ def test_driver_lines_parse_driver_commands_and_pass_over_others():
     lines = ["./bin/MIOpenDriver conv -n 2 -c 8 -H 9 -W 9 -k 4 -y 3 -x 3 -t 1 -V 0",
              "MIOpenDriver conv -n 1 -c 4 -H 6 -W 6 -k 4 -y 1 -x 1 -F 2 -S 0", "# a comment",
              "miopy-driver conv -n 1 -c 4 -H 6 -W 6 -k 4 -y 3 -x 3 -p 1 -q 1 -g 2 -m trans",
-             "MIOpenDriver convfp16 -n 1", "something else", "miopy-driver conv -u two"]
+             "MIOpenDriver convfp16 -n 1", "something else", "miopy-driver conv -u two", "MIOpenDriver convbfp16 -n 1"]
     parsed, bad = tune_cli.driver_lines(lines)
-    assert [(n, a.batchsize, a.in_channels, a.fil_h, a.forw, a.group_count, a.mode) for n, a in parsed] == [
-        (1, 2, 8, 3, 0, 1, "conv"), (2, 1, 4, 1, 2, 1, "conv"), (4, 1, 4, 3, 0, 2, "trans")]
+    assert [(n, a.batchsize, a.in_channels, a.fil_h, a.forw, a.group_count, a.mode, a.dtype) for n, a in parsed] == [
+        (1, 2, 8, 3, 0, 1, "conv", "FP32"), (2, 1, 4, 1, 2, 1, "conv", "FP32"), (4, 1, 4, 3, 0, 2, "trans", "FP32"),
+        (5, 1, 3, 3, 0, 1, "conv", "FP16")]
     assert [n for n, _ in bad] == [7]

@@ -7,7 +7,7 @@ import numpy as np
 
 from ...device import DeviceInfo, index_reason
 from ...kernel_cache import KernelSpec
-from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
+from ...solver import Arg, KernelLaunch, Params, Solution, require, require_none, round_up
 from ..problem import ConvProblem, Direction
 from ..solver import ConvSolver
 from .common import problem_defines
@@ -155,13 +155,15 @@ class ConvCpuDirect(ConvSolver):
         return problem.dtype.itemsize * sum(rows.elements for rows in padded_inputs(problem))
 
     def solution(self, problem: ConvProblem, params: Params, epilogue=None) -> Solution:
-        name, args = _KERNELS[problem.direction]
+        name, roles = _KERNELS[problem.direction]
         padded = padded_inputs(problem)
+        args: tuple[Arg, ...] = roles
         defines = {**kernel_defines(problem), **problem.dtype.defines, "VW": params["VW"], "KT": params["KT"],
                    **_row_defines(problem, padded)}
         if problem.direction is Direction.BACKWARD_WEIGHTS:
             defines["ST"] = params["ST"]
-            args = ("workspace", "w", "workspace", np.int32(padded[1].offset)) if padded else ("x", "w", "y", np.int32(0))
+            dy_offset = np.int32(padded[1].offset if padded else 0)
+            args = ("workspace", "w", "workspace", dy_offset) if padded else ("x", "w", "y", dy_offset)
         elif padded:
             args = tuple("workspace" if role == padded[0].role else role for role in args)
         if epilogue is not None:

@@ -7,6 +7,7 @@ from ...device import (
     MAX_GRID_DIM,
     SPLIT_WORKSPACE_CAP,
     DeviceInfo,
+    accurate_split,
     grid_reason,
     index_reason,
     local_memory_reason,
@@ -22,9 +23,10 @@ KERNEL_FILE = "conv_direct_local.cl"
 LOCAL_PAD = 4                 # floats of padding per local-memory row (bank spread, keeps float4 alignment)
 MAX_ACCUMULATORS = 64         # sums per work-item: beyond this registers spill
 MIN_TILE = 4                  # smallest tile side the grid can form (4 work-items x 1)
-MAX_SPLIT = 32
+MAX_SPLIT = 256
 MIN_SPLIT_CHUNK = 256         # backward-weights: N*P*Q elements per split, at least
 REDUCE_WG = 64
+SUM_BLOCK = 256               # backward-weights: terms summed in registers before joining the running total
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,13 @@ def max_split(p: ConvProblem) -> int:
         return 1
     cap = min(MAX_SPLIT, gemm_shape(p).k // MIN_SPLIT_CHUNK, SPLIT_WORKSPACE_CAP // (4 * p.w.element_count))
     return _pow2_floor(max(cap, 1))
+
+
+def min_split(p: ConvProblem) -> int:
+    """The split the defaults start from: chunks of at most ACCURATE_SPLIT_CHUNK terms where max_split allows."""
+    if p.direction is not Direction.BACKWARD_WEIGHTS:
+        return 1
+    return accurate_split(gemm_shape(p).k, ConvDirectLocal.grid["SPLIT"], max_split(p))
 
 
 def split_chunk(p: ConvProblem, split: int, k_blk: int) -> int:
@@ -115,7 +124,7 @@ class ConvDirectLocal(ConvSolver):
     supports_epilogue = True
     grid = {"M_DIM": (4, 8, 16, 32), "N_DIM": (4, 8, 16, 32), "M_PER": (1, 2, 4, 8, 16), "N_PER": (1, 2, 4, 8, 16),
             "K_BLK": (4, 8, 16), "VEC": (1, 2, 4), "DOUBLE_BUF": (False, True), "CHANNEL_BLOCKS": (False, True),
-            "SPLIT": (1, 2, 4, 8, 16, 32)}
+            "SPLIT": (1, 2, 4, 8, 16, 32, 64, 128, 256)}
     param_doc = {
         "M_DIM": "work-group rows: work-items along the GEMM's m (output channels; input channels in bwd-data)",
         "N_DIM": "work-group columns: work-items along the GEMM's n (output pixels; filter taps in bwd-weights)",
@@ -155,7 +164,8 @@ class ConvDirectLocal(ConvSolver):
         shape, split = gemm_shape(problem), params["SPLIT"]
         defines = {**problem_defines(problem), **stride_defines(problem), "DIRECTION": int(problem.direction),
                    **{name: params[name] for name in self.grid},
-                   "SPLIT_CHUNK": split_chunk(problem, split, params["K_BLK"])}
+                   "SPLIT_CHUNK": split_chunk(problem, split, params["K_BLK"]),
+                   "SUM_STEPS": max(1, SUM_BLOCK // params["K_BLK"])}
         args = ("x", "w", "y") + (("workspace",) if split > 1 else ())
         if epilogue is not None:
             defines.update(epilogue.defines())
@@ -214,7 +224,7 @@ _GPU_TILES = ((16, 16, 8, 8), (8, 16, 8, 8), (16, 8, 8, 8), (8, 8, 8, 8), (16, 1
 
 
 def _gpu_candidates(problem: ConvProblem) -> list[Params]:
-    splits = [s for s in ConvDirectLocal.grid["SPLIT"] if s <= max_split(problem)]
+    splits = [s for s in ConvDirectLocal.grid["SPLIT"] if min_split(problem) <= s <= max_split(problem)]
     return [_shrunk(problem, {"M_DIM": md, "N_DIM": nd, "M_PER": mp, "N_PER": np_, "K_BLK": 8, "VEC": 4,
                               "DOUBLE_BUF": True, "CHANNEL_BLOCKS": blocks, "SPLIT": s})
             for md, nd, mp, np_ in _GPU_TILES for s in splits for blocks in (True, False)]
@@ -223,7 +233,7 @@ def _gpu_candidates(problem: ConvProblem) -> list[Params]:
 def _cpu_candidates(problem: ConvProblem) -> list[Params]:
     """Small tiles (PoCL compiles them fast); channel blocks where they waste nothing."""
     base = {"M_DIM": 8, "N_DIM": 8, "M_PER": 2, "N_PER": 2, "K_BLK": 8, "VEC": 2, "DOUBLE_BUF": False,
-            "CHANNEL_BLOCKS": False, "SPLIT": min(2, max_split(problem))}
+            "CHANNEL_BLOCKS": False, "SPLIT": max(min(2, max_split(problem)), min_split(problem))}
     blocked = {**base, "CHANNEL_BLOCKS": problem.direction is not Direction.BACKWARD_WEIGHTS}
     ordered = [blocked, base] if inner_fill(problem, blocked) == 1.0 else [base]
     return [_shrunk(problem, c) for c in ordered] + [_shrunk(problem, {**base, "K_BLK": 4})]

@@ -39,7 +39,7 @@ class GemmSolver(ConvSolver):
         super().applicability(problem, dev)
         require(problem.is_packed, "tensors must be packed NCHW")
         require_none(index_reason(*(d.element_span for d in (problem.x, problem.w, problem.y)),
-                                  self.workspace_bytes(problem) // 4))
+                                  self.workspace_bytes(problem) // problem.dtype.itemsize))
         shape = self.gemm_shape(problem)
         require(shape.batch <= MAX_GRID_DIM and _ceil_div(shape.m, _MIN_TILE) <= MAX_GRID_DIM,
                 f"the GEMM ({shape.m} rows, batch {shape.batch}) exceeds the launch grid")

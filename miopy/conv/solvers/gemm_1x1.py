@@ -7,6 +7,7 @@ from ...device import DeviceInfo
 from ...gemm import GemmShape, IndexMap, gemm_launch, split_reduce_launch
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, require, round_up
+from ...tensor import DataType
 from ..problem import ConvProblem, Direction
 from .gemm import GemmSolver
 
@@ -51,19 +52,19 @@ class ConvGemm1x1(GemmSolver):
         return self.split_workspace_bytes(problem)
 
     def solution(self, problem: ConvProblem, params: Params, epilogue=None) -> Solution:
-        shape, launches = self.gemm_shape(problem), []
+        shape, launches, dtype = self.gemm_shape(problem), [], problem.dtype
         if problem.direction is Direction.FORWARD:
             launches.append(gemm_launch(shape, params, "w", "x", "y", epilogue=epilogue,
-                                        epilogue_plane=problem.out_h * problem.out_w))
+                                        epilogue_plane=problem.out_h * problem.out_w, dtype=dtype))
         elif problem.direction is Direction.BACKWARD_DATA:
             if _skips_inputs(problem):
-                launches.append(_zero(problem.x.element_count, "x"))
-            launches.append(gemm_launch(shape, params, "w", "y", "x"))
+                launches.append(_zero(problem.x.element_count, "x", dtype))
+            launches.append(gemm_launch(shape, params, "w", "y", "x", dtype=dtype))
         elif params["SPLIT_K"] == 1:
-            launches.append(gemm_launch(shape, params, "y", "x", "w"))
+            launches.append(gemm_launch(shape, params, "y", "x", "w", dtype=dtype))
         else:
-            launches += [gemm_launch(shape, params, "y", "x", "workspace"),
-                         split_reduce_launch(shape, params["SPLIT_K"], "workspace", "w")]
+            launches += [gemm_launch(shape, params, "y", "x", "workspace", dtype=dtype),
+                         split_reduce_launch(shape, params["SPLIT_K"], "workspace", "w", dtype=dtype)]
         return Solution(self.id, dict(params), tuple(launches), self.workspace_bytes(problem))
 
 
@@ -79,6 +80,6 @@ def _skips_inputs(p: ConvProblem) -> bool:
     return p.out_h * p.out_w != p.in_h * p.in_w
 
 
-def _zero(count: int, role: str) -> KernelLaunch:
-    spec = KernelSpec.make("scale.cl", "fill")
+def _zero(count: int, role: str, dtype: DataType) -> KernelLaunch:
+    spec = KernelSpec.make("scale.cl", "fill", dtype.defines)
     return KernelLaunch(spec, (round_up(count, 256),), (256,), (role, np.float32(0.0), np.int32(count)))

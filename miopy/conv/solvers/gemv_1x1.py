@@ -60,7 +60,7 @@ class ConvGemv1x1(ConvSolver):
 
     def solution(self, problem: ConvProblem, params: Params, epilogue=None) -> Solution:
         rows, wg = params["ROWS"], params["WG"]
-        defines = {"N": problem.n, "C": problem.c, "K": problem.k, "ROWS": rows, "WG": wg}
+        defines = {**problem.dtype.defines, "N": problem.n, "C": problem.c, "K": problem.k, "ROWS": rows, "WG": wg}
         args: tuple = ("x", "w", "y")
         if epilogue is not None:
             defines.update(epilogue.defines())

@@ -20,6 +20,7 @@ from typing import ClassVar
 from ...device import DeviceInfo, index_reason, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
+from ...tensor import DataType
 from ..problem import ConvProblem, Direction
 from ..solver import ConvSolver
 
@@ -52,11 +53,12 @@ class WinogradLayout:
     in_strides: tuple[int, ...]
     out_strides: tuple[int, ...]
     filter_addressing: tuple[int, int, int, int, int]   # base, per out channel, per in channel, per r, per s
+    dtype: DataType   # of the tensors (the workspace is float whatever it is)
 
     @classmethod
     def of(cls, p: ConvProblem, m: int) -> WinogradLayout:
         ws_k, ws_c, ws_r, ws_s = p.w.strides
-        common = dict(m=m, batch=p.n)
+        common = dict(m=m, batch=p.n, dtype=p.dtype)
         if p.direction is Direction.FORWARD:
             return cls(**common, in_role="x", out_role="y", in_c=p.c, out_c=p.k, in_hw=(p.in_h, p.in_w),
                        out_hw=(p.out_h, p.out_w), pad=(p.pad_h, p.pad_w), in_strides=p.x.strides,
@@ -93,7 +95,7 @@ class WinogradLayout:
     def transform_defines(self) -> dict[str, int]:
         in_cp, out_cp, tiles_p = self.padded
         u_off, v_off, m_off, _ = self.offsets
-        defines = {"WINO_M": self.m, "N": self.batch, "IN_C": self.in_c, "IN_H": self.in_hw[0],
+        defines = {**self.dtype.defines, "WINO_M": self.m, "N": self.batch, "IN_C": self.in_c, "IN_H": self.in_hw[0],
                    "IN_W": self.in_hw[1], "OUT_C": self.out_c, "OUT_H": self.out_hw[0], "OUT_W": self.out_hw[1],
                    "PAD_H": self.pad[0], "PAD_W": self.pad[1], "TILES_H": self.tiles_hw[0],
                    "TILES_W": self.tiles_hw[1], "TILES": self.tiles, "IN_CP": in_cp, "OUT_CP": out_cp,
@@ -251,7 +253,8 @@ def _output_launch(plan: WinogradLayout, epilogue) -> KernelLaunch:
 
 
 class ConvWinograd3x3F2(_ConvWinograd3x3):
-    """Winograd F(2x2, 3x3): 3x3, stride 1, dilation 1, padding 0-2, FP32, forward and backward-data.
+    """Winograd F(2x2, 3x3): 3x3, stride 1, dilation 1, padding 0-2, FP32 or FP16 (fp32 transforms), forward
+    and backward-data.
 
     Computes each 2x2 output tile from a 4x4 input patch with 16 multiplies per channel pair instead of 36
     (2.25x fewer), as 16 batched GEMMs in the transformed domain. Its transforms' weights are 0, +-1 and
@@ -269,7 +272,8 @@ class ConvWinograd3x3F2(_ConvWinograd3x3):
 
 
 class ConvWinograd3x3F4(_ConvWinograd3x3):
-    """Winograd F(4x4, 3x3): 3x3, stride 1, dilation 1, padding 0-2, FP32, forward and backward-data.
+    """Winograd F(4x4, 3x3): 3x3, stride 1, dilation 1, padding 0-2, FP32 or FP16 (fp32 transforms), forward
+    and backward-data.
 
     Computes each 4x4 output tile from a 6x6 input patch with 36 multiplies per channel pair instead of 144
     (4x fewer), as 36 batched GEMMs in the transformed domain; its workspace per output pixel is also

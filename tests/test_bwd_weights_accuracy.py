@@ -1,0 +1,27 @@
+"""Backward-weights on a long reduction: every solver that applies sums 262144 terms per weight (N=1,
+1 -> 2 channels, 3x3, 512x512) and stays within 3e-6 of float64 relative to the largest weight gradient
+(split partial sums, blocked accumulation, fixed-order second passes; plain running sums reach 1e-5),
+and gives the same bits twice."""
+import numpy as np
+import pytest
+
+from miopy.conv import registry
+from miopy.conv.problem import Direction
+from tests.helpers import expected, make_problem, random_tensors, run_solution
+
+PROBLEM = make_problem(Direction.BACKWARD_WEIGHTS, 1, 1, 512, 512, 2, 3, 3, pad=1)
+SOLVERS = [s for s in registry.ALL if Direction.BACKWARD_WEIGHTS in s.directions]
+
+
+@pytest.mark.parametrize("solver", SOLVERS, ids=lambda s: s.id)
+def test_long_reduction_stays_accurate(handle, solver):
+    if not solver.is_applicable(PROBLEM, handle.info):
+        pytest.skip(solver.not_applicable_reason(PROBLEM, handle.info))
+    assert PROBLEM.reduction_length() == 512 * 512
+    t = random_tensors(PROBLEM, seed=11)
+    solution = solver.solution(PROBLEM, solver.default_params(PROBLEM, handle.info))
+    got, again = (run_solution(handle, solution, PROBLEM, t) for _ in range(2))
+    want = expected(PROBLEM, t)
+    relative = np.abs(got - want).max() / np.abs(want).max()
+    assert relative <= 3e-6, f"{solver.id}: relative error {relative:.2e} over {PROBLEM.reduction_length()} terms"
+    assert got.tobytes() == again.tobytes()
