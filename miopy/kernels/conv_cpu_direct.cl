@@ -210,11 +210,7 @@ __kernel void cpu_bwd_data(__global DATA_T* restrict dx, __global const DATA_T* 
 #define LOAD_X(t, j) VEC xv##j; LOAD_ROW(&xv##j, xrow, q0 * STRIDE_W - PAD_W + (s0 + (j)) * DIL_W, W);
 #define FMA_J(t, j) acc##t##_##j += dyv * xv##j;
 #define FMA_TJ(t) { VEC dyv; LOAD_DY(&dyv, dyrow + (t) * (P * QP), q0); EACH_J(FMA_J, t) }
-#if PADDED
-#define LOAD_DY(out, row, q0) (*(out) = VLOAD_GLOBAL((row) + (q0)))
-#else
-#define LOAD_DY(out, row, q0) load_tail(out, row, q0, Q)
-#endif
+#define LOAD_DY(out, row, q0) load_tail(out, row, q0, QP)   /* padded: QP a whole number of vectors */
 #define STORE_J(t, j) STORE(dw, ((k0 + (t)) * CG + c) * RS + r * S + s0 + (j), lane_sum(&acc##t##_##j));
 #define STORE_TJ(t) EACH_J(STORE_J, t)
 
