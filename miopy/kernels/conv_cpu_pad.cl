@@ -8,12 +8,17 @@
  */
 #include "types.h"
 
-/* One work-item per dst element; dst starts dst_off elements into its buffer. */
+/* One work-item per dst row (a loop per phase: no division per element); dst starts dst_off elements into
+ * its buffer. */
 __kernel void cpu_pad(__global const DATA_T* restrict src, __global DATA_T* restrict dst, const int dst_off)
 {
-    const int gid = get_global_id(0);
-    if (gid >= PLANES * ROWS * DST_W) return;
-    const int run = DST_W / PHASES, at = gid % DST_W, row = gid / DST_W;
-    const int col = (at % run) * PHASES + at / run - LEFT;
-    STORE(dst, dst_off + gid, (col >= 0 && col < SRC_W) ? LOAD(src, row * SRC_W + col) : 0.0f);
+    const int row = get_global_id(0);
+    if (row >= PLANES * ROWS) return;
+    __global const DATA_T* in = src + row * SRC_W;
+    __global DATA_T* out = dst + dst_off + row * DST_W;
+    for (int f = 0; f < PHASES; ++f)
+        for (int j = 0; j < DST_W / PHASES; ++j) {
+            const int col = j * PHASES + f - LEFT;
+            STORE(out, f * (DST_W / PHASES) + j, (col >= 0 && col < SRC_W) ? LOAD(in, col) : 0.0f);
+        }
 }
