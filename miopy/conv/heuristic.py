@@ -10,8 +10,9 @@ then registry order (most specialised first) within an algorithm, and the naive 
 - anything else: direct, then GEMM (im2col), then Winograd.
 Algorithms the table does not name come after the named ones and before naive. Tensor-core solvers (which
 are candidates only where they apply: NVIDIA, fp16 data or math mode "tf32") come first: their peak is
-several times the fp32 pipes'.
-
+several times the fp32 pipes'. Solvers written for one class of device (``device_class``, e.g.
+ConvCpuDirect on CPUs) apply only there and come first wherever they apply: on a CPU the GPU-shaped tiles of
+the other families run several times slower.
 
 When a model trained on find records serves the device (miopy.conv.heuristic_model: shipped per device
 family, or MIOPY_HEURISTIC_MODEL), it ranks the solvers it knows by predicted slowdown and this rule
@@ -61,7 +62,7 @@ def shape_rank(problem: ConvProblem, solvers: Sequence[Solver]) -> list[Solver]:
     order, _ = preference(problem)
 
     def score(solver: Solver) -> int:
-        if getattr(solver, "tensor_cores", False):
+        if getattr(solver, "tensor_cores", False) or getattr(solver, "device_class", None) is not None:
             return -1
         if solver.algorithm == "naive":
             return len(order) + 1
