@@ -129,6 +129,9 @@ def file_problems(path: Path) -> tuple[list[ConvProblem], list[str]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise BadParam("--file", f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     lines, bad = driver_lines(text.splitlines())
+    if not lines:
+        raise BadParam("--file", f"{path} holds no driver line (lines starting with `./bin/MIOpenDriver conv`, "
+                                 "`MIOpenDriver conv` or `miopy-driver conv`): nothing to tune")
     found = []
     for number, argv in lines:
         try:
