@@ -69,7 +69,7 @@ class MemoryReport:
 def residual_fusion_available() -> bool:
     """Whether the fusion epilogue can add a residual tensor (conv + bias + add + activation)."""
     from ..fusion.epilogue import Epilogue
-    return "residual" in getattr(Epilogue, "__dataclass_fields__", {})
+    return "add" in getattr(Epilogue, "__dataclass_fields__", {})
 
 
 class InferenceSession:
