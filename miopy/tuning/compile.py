@@ -14,6 +14,7 @@ kernels are built in the main process.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import logging
 import multiprocessing
 import os
@@ -113,14 +114,21 @@ class Compiler:
         return [self._build_here(s) for s in solutions]
 
     def prefetch(self, solutions: Sequence[Solution]) -> list[cf.Future]:
-        """Start building solutions' kernels in the workers and return at once (the disk cache receives
-        them; a later build in this process loads them, waiting on the entry's lock while one is under
-        way). Nothing happens without parallel workers."""
+        """Start building solutions' kernels in the workers and return at once: each binary is adopted as it
+        arrives (a build in this process meanwhile builds it here, or on PoCL is served by the driver's
+        cache). Nothing happens without parallel workers."""
         if not self.parallel:
             return []
         try:
             pool = self._workers()
-            return [pool.submit(_build, tuple(launch.spec for launch in s.launches)) for s in solutions]
+            send = self.handle.kernels.store_binaries
+            futures = []
+            for solution in solutions:
+                specs = tuple(launch.spec for launch in solution.launches)
+                future = pool.submit(_build, specs, send)
+                future.add_done_callback(functools.partial(self._adopt, specs))
+                futures.append(future)
+            return futures
         except (cf.process.BrokenProcessPool, RuntimeError) as exc:
             warn_once(logger, f"compile workers unavailable ({exc!r}); not compiling ahead")
             self.close()
@@ -150,6 +158,13 @@ class Compiler:
                     return None
                 errors.append(f"compile worker died: {exc!r}")
         return errors
+
+    def _adopt(self, specs: tuple[KernelSpec, ...], future: cf.Future) -> None:
+        """A prefetched build's binaries into this handle's kernel cache (a failed build is left to find)."""
+        if future.cancelled() or future.exception() is not None:
+            return
+        for spec, binary in zip(specs, future.result()[1]):
+            self.handle.kernels.adopt(spec, binary)
 
     def _build_here(self, solution: Solution) -> str | None:
         try:
