@@ -122,7 +122,8 @@ def test_kernel_cache_keys_name_the_dtype(handle):
 
 
 _SHAPES = [(2, 8, 10, 10, 8, 3, 3, 1, 1, 1, 1), (2, 8, 9, 9, 16, 1, 1, 0, 1, 1, 1), (3, 40, 1, 1, 9, 1, 1, 0, 1, 1, 1),
-           (2, 8, 10, 10, 8, 3, 3, 1, 1, 1, 8)]   # the last is depthwise (groups = C = K)
+           (2, 8, 10, 10, 8, 3, 3, 1, 1, 1, 8),   # depthwise (groups = C = K)
+           (2, 8, 9, 9, 8, 5, 5, 2, 1, 1, 1)]     # 5x5 (Winograd F(2x2,5x5) / F(3x3,5x5))
 
 
 @pytest.mark.parametrize("solver", EPILOGUE_SOLVERS, ids=lambda s: s.id)

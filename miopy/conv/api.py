@@ -41,19 +41,20 @@ def find_convolution(handle: Handle, x_desc: TensorDesc, w_desc: TensorDesc, con
                      direction: Direction | int = Direction.FORWARD, *, y_desc: TensorDesc | None = None,
                      tensors: dict | None = None, workspace_limit: int | None = None,
                      timer: Timer | None = None, mode: str | None = None,
-                     solvers: Sequence[Solver] | None = None) -> FindResult:
+                     solvers: Sequence[Solver] | None = None, verify: bool | None = None) -> FindResult:
     """Benchmark every applicable solver for this convolution; ConvAlgoPerf records, fastest first.
 
     x_desc / y_desc describe the forward input / output whatever the direction. tensors optionally maps
     "x", "w", "y" (and "workspace") to device arrays to benchmark on; random buffers are used otherwise.
     mode is the find mode (normal, fast, hybrid; default MIOPY_FIND_MODE, else hybrid): see miopy.find.
-    solvers optionally restricts find to these Solver objects (default: the registry).
+    solvers optionally restricts find to these Solver objects (default: the registry). verify turns find's
+    accuracy check of each candidate on or off (None: MIOPY_FIND_VERIFY, default on; see miopy.find).
     """
     check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
     mapping = map_problem(direction, x_desc, w_desc, conv_desc, y_desc, handle.math_mode)
     buffers = None if tensors is None else _find_buffers(handle, mapping, tensors)
     result = find(handle, mapping.problem, buffers=buffers, workspace_limit=workspace_limit, timer=timer,
-                  mode=mode, solvers=solvers)
+                  mode=mode, solvers=solvers, verify=verify)
     _choose_record(handle, mapping.problem, result[0])
     return result
 
