@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import logging
 import os
 import shutil
@@ -30,6 +31,7 @@ from .errors import DeviceNotFound, LaunchError, OutOfResources
 from .kernel_cache import KernelCache
 from .log import warn_once
 from .plan import Sequence as PlanSequence
+from .ptx_probe import supported_mma
 from .tensor import check_math_mode
 
 logger = logging.getLogger(__name__)
@@ -114,7 +116,8 @@ class Handle:
         self.context = context or cl.Context([device])
         self.queue = cl.CommandQueue(self.context, device,
                                      properties=cl.command_queue_properties.PROFILING_ENABLE)
-        self.info = DeviceInfo.of(device)
+        info = DeviceInfo.of(device)
+        self.info = dataclasses.replace(info, ptx_mma=supported_mma(device, info.device_id))
         self.kernels = KernelCache(self.context, device, self.info.device_id)
         self.plans: dict[Any, Any] = {}   # plan memo: tuple keys -> Plan (see miopy.plan); never holds strings
         self.chosen: dict = {}     # problem key -> the find record chosen by calls without an algo

@@ -116,6 +116,16 @@ class KernelCache:
         self._keys: dict[KernelSpec, str] = {}
         self.stats = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}
         self._lock = threading.RLock()
+        self._locks: dict[str, threading.RLock] = {}
+
+    def _program_lock(self, key: str) -> threading.RLock:
+        """The lock of one program key (find compiles its candidates in threads: the driver's compiler runs
+        with the GIL released, so distinct programs build in parallel)."""
+        with self._lock:
+            lock = self._locks.get(key)
+            if lock is None:
+                lock = self._locks[key] = threading.RLock()
+            return lock
 
     def program_key(self, spec: KernelSpec) -> str:
         key = self._keys.get(spec)
@@ -138,7 +148,7 @@ class KernelCache:
         if knl is not None:
             self.stats["memory_hits"] += 1
             return knl
-        with self._lock:   # threads sharing a handle build each program once
+        with self._program_lock(key):   # threads build each program once, different programs at once
             knl = self._kernels.get((key, spec.name))
             if knl is not None:
                 self.stats["memory_hits"] += 1
@@ -155,6 +165,10 @@ class KernelCache:
                 raise CompileError(f"{spec.file} has no kernel {spec.name}: {exc}") from exc
             self._kernels[(key, spec.name)] = knl
             return knl
+
+    def is_built(self, spec: KernelSpec) -> bool:
+        """Whether spec's program is in memory already (nothing to compile or load)."""
+        return self.program_key(spec) in self._programs
 
     def new_kernel(self, spec: KernelSpec) -> cl.Kernel:
         """A kernel object of its own for spec (a plan sets its arguments once), from the cached program."""

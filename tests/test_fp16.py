@@ -249,3 +249,18 @@ def test_workspace_sizes_follow_the_itemsize():
     for direction, ratio in ((Direction.FORWARD, 2), (Direction.BACKWARD_DATA, 1)):   # backward-data's column is float
         single, half = (make_problem(direction, 2, 8, 10, 10, 8, 3, 3, 1, dtype=d) for d in ("FP32", "FP16"))
         assert solver.workspace_bytes(single) == ratio * solver.workspace_bytes(half)
+
+
+def test_driver_command_names_the_dtype_and_math_mode():
+    half = make_problem(Direction.FORWARD, 1, 4, 6, 6, 4, 3, 3, 1, dtype="FP16")
+    assert half.driver_command().startswith("convfp16 -n 1 -c 4 ")
+    single = map_problem(Direction.FORWARD, TensorDesc("FP32", (1, 4, 6, 6)), TensorDesc("FP32", (4, 4, 3, 3)),
+                         ConvDesc(1, math_mode="tf32")).problem
+    assert single.driver_command().startswith("conv -n 1") and single.driver_command().endswith("--math_mode tf32")
+
+
+def test_network_layers_in_fp16_and_tf32():
+    from miopy.conv.networks import VGG16
+    layer = VGG16[1]
+    assert layer.problem(2, dtype="FP16").key().endswith("-NCHW-FP16-F")
+    assert layer.problem(2, Direction.BACKWARD_DATA, math_mode="tf32").key().endswith("-FP32-B-tf32")

@@ -8,13 +8,24 @@ then registry order (most specialised first) within an algorithm, and the naive 
 - 3x3, stride 1, dilation 1 with C and K per group >= 16: Winograd first, then direct, then GEMM;
 - 5x5, stride 1, dilation 1 with C and K per group >= 32: Winograd (F(3x3,5x5) before F(2x2,5x5)) first;
 - anything else: direct, then GEMM (im2col), then Winograd.
-Algorithms the table does not name come after the named ones and before naive.
+Algorithms the table does not name come after the named ones and before naive. Tensor-core solvers (which
+are candidates only where they apply: NVIDIA, fp16 data or math mode "tf32") come first: their peak is
+several times the fp32 pipes'. Solvers written for one class of device (``device_class``, e.g.
+ConvCpuDirect on CPUs) apply only there and come first wherever they apply: on a CPU the GPU-shaped tiles of
+the other families run several times slower.
+
+When a model trained on find records serves the device (miopy.conv.heuristic_model: shipped per device
+family, or MIOPY_HEURISTIC_MODEL), it ranks the solvers it knows by predicted slowdown and this rule
+places the rest after them; with no model for the device, or a model file that cannot be read, this rule
+ranks alone.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..device import DeviceInfo
 from ..solver import Solver
+from . import heuristic_model
 from .problem import ConvProblem
 
 WINOGRAD_MIN_CHANNELS = 16
@@ -37,11 +48,22 @@ def preference(problem: ConvProblem) -> tuple[tuple[str, ...], str]:
     return ("direct", "gemm", "winograd"), "general shape: direct first"
 
 
-def rank(problem: ConvProblem, solvers: Sequence[Solver]) -> list[Solver]:
-    """solvers (in registry order) sorted by the preference for problem; stable within an algorithm."""
+def rank(problem: ConvProblem, solvers: Sequence[Solver], dev: DeviceInfo | None = None) -> list[Solver]:
+    """solvers in the order to try on dev: by dev's model where one serves it, else by the shape rule."""
+    by_shape = shape_rank(problem, solvers)
+    model = heuristic_model.model_for(dev.name) if dev is not None else None
+    if model is None:
+        return by_shape
+    return heuristic_model.rank_by_model(model, problem, solvers, by_shape)
+
+
+def shape_rank(problem: ConvProblem, solvers: Sequence[Solver]) -> list[Solver]:
+    """solvers (in registry order) sorted by the shape rule's preference; stable within an algorithm."""
     order, _ = preference(problem)
 
     def score(solver: Solver) -> int:
+        if getattr(solver, "tensor_cores", False) or getattr(solver, "device_class", None) is not None:
+            return -1
         if solver.algorithm == "naive":
             return len(order) + 1
         return order.index(solver.algorithm) if solver.algorithm in order else len(order)

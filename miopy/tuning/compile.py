@@ -104,6 +104,21 @@ class Compiler:
                 return errors
         return [self._build_here(s) for s in solutions]
 
+    def prefetch(self, solutions: Sequence[Solution]) -> list[cf.Future]:
+        """Start building solutions' kernels in the workers and return at once (the disk cache receives
+        them; a later build in this process loads them, waiting on the entry's lock while one is under
+        way). Nothing happens without parallel workers."""
+        if not self.parallel:
+            return []
+        try:
+            pool = self._workers()
+            return [pool.submit(_build, tuple(launch.spec for launch in s.launches)) for s in solutions]
+        except (cf.process.BrokenProcessPool, RuntimeError) as exc:
+            warn_once(logger, f"compile workers unavailable ({exc!r}); not compiling ahead")
+            self.close()
+            self.jobs = 0
+            return []
+
     def _build_in_workers(self, solutions: Sequence[Solution]) -> list[str | None] | None:
         """Errors per solution; None when the workers could not start at all (compiling moves in-process)."""
         pool = self._workers()
