@@ -378,7 +378,7 @@ def prebuild(handle: Handle, problem: Problem, candidates: Sequence[Solver], wit
         except MiopyError:
             continue
         specs.update({launch.spec: None for launch in solution.launches})
-    cold = [spec for spec in specs if not handle.kernels.is_built(spec)]
+    cold = [spec for spec in specs if not _is_built(handle, spec)]
     if jobs < 2 or len(cold) < 2:
         return
     with cf.ThreadPoolExecutor(min(jobs, len(cold)), thread_name_prefix="miopy-find-compile") as pool:
@@ -387,6 +387,15 @@ def prebuild(handle: Handle, problem: Problem, candidates: Sequence[Solver], wit
                 future.result()
             except Exception as exc:  # failures are data: the candidate's build reports them
                 logger.debug("find %s: prebuild failed: %s", problem.key(), exc)
+
+
+def _is_built(handle: Handle, spec: KernelSpec) -> bool:
+    """Whether spec's program is built; a source that cannot be read counts as not built (its candidate's own
+    build reports the error and find skips that candidate)."""
+    try:
+        return handle.kernels.is_built(spec)
+    except MiopyError:
+        return False
 
 
 def _checker(handle: Handle, problem: Problem, workspace_bytes: int, buffers) -> AccuracyCheck | None:
