@@ -363,3 +363,12 @@ def test_tune_file_without_a_driver_line_stops_with_one_line(tmp_path, capsys, r
     line = _one_error_line(capsys, "miopy-tune", "--file")
     assert "holds no driver line" in line
     report.tally(*CLI_MORE)
+
+
+@pytest.mark.parametrize("kwargs, field", [({"device": "gpu"}, "device"), ({"device": 0}, "device"),
+                                           ({"context": 3}, "context"), ({"math_mode": "x"}, "math_mode")])
+def test_handle_arguments_are_checked(kwargs, field, report):
+    with pytest.raises(BadParam) as info:
+        miopy.Handle(**kwargs)
+    assert info.value.field == field
+    report.tally(*ARGS)
