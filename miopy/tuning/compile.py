@@ -3,13 +3,13 @@
 Each worker (spawn context) first ties its life to the parent's (miopy.lifeline: it exits when the parent
 dies, SIGKILL included), then opens its own Handle on the tuning device, found again by platform and device
 index, and builds every launch of a solution with its own kernel cache (in its memory, and on this host's
-disk when MIOPY_CACHE_DIR is usable). What it built travels back as a value, never through that directory: where the parent's cache entries hold program binaries (NVIDIA's
-PTX, ...) the worker sends each program's binary and the parent adopts it (into memory, and into its own
-disk cache when it has one: KernelCache.adopt); where the driver keeps its own binary cache (PoCL) and
-asking it for a binary would compile every kernel again, the worker sends back only whether the build
-succeeded, and the parent's build from source is served by the driver's cache on this host (the workers are
-processes of this machine). So parallel compiling needs no usable kernel cache directory. With jobs=0
-kernels are built in the main process.
+disk when MIOPY_CACHE_DIR is usable). What it built travels back as a value, never through that directory:
+where the parent's cache entries hold program binaries (NVIDIA's PTX, ...) the worker sends each program's
+binary and the parent adopts it (into memory, and into its own disk cache when it has one:
+KernelCache.adopt); where the driver keeps its own binary cache (PoCL) and asking it for a binary would
+compile every kernel again, the worker sends back only whether the build succeeded, and the parent's build
+from source is served by the driver's cache on this host (the workers are processes of this machine). So
+parallel compiling needs no usable kernel cache directory. With jobs=0 kernels are built in the main process.
 """
 from __future__ import annotations
 
