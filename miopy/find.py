@@ -378,7 +378,7 @@ def prebuild(handle: Handle, problem: Problem, candidates: Sequence[Solver], wit
         except MiopyError:
             continue
         specs.update({launch.spec: None for launch in solution.launches})
-    cold = [spec for spec in specs if not _built(handle, spec)]
+    cold = [spec for spec in specs if not _is_built(handle, spec)]
     if jobs < 2 or len(cold) < 2:
         return
     with cf.ThreadPoolExecutor(min(jobs, len(cold)), thread_name_prefix="miopy-find-compile") as pool:
@@ -389,13 +389,13 @@ def prebuild(handle: Handle, problem: Problem, candidates: Sequence[Solver], wit
                 logger.debug("find %s: prebuild failed: %s", problem.key(), exc)
 
 
-def _built(handle: Handle, spec: KernelSpec) -> bool:
-    """Whether spec's program is in memory; True (nothing to prebuild) when its source cannot even be read:
-    the candidate's own build reports that."""
+def _is_built(handle: Handle, spec: KernelSpec) -> bool:
+    """Whether spec's program is built; a source that cannot be read counts as not built (its candidate's own
+    build reports the error and find skips that candidate)."""
     try:
         return handle.kernels.is_built(spec)
     except MiopyError:
-        return True
+        return False
 
 
 def _checker(handle: Handle, problem: Problem, workspace_bytes: int, buffers) -> AccuracyCheck | None:

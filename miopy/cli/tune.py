@@ -129,6 +129,9 @@ def file_problems(path: Path) -> tuple[list[ConvProblem], list[str]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise BadParam("--file", f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     lines, bad = driver_lines(text.splitlines())
+    if not lines:
+        raise BadParam("--file", f"{path} holds no driver line (lines starting with `./bin/MIOpenDriver conv`, "
+                                 "`MIOpenDriver conv` or `miopy-driver conv`): nothing to tune")
     found = []
     for number, argv in lines:
         try:
@@ -219,7 +222,7 @@ def options_of(args: argparse.Namespace) -> TuneOptions:
 
 def table(problem: ConvProblem, results: list[TuneResult]) -> str:
     """The closing table of one problem: solver, default and tuned time, speedup, GFLOP/s, params."""
-    lines = [f"{problem.key()}  (miopy-driver conv {problem.driver_args()})",
+    lines = [f"{problem.key()}  (miopy-driver {problem.driver_command()})",
              f"  {'solver':<28}{'default ms':>12}{'tuned ms':>12}{'speedup':>9}{'GFLOP/s':>10}  params / points"]
     for r in results:
         gflops = problem.flops() / r.best_ms / 1e6 if math.isfinite(r.best_ms) and r.best_ms > 0 else math.nan

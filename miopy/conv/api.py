@@ -21,7 +21,7 @@ from ..find import AlgoPerf, FindResult, Timer, find_problem, get_solutions, res
 from ..handle import Handle
 from ..plan import Operand, Plan, buffer_of, checked_solution, overlap_reason
 from ..solver import Solver
-from ..tensor import DataType, TensorDesc
+from ..tensor import TensorDesc
 from .problem import FIELDS, ConvDesc, ConvProblem, Direction, ProblemMapping, map_problem
 
 ConvAlgoPerf = AlgoPerf   # MIOpen's miopenConvAlgoPerf_t: a find record of a convolution
@@ -156,8 +156,7 @@ def _cold_plan(handle: Handle, direction: Direction, x_desc, w_desc, conv_desc, 
     log = None
     if config.log_cmd():
         trans = " -m trans" if conv_desc.mode == "transpose" else ""
-        command = "convfp16" if mapping.problem.dtype is DataType.FLOAT16 else "conv"
-        log = f"miopy: command: miopy-driver {command} {mapping.problem.driver_args()}{trans}"
+        log = f"miopy: command: miopy-driver {mapping.problem.driver_command()}{trans}"
         print(log, file=sys.stderr)
     calls[:] = [c for c in calls if c.algo is not algo][-(MAX_RECORDS_PER_CALL - 1):] + [_Call(algo, plan, log)]
     return plan

@@ -6,8 +6,13 @@ then registry order (most specialised first) within an algorithm, and the naive 
 - depthwise (groups == C, K a multiple of C): the depthwise solver first, then direct, then GEMM;
 - 1x1 filters: GEMM first (the 1x1 solver precedes im2col in the registry), then direct, then Winograd;
 - 3x3, stride 1, dilation 1 with C and K per group >= 16: Winograd first, then direct, then GEMM;
+- 5x5, stride 1, dilation 1 with C and K per group >= 32: Winograd (F(3x3,5x5) before F(2x2,5x5)) first;
 - anything else: direct, then GEMM (im2col), then Winograd.
-Algorithms the table does not name come after the named ones and before naive.
+Algorithms the table does not name come after the named ones and before naive. Tensor-core solvers (which
+are candidates only where they apply: NVIDIA, fp16 data or math mode "tf32") come first: their peak is
+several times the fp32 pipes'. Solvers written for one class of device (``device_class``, e.g.
+ConvCpuDirect on CPUs) apply only there and come first wherever they apply: on a CPU the GPU-shaped tiles of
+the other families run several times slower.
 
 When a model trained on find records serves the device (miopy.conv.heuristic_model: shipped per device
 family, or MIOPY_HEURISTIC_MODEL), it ranks the solvers it knows by predicted slowdown and this rule
@@ -24,6 +29,7 @@ from . import heuristic_model
 from .problem import ConvProblem
 
 WINOGRAD_MIN_CHANNELS = 16
+WINOGRAD_5X5_MIN_CHANNELS = 32
 
 
 def preference(problem: ConvProblem) -> tuple[tuple[str, ...], str]:
@@ -36,6 +42,9 @@ def preference(problem: ConvProblem) -> tuple[tuple[str, ...], str]:
     if ((p.r, p.s) == (3, 3) and (p.stride_h, p.stride_w) == (1, 1) and (p.dil_h, p.dil_w) == (1, 1)
             and min(p.c_per_group, p.k_per_group) >= WINOGRAD_MIN_CHANNELS):
         return ("winograd", "direct", "gemm"), f"3x3 stride 1 with C, K >= {WINOGRAD_MIN_CHANNELS}: Winograd first"
+    if ((p.r, p.s) == (5, 5) and (p.stride_h, p.stride_w) == (1, 1) and (p.dil_h, p.dil_w) == (1, 1)
+            and min(p.c_per_group, p.k_per_group) >= WINOGRAD_5X5_MIN_CHANNELS):
+        return ("winograd", "direct", "gemm"), f"5x5 stride 1 with C, K >= {WINOGRAD_5X5_MIN_CHANNELS}: Winograd first"
     return ("direct", "gemm", "winograd"), "general shape: direct first"
 
 
@@ -53,6 +62,8 @@ def shape_rank(problem: ConvProblem, solvers: Sequence[Solver]) -> list[Solver]:
     order, _ = preference(problem)
 
     def score(solver: Solver) -> int:
+        if getattr(solver, "tensor_cores", False) or getattr(solver, "device_class", None) is not None:
+            return -1
         if solver.algorithm == "naive":
             return len(order) + 1
         return order.index(solver.algorithm) if solver.algorithm in order else len(order)

@@ -26,10 +26,14 @@ class Layer:
     stride: int = 1
     groups: int = 1
 
-    def problem(self, n: int, direction: Direction | int = Direction.FORWARD) -> ConvProblem:
-        x = TensorDesc("FP32", (n, self.c, self.h, self.w))
-        w = TensorDesc("FP32", (self.k, self.c // self.groups, self.r, self.s))
-        return ConvProblem.create(direction, x, w, ConvDesc(self.pad, self.stride, groups=self.groups))
+    def problem(self, n: int, direction: Direction | int = Direction.FORWARD, dtype: str = "FP32",
+                math_mode: str | None = None) -> ConvProblem:
+        """The layer at batch n in direction, on dtype data ("FP32" or "FP16"), under math_mode (None: the
+        environment's, else strict)."""
+        x = TensorDesc(dtype, (n, self.c, self.h, self.w))
+        w = TensorDesc(dtype, (self.k, self.c // self.groups, self.r, self.s))
+        return ConvProblem.create(direction, x, w,
+                                  ConvDesc(self.pad, self.stride, groups=self.groups, math_mode=math_mode))
 
     def driver_args(self, n: int) -> str:
         return (f"-n {n} -c {self.c} -H {self.h} -W {self.w} -k {self.k} -y {self.r} -x {self.s} "

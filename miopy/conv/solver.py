@@ -23,6 +23,8 @@ class ConvSolver(Solver[ConvProblem]):
     # Which epilogue ops (miopy.fusion.Epilogue.ops) the hook serves, when supports_epilogue is set.
     epilogue_ops: ClassVar[frozenset[str]] = frozenset({"bias", "batchnorm", "add", "activation"})
     supports_epilogue: ClassVar[bool] = False
+    # The device type ("CPU") a solver is written for and applies to only; the heuristic ranks it first there.
+    device_class: ClassVar[str | None] = None
     # Whether the kernels multiply on tensor cores: fp32 operands are then rounded to TF32, so such a solver
     # applies to fp32 problems only under math_mode "tf32" (fp16 products are exact: no mode needed).
     tensor_cores: ClassVar[bool] = False

@@ -1,0 +1,245 @@
+"""miopy on a CPU OpenCL device (PoCL) against PyTorch's CPU convolutions, in one process.
+
+For each layer, batch size and direction: miopy's normal find (every applicable solver, default params;
+whether the naive fallback won), the find winner's time ("default"), the time after tuning the CPU
+solvers with a small budget ("tuned": the faster of the find winner and the tuned points), and PyTorch's
+time (torch.nn.functional.conv2d / aten.convolution_backward on the same threads). The three are timed
+in interleaved rounds (wall clock around the call and a queue finish; medians), because the machine is
+shared. GFLOP/s are against a peak measured in the same run: PyTorch's large sgemm.
+
+    python benchmarks/cpu.py --json benchmarks/results/cpu-pocl.json [--batches 1,8] [--directions F,B,W]
+
+Run it in a venv with torch (CPU) installed; tuning writes to a private user DB (a temporary directory),
+so the user's perf DB is untouched and "default" really means untuned.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+_TMP = tempfile.mkdtemp(prefix="miopy-cpu-bench-")
+os.environ.setdefault("MIOPY_USER_DB_PATH", os.path.join(_TMP, "user.db"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pyopencl as cl  # noqa: E402
+
+import miopy  # noqa: E402
+from miopy.conv import reference, registry  # noqa: E402
+from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction  # noqa: E402
+from miopy.find import find_problem  # noqa: E402
+from miopy.plan import solution_plan  # noqa: E402
+from miopy.tensor import TensorDesc  # noqa: E402
+from miopy.tuning.runner import TuneOptions  # noqa: E402
+from miopy.tuning.tuner import tune_solver  # noqa: E402
+
+LETTERS = {"F": Direction.FORWARD, "B": Direction.BACKWARD_DATA, "W": Direction.BACKWARD_WEIGHTS}
+CPU_SOLVERS = ("ConvCpuDirect", "ConvCpuGemm")
+
+# (name, C, H, K, R, pad, stride, groups): the issue's seven layers first, then ResNet-50, VGG-16, MobileNet.
+LAYERS = [
+    ("issue-3x3-64@56", 64, 56, 64, 3, 1, 1, 1),
+    ("issue-3x3-128@28", 128, 28, 128, 3, 1, 1, 1),
+    ("issue-3x3-256@14", 256, 14, 256, 3, 1, 1, 1),
+    ("issue-1x1-64-256@56", 64, 56, 256, 1, 0, 1, 1),
+    ("issue-1x1-256-64@56", 256, 56, 64, 1, 0, 1, 1),
+    ("issue-7x7s2-3-64@224", 3, 224, 64, 7, 3, 2, 1),
+    ("issue-3x3s2-128@56", 128, 56, 128, 3, 1, 2, 1),
+    ("resnet50-1x1-1024-256@14", 1024, 14, 256, 1, 0, 1, 1),
+    ("resnet50-1x1s2-256-512@56", 256, 56, 512, 1, 0, 2, 1),
+    ("resnet50-3x3-512@7", 512, 7, 512, 3, 1, 1, 1),
+    ("vgg16-3x3-256-512@28", 256, 28, 512, 3, 1, 1, 1),
+    ("vgg16-3x3-512@14", 512, 14, 512, 3, 1, 1, 1),
+    ("mobilenet-dw3x3-32@112", 32, 112, 32, 3, 1, 1, 32),
+    ("mobilenet-dw3x3s2-128@56", 128, 56, 128, 3, 1, 2, 128),
+    ("mobilenet-1x1-32-64@112", 32, 112, 64, 1, 0, 1, 1),
+    ("mobilenet-1x1-512@14", 512, 14, 512, 1, 0, 1, 1),
+]
+
+
+def make_problem(layer, n: int, direction: Direction) -> ConvProblem:
+    _, c, h, k, r, pad, stride, groups = layer
+    x, w = TensorDesc("FP32", (n, c, h, h)), TensorDesc("FP32", (k, c // groups, r, r))
+    return ConvProblem.create(direction, x, w, ConvDesc(pad, stride, 1, groups))
+
+
+def torch_call(problem: ConvProblem, t: dict):
+    """A no-argument callable computing problem's direction with PyTorch on the host arrays t."""
+    import torch
+    x, w, y = (torch.from_numpy(t[r]) for r in "xwy")
+    c = problem.conv
+    if problem.direction is Direction.FORWARD:
+        return lambda: torch.nn.functional.conv2d(x, w, None, c.stride, c.pad, c.dilation, c.groups)
+    mask = [problem.direction is Direction.BACKWARD_DATA, problem.direction is Direction.BACKWARD_WEIGHTS, False]
+    index = 0 if mask[0] else 1
+    return lambda: torch.ops.aten.convolution_backward(y, x, w, None, c.stride, c.pad, c.dilation, False, [0, 0],
+                                                       c.groups, mask)[index]
+
+
+def sgemm_peak_gflops(size: int = 2048, reps: int = 5) -> float:
+    """Best of reps PyTorch sgemms of size^3 (the machine's practical fp32 peak on these threads)."""
+    import torch
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    a @ b
+    best = min(_wall(lambda: a @ b) for _ in range(reps))
+    return 2 * size**3 / best / 1e9
+
+
+def _wall(call) -> float:
+    t0 = time.perf_counter()
+    call()
+    return time.perf_counter() - t0
+
+
+class MiopyCall:
+    """A solution bound to device buffers: call() runs it and waits (wall-clock timing like PyTorch's)."""
+
+    def __init__(self, handle, problem: ConvProblem, solver_id: str, params: dict, bufs: dict):
+        self.handle, self.solver_id, self.params = handle, solver_id, params
+        self.plan = solution_plan(handle, problem, solver_id, params)
+        self.bufs = {**bufs, "workspace": handle.alloc(max(self.plan.solution.workspace_bytes, 4))}
+
+    def __call__(self) -> None:
+        self.plan.enqueue(self.bufs)
+        self.handle.finish()
+
+
+def interleaved_ms(calls: dict, rounds: int, iters: int) -> dict:
+    """Median wall time (ms) of each call, timed in rounds that alternate the calls."""
+    samples: dict = {name: [] for name in calls}
+    for call in calls.values():
+        call()
+    for _ in range(rounds):
+        for name, call in calls.items():
+            samples[name] += [_wall(call) * 1e3 for _ in range(iters)]
+    return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def run_case(handle, layer, n: int, direction: Direction, args, peak: float) -> dict:
+    problem = make_problem(layer, n, direction)
+    rng = np.random.default_rng(0)
+    t = {r: rng.standard_normal(d.dims, dtype=np.float32) for r, d in problem.tensors().items()}
+    mf = cl.mem_flags
+    bufs = {r: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for r, a in t.items()}
+    rec: dict = {"layer": layer[0], "n": n, "direction": direction.letter, "channels": min(layer[1], layer[3]),
+                 "flops": problem.flops(), "key": problem.key()}
+    t0 = time.perf_counter()
+    found = find_problem(handle, problem, mode="normal", store=False)
+    rec["find_s"] = time.perf_counter() - t0
+    rec["find"] = {r.solver_id: r.time_ms for r in found}
+    best = found[0]
+    rec["find_winner"] = best.solver_id
+    rec["naive_won"] = best.solver_id == "ConvDirectNaive"
+    calls = {"default": MiopyCall(handle, problem, best.solver_id, best.params, bufs)}
+    rec["default_params"] = best.params
+    tuned = _tune(handle, problem, args.budget) if args.budget else None
+    if tuned is not None:
+        calls["tuned"] = MiopyCall(handle, problem, tuned[0], tuned[1], bufs)
+        rec["tuned_solver"], rec["tuned_params"] = tuned
+    calls["torch"] = torch_call(problem, t)
+    ms = interleaved_ms(calls, args.rounds, args.iters)
+    if "tuned" in ms and ms["tuned"] > ms["default"]:   # tuning keeps the find winner when it finds nothing faster
+        ms["tuned"], rec["tuned_solver"], rec["tuned_params"] = ms["default"], best.solver_id, best.params
+    ms.setdefault("tuned", ms["default"])
+    rec.update({f"{name}_ms": v for name, v in ms.items()})
+    for name in ("default", "tuned", "torch"):
+        rec[f"{name}_gflops"] = problem.flops() / ms[name] / 1e6
+        rec[f"{name}_pct_peak"] = 100 * rec[f"{name}_gflops"] / peak
+    rec["ratio_default"], rec["ratio_tuned"] = ms["default"] / ms["torch"], ms["tuned"] / ms["torch"]
+    rec["max_err"] = _error(handle, problem, calls["tuned" if "tuned" in calls else "default"], bufs, t)
+    return rec
+
+
+def _tune(handle, problem: ConvProblem, budget: int):
+    """The fastest verified point of the CPU solvers after tuning each with budget points, or None."""
+    results = []
+    for sid in CPU_SOLVERS:
+        try:
+            solver = registry.get(sid)
+        except miopy.MiopyError:
+            continue
+        if not solver.is_applicable(problem, handle.info):
+            continue
+        res = tune_solver(handle, problem, solver, strategy_name="random", options=TuneOptions(budget=budget))
+        if res.best_params is not None:
+            results.append((res.best_ms, sid, res.best_params))
+    return min(results, key=lambda r: r[0])[1:] if results else None
+
+
+def _error(handle, problem: ConvProblem, call: MiopyCall, bufs: dict, t: dict) -> float:
+    role = OUTPUT_ROLE[problem.direction]
+    call()
+    out = np.empty_like(t[role])
+    cl.enqueue_copy(handle.queue, out, bufs[role])
+    handle.finish()
+    return reference.max_error(out, reference.solve(problem, t))
+
+
+def geomean(values) -> float:
+    values = list(values)
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def summary(cases: list[dict]) -> dict:
+    out = {}
+    for group, letters in (("forward", "F"), ("backward", "BW")):
+        sel = [c for c in cases if c["direction"] in letters and "torch_ms" in c]
+        out[group] = {"cases": len(sel), "geomean_ratio_default": geomean(c["ratio_default"] for c in sel),
+                      "geomean_ratio_tuned": geomean(c["ratio_tuned"] for c in sel)}
+    wide = [c for c in cases if c["channels"] >= 16]
+    out["naive_won_at_16_channels_or_more"] = [f"{c['layer']} N={c['n']} {c['direction']}" for c in wide
+                                              if c.get("naive_won")]
+    return out
+
+
+def _print(rec: dict) -> None:
+    print(f"{rec['layer']:28s} N={rec['n']} {rec['direction']} find {rec['find_winner']:16s} "
+          f"default {rec['default_ms']:8.2f} tuned {rec['tuned_ms']:8.2f} torch {rec['torch_ms']:8.2f} ms  "
+          f"x{rec['ratio_default']:.2f} / x{rec['ratio_tuned']:.2f}  {rec['tuned_gflops']:.0f} GF/s  "
+          f"err {rec['max_err']:.1e}", flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--batches", default="1,8")
+    ap.add_argument("--directions", default="F,B,W")
+    ap.add_argument("--layers", default="", help="comma-separated substrings of layer names (default: all)")
+    ap.add_argument("--budget", type=int, default=8, help="tuning points per CPU solver (0: no tuning)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=3)
+    args = ap.parse_args(argv)
+    import torch
+    handle = miopy.Handle()
+    peak = sgemm_peak_gflops()
+    layers = [ly for ly in LAYERS if not args.layers or any(s in ly[0] for s in args.layers.split(","))]
+    result = {"device": handle.info.name, "device_id": handle.info.device_id, "torch": torch.__version__,
+              "torch_threads": torch.get_num_threads(), "peak_gflops_torch_sgemm": peak,
+              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "load_before": os.getloadavg(), "command": " ".join(sys.argv), "budget": args.budget, "cases": []}
+    print(f"{handle.info.name}: torch sgemm peak {peak:.0f} GFLOP/s, load {os.getloadavg()}", flush=True)
+    for n in map(int, args.batches.split(",")):
+        for letter in args.directions.split(","):
+            for layer in layers:
+                rec = run_case(handle, layer, n, LETTERS[letter], args, peak)
+                rec["load"] = os.getloadavg()[0]
+                result["cases"].append(rec)
+                _print(rec)
+                result["summary"], result["load_after"] = summary(result["cases"]), os.getloadavg()
+                Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+                Path(args.json).write_text(json.dumps(result, indent=1, default=str))
+    print(json.dumps(result["summary"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
