@@ -757,6 +757,14 @@ class BuildDb:
                                  (device, __version__)).fetchall()
         return {row[0] for row in rows}
 
+    def find_solvers(self, device: str) -> dict[str, set[str]]:
+        """Problem key -> the solvers its find record ranks, for device's records of this miopy version."""
+        out: dict[str, set[str]] = {}
+        for problem, solver in self.conn.execute("SELECT problem, solver FROM find WHERE device = ? AND "
+                                                 "miopy_version = ?", (device, __version__)):
+            out.setdefault(problem, set()).add(solver)
+        return out
+
     def put_find(self, device: str, problem: str, records: Iterable[FindRecord]) -> None:
         FindDb(self).put(device, problem, records)  # type: ignore[arg-type]
 

@@ -421,11 +421,12 @@ def _complete(handle: Handle, problem: Problem, workspace_limit: int | None) -> 
 
 def _from_find_db(handle: Handle, problem: Problem, workspace_limit: int | None) -> FindResult | None:
     """The find DB's ranking (the user's, else the one shipped in the system DB) while it is current: made
-    by this miopy version, naming known solvers that
-    still apply, with the params the perf DBs give now (a retuned solver makes the ranking stale)."""
-    stored = db.find_db().get(handle.info.device_id, problem.key())
+    by this miopy version, naming known solvers that still apply, with the params the perf DBs give now (a
+    retuned solver makes the ranking stale); a shipped ranking must also name every candidate (it may
+    predate a solver added since)."""
+    stored, shipped = db.find_db().get(handle.info.device_id, problem.key()), False
     if not stored:
-        stored = db.system_find_db().get(handle.info.device_id, problem.key())
+        stored, shipped = db.system_find_db().get(handle.info.device_id, problem.key()), True
     if not stored or any(r.miopy_version != __version__ for r in stored):
         return None
     allowed = {s.id: s for s in problem.registry.solvers()}
@@ -449,8 +450,10 @@ def _from_find_db(handle: Handle, problem: Problem, workspace_limit: int | None)
                                 params, problem.key(), source, math_mode=math_mode_of(problem)))
     if not records:
         return None
-    _, skipped = _candidates(handle, problem, workspace_limit)
-    ranked = {r.solver_id for r in records}
+    candidates, skipped = _candidates(handle, problem, workspace_limit)
+    ranked = {r.solver_id for r in stored}
+    if shipped and any(s.id not in ranked for s in candidates):
+        return None   # a shipped record predates a solver that applies now: find it here instead
     skipped.update({s.id: "failed when the find DB record was made" for s in allowed.values()
                     if s.id not in ranked and s.id not in skipped})
     return FindResult(records, skipped, from_db=True)

@@ -7,7 +7,8 @@
 
 --find runs a normal find (accuracy-checked) of every layer in each direction and writes its ranking into
 OUT's find table, one transaction per problem, skipping problems OUT already holds for this device and
-miopy version: a build stopped by --deadline, a timeout or a kill resumes where it stopped. -n 0 (the
+miopy version (unless a solver that applies now is missing from the record: a solver added since): a build
+stopped by --deadline, a timeout or a kill resumes where it stopped. -n 0 (the
 default with --find) takes each set's usual batch (miopy.conv.networks.DEFAULT_BATCH). Kernels of the
 next problems are compiled ahead in --jobs worker processes while the current one is timed.
 
@@ -77,13 +78,20 @@ def build_find(args: argparse.Namespace) -> int:
     device, out = handle.info.device_id, db.BuildDb(args.out)
     start, done, failed = time.perf_counter(), 0, 0
     try:
-        have = out.find_problems(device)
-        todo, keys = [], set()
+        have = out.find_solvers(device)
+        todo, keys, stale = [], set(), 0
         for p in find_problems(args):
-            if p.key() not in have and p.key() not in keys:
+            if p.key() in keys:
+                continue
+            ranked = have.get(p.key())
+            missing = ranked is not None and any(s.id not in ranked for s in registry.solvers()
+                                                 if s.is_applicable(p, handle.info))
+            if ranked is None or missing:
                 todo.append(p)
                 keys.add(p.key())
-        print(f"{len(have)} problems in {args.out} already, {len(todo)} to find on {handle.info.name}", flush=True)
+                stale += missing
+        print(f"{len(have)} problems in {args.out} already, {len(todo)} to find on {handle.info.name} "
+              f"({stale} of them again: a solver that applies now is missing from their record)", flush=True)
         with Compiler(handle, args.jobs) as compiler:
             ahead = args.ahead if args.ahead is not None else 2 * compiler.jobs
             submitted = 0

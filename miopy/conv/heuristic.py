@@ -15,9 +15,9 @@ ConvCpuDirect on CPUs) apply only there and come first wherever they apply: on a
 the other families run several times slower.
 
 When a model trained on find records serves the device (miopy.conv.heuristic_model: shipped per device
-family, or MIOPY_HEURISTIC_MODEL), it ranks the solvers it knows by predicted slowdown and this rule
-places the rest after them; with no model for the device, or a model file that cannot be read, this rule
-ranks alone.
+family, or MIOPY_HEURISTIC_MODEL), it reorders the solvers it knows by predicted slowdown within the places
+this rule gives them, and the others keep this rule's places; with no model for the device, or a model file
+that cannot be read, this rule ranks alone.
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def rank(problem: ConvProblem, solvers: Sequence[Solver], dev: DeviceInfo | None
     model = heuristic_model.model_for(dev.name) if dev is not None else None
     if model is None:
         return by_shape
-    return heuristic_model.rank_by_model(model, problem, solvers, by_shape)
+    return heuristic_model.rank_by_model(model, problem, by_shape)
 
 
 def shape_rank(problem: ConvProblem, solvers: Sequence[Solver]) -> list[Solver]:

@@ -2,8 +2,9 @@
 solver, how much slower than the best it will be on a problem, trained from find-DB records.
 
 For every solver the target is log2(time / best time), clipped at 2x, over the problems where it ran;
-features describe the problem's shape (FEATURES). The candidates are ranked by predicted slowdown; a
-solver the model has not seen follows in the shape rule's order (miopy.conv.heuristic).
+features describe the problem's shape (FEATURES). The candidates the model knows are ranked by predicted
+slowdown in the places the shape rule (miopy.conv.heuristic) gives them; a solver the model has not seen
+keeps its shape-rule place.
 
 A model is a JSON file (no pickle: loading one runs nothing) that names the devices it serves by substrings of
 the device name (``match``), e.g. ["H100", "H200"] for one family. ``model_for(dev)`` takes
@@ -251,11 +252,13 @@ def records_from_db(path: Path, device: str | None = None) -> dict[str, dict[str
 
 
 # -- choosing and evaluating -----------------------------------------------------------------------------
-def rank_by_model(model: Model, problem: ConvProblem, solvers: Sequence, fallback: Sequence) -> list:
-    """solvers the model knows by predicted slowdown, then the others in fallback's (the shape rule's) order."""
+def rank_by_model(model: Model, problem: ConvProblem, fallback: Sequence) -> list:
+    """fallback (the shape rule's order) with the solvers the model knows reordered by predicted slowdown
+    among their own places; a solver the model has not seen (added since it was trained, or made for
+    another kind of device) keeps the place the shape rule gives it."""
     scores = model.scores(problem)
-    known = sorted((s for s in solvers if s.id in scores), key=lambda s: scores[s.id])
-    return known + [s for s in fallback if s.id not in scores]
+    known = iter(sorted((s for s in fallback if s.id in scores), key=lambda s: scores[s.id]))
+    return [next(known) if s.id in scores else s for s in fallback]
 
 
 def evaluate(choose, records: Records) -> dict:
