@@ -459,6 +459,20 @@ def _create_schema(conn: sqlite3.Connection) -> None:
     _transaction(conn, statements)
 
 
+def file_fault(path: Path) -> str | None:
+    """Why the file at path is not a readable DB of this schema, or None when it is (opened read-only: the
+    file is left as it is, never moved aside)."""
+    try:
+        conn = _connect_readonly(path)
+        try:
+            state = _schema_state(conn)
+        finally:
+            conn.close()
+    except (sqlite3.Error, _Unusable) as exc:
+        return str(exc)
+    return "it holds no tables" if state == "empty" else None
+
+
 def _unusable(path: Path) -> bool:
     """Whether the file at path is (still) not a DB of this schema; an absent or new file is usable."""
     if not path.exists():

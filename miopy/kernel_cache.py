@@ -114,7 +114,7 @@ class KernelCache:
         self._programs: dict[str, cl.Program] = {}
         self._kernels: dict[tuple[str, str], cl.Kernel] = {}
         self._keys: dict[KernelSpec, str] = {}
-        self.stats = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}
+        self.stats = {"compiled": 0, "disk_hits": 0, "memory_hits": 0, "adopted": 0}
         self._lock = threading.RLock()
         self._locks: dict[str, threading.RLock] = {}
 
@@ -181,6 +181,47 @@ class KernelCache:
         by parallel compile workers)."""
         self.kernel(spec)
 
+    # -- binaries as values (parallel compile workers hand them back; no disk is shared) -------------------
+    def binary(self, spec: KernelSpec) -> bytes:
+        """The program binary of spec for this device, built (or found) first: what a compile worker sends back."""
+        self.kernel(spec)
+        binaries: Any = self._programs[self.program_key(spec)].get_info(cl.program_info.BINARIES)
+        return bytes(binaries[0])
+
+    def adopt(self, spec: KernelSpec, binary: bytes) -> bool:
+        """Take spec's program from a binary built in another process (a compile worker): into memory, and into
+        this cache's disk entry when entries hold binaries. False (nothing kept: a later kernel() builds it)
+        when the binary does not load here or lacks spec's kernel."""
+        key = self.program_key(spec)
+        with self._lock:
+            if key in self._programs:
+                return True
+            prg, fault = self._from_binary(binary, spec)
+            if prg is None:
+                logger.debug("a compile worker's binary of %s did not load: %s", spec.name, fault)
+                return False
+            self._programs[key] = prg
+            self.stats["adopted"] += 1
+        if self.store_binaries and not config.cache_disabled():
+            self._store(key, binary)
+        return True
+
+    def _store(self, key: str, payload: bytes) -> None:
+        """Write an entry built elsewhere, under its lock, unless a whole one is there (a miss is only slower)."""
+        path = self._entry(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with filelock.FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S):
+                try:
+                    whole = entry_fault(path.read_bytes(), key) is None
+                except OSError:
+                    whole = False
+                if not whole:
+                    _remove_stale_temporaries(path)
+                    self._write(path, key, payload)
+        except (OSError, filelock.Timeout) as exc:
+            _warn(f"is not usable ({_reason(exc)}); keeping compiled kernels in memory only")
+
     # -- disk level -------------------------------------------------------------------------------
     def _entry(self, key: str) -> Path:
         return config.cache_dir() / FORMAT / key[:2] / f"{key}.bin"
@@ -237,6 +278,9 @@ class KernelCache:
             if payload != MARKER:
                 return None, "not a marker entry"
             return self._build_source(spec), None
+        return self._from_binary(payload, spec)
+
+    def _from_binary(self, payload: bytes, spec: KernelSpec) -> tuple[cl.Program | None, str | None]:
         try:
             prg = cl.Program(self.context, [self.device], [payload]).build(spec.build_options())
             names = prg.get_info(cl.program_info.KERNEL_NAMES).split(";")

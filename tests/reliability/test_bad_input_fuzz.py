@@ -601,6 +601,10 @@ FUNCTIONAL = {   # name -> (function, array shapes, valid keyword arguments)
     "tensor_ops.scale": (miopy.tensor_ops.scale, [(2, 3, 4, 4)], {"factor": 0.5}),
     "local_response_norm": (miopy.lrn.local_response_norm, [(1, 6, 4, 4)], {"size": 3, "alpha": 1e-3}),
     "dropout": (miopy.dropout.dropout, [(2, 3, 4, 4)], {"p": 0.5, "training": True}),
+    "log_softmax": (miopy.softmax.log_softmax, [(2, 5, 2, 3)], {"dim": 1}),
+    "softmax_backward_data": (miopy.softmax.softmax_backward_data, [(2, 5, 2, 3), (2, 5, 2, 3)], {"dim": 1}),
+    "avg_pool2d_backward": (miopy.pooling.avg_pool2d_backward, [(1, 2, 2, 2), (1, 2, 4, 4)], {"kernel_size": 2}),
+    "batch_norm_backward": (miopy.batchnorm.batch_norm_backward, [(2, 3, 4, 4), (2, 3, 4, 4)], {"eps": 1e-5}),
 }
 BAD_KEYWORDS = [None, -1, 0, 2.5, "2", True, (1, 2, 3), [1], float("nan"), object()]
 

@@ -26,6 +26,11 @@ CLI = ("bad flags to miopy-driver and miopy-tune (negative iteration counts, tim
        "NaN; a tensor over the device's largest allocation; a missing --file)",
        "one error line naming the flag (or OutOfResources), exit status 1 (argparse's usage error for a choice), "
        "no traceback, nothing run", TEST)
+CLI_MORE = ("bad flags to miopy-run and to every primitive command of miopy-driver (negative or zero iteration "
+            "counts, negative seeds and batches, a --json path in no directory; a tensor over the device's largest "
+            "allocation); a miopy-tune --file with no driver line", "one error line naming the flag (or "
+            "OutOfResources, refused before any host data is made), exit status 1, no traceback, nothing run",
+            TEST)
 FILE = ("miopy-tune --file with bad driver lines (a non-number, a zero size, an unknown choice, an unclosed "
         "quote) among good ones", "each bad line skipped with its file:line number and reason, the good line "
         "tuned, exit status 1; comments and other commands passed over", TEST)
@@ -316,7 +321,7 @@ def test_miopy_run_refuses_bad_flags_in_one_line(tmp_path, capsys, flags, flag, 
     onnx.save(_onnx_model(), str(path))
     assert run_cli.main([str(path), "--batch", "1", *flags]) == 1
     _one_error_line(capsys, "miopy-run", flag)
-    report.tally(*CLI)
+    report.tally(*CLI_MORE)
 
 
 PRIMITIVES = ["pool", "softmax", "lrn", "bnorm", "tensorop", "dropout"]
@@ -327,7 +332,7 @@ PRIMITIVES = ["pool", "softmax", "lrn", "bnorm", "tensorop", "dropout"]
 def test_primitive_drivers_refuse_bad_counts(capsys, command, flags, flag, report):
     assert driver_cli.main([command, "-t", "1", *flags]) == 1
     _one_error_line(capsys, "miopy-driver", flag)
-    report.tally(*CLI)
+    report.tally(*CLI_MORE)
 
 
 @pytest.mark.parametrize("command, seed", [("pool", "-s"), ("softmax", "-s"), ("lrn", "-s"), ("bnorm", "--seed"),
@@ -335,7 +340,7 @@ def test_primitive_drivers_refuse_bad_counts(capsys, command, flags, flag, repor
 def test_primitive_drivers_refuse_a_negative_seed(capsys, command, seed, report):
     assert driver_cli.main([command, seed, "-1"]) == 1
     _one_error_line(capsys, "miopy-driver", seed)
-    report.tally(*CLI)
+    report.tally(*CLI_MORE)
 
 
 @pytest.mark.parametrize("command", PRIMITIVES)
@@ -348,7 +353,7 @@ def test_primitive_drivers_refuse_a_tensor_the_device_cannot_hold_before_making_
     assert driver_cli.main([command, *dims]) == 1
     line = _one_error_line(capsys, "miopy-driver", "OutOfResources")
     assert "largest allocation" in line
-    report.tally(*CLI)
+    report.tally(*CLI_MORE)
 
 
 def test_tune_file_without_a_driver_line_stops_with_one_line(tmp_path, capsys, report):
@@ -357,4 +362,13 @@ def test_tune_file_without_a_driver_line_stops_with_one_line(tmp_path, capsys, r
     assert tune_cli.main(["--file", str(path)]) == 1
     line = _one_error_line(capsys, "miopy-tune", "--file")
     assert "holds no driver line" in line
-    report.tally(*FILE)
+    report.tally(*CLI_MORE)
+
+
+@pytest.mark.parametrize("kwargs, field", [({"device": "gpu"}, "device"), ({"device": 0}, "device"),
+                                           ({"context": 3}, "context"), ({"math_mode": "x"}, "math_mode")])
+def test_handle_arguments_are_checked(kwargs, field, report):
+    with pytest.raises(BadParam) as info:
+        miopy.Handle(**kwargs)
+    assert info.value.field == field
+    report.tally(*ARGS)
