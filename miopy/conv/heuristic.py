@@ -9,15 +9,17 @@ then registry order (most specialised first) within an algorithm, and the naive 
 - anything else: direct, then GEMM (im2col), then Winograd.
 Algorithms the table does not name come after the named ones and before naive.
 
-Solvers written for one class of device (``device_class``, e.g. ConvCpuDirect on CPUs) apply only there and
-come first wherever they apply: on a CPU the GPU-shaped tiles of the other families run several times slower.
+Solvers written for one class of device (``device_class``: ConvCpuDirect, ConvCpuGemm on CPUs) apply only
+there and come first wherever they apply: on a CPU the GPU-shaped tiles of the other families run several
+times slower. Between them, GEMM first for backward-weights (its vectors run along channels, which
+backward-weights sums rows of) and direct first otherwise.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from ..solver import Solver
-from .problem import ConvProblem
+from .problem import ConvProblem, Direction
 
 WINOGRAD_MIN_CHANNELS = 16
 
@@ -41,7 +43,8 @@ def rank(problem: ConvProblem, solvers: Sequence[Solver]) -> list[Solver]:
 
     def score(solver: Solver) -> int:
         if getattr(solver, "device_class", None) is not None:
-            return -1
+            weights = problem.direction is Direction.BACKWARD_WEIGHTS
+            return -2 if (solver.algorithm == "gemm") == weights else -1
         if solver.algorithm == "naive":
             return len(order) + 1
         return order.index(solver.algorithm) if solver.algorithm in order else len(order)

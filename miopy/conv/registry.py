@@ -8,6 +8,7 @@ from .heuristic import rank
 from .problem import ConvProblem
 from .reference import reference_outputs
 from .solvers.cpu_direct import ConvCpuDirect
+from .solvers.cpu_gemm import ConvCpuGemm
 from .solvers.depthwise import ConvDepthwise
 from .solvers.direct_local import ConvDirectLocal
 from .solvers.gemm_1x1 import ConvGemm1x1
@@ -19,6 +20,7 @@ from .solvers.winograd import ConvWinograd3x3F2, ConvWinograd3x3F4
 REGISTRY = Registry("convolution", ConvProblem, (
     ConvDepthwise(),
     ConvCpuDirect(),
+    ConvCpuGemm(),
     ConvWinograd3x3F4(),
     ConvWinograd3x3F2(),
     ConvGemv1x1(),
