@@ -11,8 +11,9 @@ Algorithms the table does not name come after the named ones and before naive.
 
 Solvers written for one class of device (``device_class``: ConvCpuDirect, ConvCpuGemm on CPUs) apply only
 there and come first wherever they apply: on a CPU the GPU-shaped tiles of the other families run several
-times slower. Between them, GEMM first for backward-weights (its vectors run along channels, which
-backward-weights sums rows of) and direct first otherwise.
+times slower. Between them, GEMM first for backward-weights where its channels-last copy of x stays in a
+core's cache (up to CPU_GEMM_WEIGHTS_BYTES, 16 channels or more: each work-item streams the whole copy),
+direct first otherwise (benchmarks/results/cpu-pocl.json: 2-8x apart either side of that line).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from ..solver import Solver
 from .problem import ConvProblem, Direction
 
 WINOGRAD_MIN_CHANNELS = 16
+CPU_GEMM_WEIGHTS_BYTES = 1 << 20
 
 
 def preference(problem: ConvProblem) -> tuple[tuple[str, ...], str]:
@@ -37,14 +39,21 @@ def preference(problem: ConvProblem) -> tuple[tuple[str, ...], str]:
     return ("direct", "gemm", "winograd"), "general shape: direct first"
 
 
+def cpu_gemm_first(problem: ConvProblem, gemm: Solver) -> bool:
+    """Whether the CPU GEMM solver goes before the CPU direct one (backward-weights on a cached input)."""
+    return (problem.direction is Direction.BACKWARD_WEIGHTS and problem.c_per_group >= 16
+            and gemm.workspace_bytes(problem) <= CPU_GEMM_WEIGHTS_BYTES)
+
+
 def rank(problem: ConvProblem, solvers: Sequence[Solver]) -> list[Solver]:
     """solvers (in registry order) sorted by the preference for problem; stable within an algorithm."""
     order, _ = preference(problem)
+    cpu_gemm = next((s for s in solvers if getattr(s, "device_class", None) and s.algorithm == "gemm"), None)
+    gemm_first = cpu_gemm is not None and cpu_gemm_first(problem, cpu_gemm)
 
     def score(solver: Solver) -> int:
         if getattr(solver, "device_class", None) is not None:
-            weights = problem.direction is Direction.BACKWARD_WEIGHTS
-            return -2 if (solver.algorithm == "gemm") == weights else -1
+            return -2 if (solver.algorithm == "gemm") == gemm_first else -1
         if solver.algorithm == "naive":
             return len(order) + 1
         return order.index(solver.algorithm) if solver.algorithm in order else len(order)

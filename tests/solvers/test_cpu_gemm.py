@@ -63,9 +63,14 @@ def test_defaults_are_valid_on_network_layers(handle, direction):
             assert SOLVER.is_valid(problem, params, handle.info), (problem.key(), params)
 
 
-@pytest.mark.parametrize("direction,first", [(Direction.FORWARD, "ConvCpuDirect"),
-                                             (Direction.BACKWARD_DATA, "ConvCpuDirect"),
-                                             (Direction.BACKWARD_WEIGHTS, "ConvCpuGemm")])
-def test_heuristic_order_between_the_cpu_solvers(direction, first):
-    problem = make_problem(direction, 1, 16, 8, 8, 16, 3, 3, 1)
-    assert rank(problem, [ConvCpuDirect(), SOLVER])[0].id == first
+@pytest.mark.parametrize("direction,shape,first", [
+    (Direction.FORWARD, (1, 16, 8, 8, 16, 3, 3, 1), "ConvCpuDirect"),
+    (Direction.BACKWARD_DATA, (1, 16, 8, 8, 16, 3, 3, 1), "ConvCpuDirect"),
+    (Direction.BACKWARD_WEIGHTS, (1, 16, 8, 8, 16, 3, 3, 1), "ConvCpuGemm"),
+    (Direction.BACKWARD_WEIGHTS, (8, 64, 56, 56, 64, 3, 3, 1), "ConvCpuDirect"),   # x's copy outgrows the cache
+    (Direction.BACKWARD_WEIGHTS, (1, 3, 32, 32, 16, 3, 3, 1), "ConvCpuDirect"),    # few channels per vector
+])
+def test_heuristic_order_between_the_cpu_solvers(direction, shape, first):
+    problem = make_problem(direction, *shape)
+    assert [s.id for s in rank(problem, [ConvCpuDirect(), SOLVER])][0] == first
+    assert [s.id for s in rank(problem, [SOLVER, ConvCpuDirect()])][0] == first
