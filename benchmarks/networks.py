@@ -3,24 +3,36 @@ against PyTorch fp32 and timed beside PyTorch fp32 (cuDNN, TF32 off) and PyTorch
 the same run; cold first-inference time with empty caches, without and with the shipped system perf DB.
 
     python3 benchmarks/networks.py --out benchmarks/results/h100-networks.json        # the GPU machine
+    python3 benchmarks/networks.py --out R.json --resume                              # go on where it stopped
     python3 benchmarks/networks.py --report benchmarks/results/h100-networks.json     # docs/networks.md + png
-    python3 benchmarks/networks.py --quick                                            # PoCL smoke run
+    python3 benchmarks/networks.py --quick --out /tmp/quick.json                      # PoCL smoke run, no torch
+
+Time guard: the run stops at --budget seconds (default 450) wherever it is (a SIGALRM timer), so it cannot
+run past ~8 minutes (under a shell `timeout`, give --budget some 20 s less than it); a (model, batch) is
+only started with --min-row seconds left, and the cold-start measurements (fresh processes, everything
+compiled again) come last, in the time that is left. The JSON
+is rewritten after every row (atomically), so a stopped run leaves everything measured so far; --resume
+reads it back and does only what is missing (rows skipped, stopped or failed, then the cold starts).
 
 Throughput is images per second from wall-clock time over back-to-back passes, with the device drained
 before and after (both sides: miopy replays its captured pass, PyTorch calls the module under no_grad).
 The device-time column is miopy's first-kernel-start to last-kernel-end of one pass. --quick needs no
-torch: a small ResNet-like model is built with onnx.helper and checked against onnxruntime instead.
+torch: small models built with onnx.helper (ResNet basic blocks, an Inception-style concat with LRN, a
+depthwise block) are checked against onnxruntime instead.
 """
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -29,14 +41,46 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 MODELS = ("resnet18", "resnet50", "vgg16", "alexnet", "googlenet", "mobilenet_v2")
+QUICK_MODELS = ("quick_resnet", "quick_inception")
 BATCHES = (1, 32)
+QUICK_BATCHES = (1, 2)
 TOLERANCE = 1e-3          # max hybrid |a - e| / (1 + |e|) against PyTorch fp32
 TARGETS = {1: 0.67, 32: 0.9}   # miopy / PyTorch fp32 throughput the issue asks for, per batch
+T0 = time.perf_counter()
 
 
 def hybrid_error(got: np.ndarray, expected: np.ndarray) -> float:
     got, expected = np.asarray(got, np.float64), np.asarray(expected, np.float64)
     return float(np.max(np.abs(got - expected) / (1.0 + np.abs(expected)), initial=0.0))
+
+
+def say(text: str) -> None:
+    print(f"[{time.perf_counter() - T0:7.1f} s] {text}", flush=True)
+
+
+class BudgetExceeded(BaseException):
+    """The run's time budget is spent (raised by the SIGALRM timer wherever the run is)."""
+
+
+class Budget:
+    """Seconds left of the run's budget, counted from the script's start; arm() sets the hard stop."""
+
+    def __init__(self, seconds: float):
+        self.end = T0 + seconds
+        self.seconds = seconds
+
+    def left(self) -> float:
+        return self.end - time.perf_counter()
+
+    def arm(self) -> None:
+        def stop(signum, frame):
+            raise BudgetExceeded(f"time budget of {self.seconds:.0f} s reached")
+        signal.signal(signal.SIGALRM, stop)
+        signal.setitimer(signal.ITIMER_REAL, max(self.left(), 0.01))
+
+    @staticmethod
+    def disarm() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 # -- the models --------------------------------------------------------------------------------------------------
@@ -59,19 +103,24 @@ def torch_model(name: str, seed: int = 0):
 
 
 def export(model, batch: int, path: Path) -> None:
-    """ONNX through the TorchScript exporter (opset 17) where this torch has it, else the default one."""
+    """ONNX through the TorchScript exporter (opset 17) where this torch has it, else the default one (a
+    torch without the dynamo switch, or one whose TorchScript exporter fails)."""
     import torch
     x = torch.randn(batch, 3, 224, 224)
     kwargs = dict(input_names=["input"], output_names=["output"], opset_version=17)
     try:
         torch.onnx.export(model, (x,), str(path), dynamo=False, **kwargs)
-    except TypeError:   # a torch without the dynamo switch
+    except Exception as exc:
+        say(f"  the TorchScript exporter failed ({type(exc).__name__}: {exc}); the default exporter instead")
         torch.onnx.export(model, (x,), str(path), **kwargs)
 
 
-def quick_model(path: Path, seed: int = 0) -> None:
-    """A small ResNet-like model (stem, two basic blocks, an Inception-style concat, a depthwise block,
-    pooling, classifier) with onnx.helper: the PoCL stand-in for the torchvision models."""
+def quick_model(name: str, batch: int, path: Path, seed: int = 0) -> None:
+    """A small model built with onnx.helper, the PoCL stand-in for the torchvision ones: quick_resnet (a
+    stem, two basic blocks and a projection block: residual adds fused into convolutions) or
+    quick_inception (a stem with LRN, an Inception-style concat, a depthwise-separable block with ReLU6,
+    dropout, a classifier and a softmax)."""
+    import onnx
     from onnx import TensorProto, helper, numpy_helper
     rng = np.random.default_rng(seed)
     nodes, inits, count = [], [], [0]
@@ -96,23 +145,34 @@ def quick_model(path: Path, seed: int = 0) -> None:
         return node("Relu", [y]) if relu else y
 
     x = conv_bn("input", 3, 16, stride=2)
-    for _ in range(2):                                    # basic blocks
-        x = node("Relu", [node("Add", [conv_bn(conv_bn(x, 16, 16), 16, 16, relu=False), x])])
-    branches = [conv_bn(x, 16, 8, r=1), conv_bn(x, 16, 8, r=3), node("MaxPool", [x], kernel_shape=[3, 3],
-                                                                      pads=[1] * 4, strides=[1, 1])]
-    x = node("Concat", branches, axis=1)                  # 32 channels
-    x = conv_bn(conv_bn(x, 32, 32, group=32), 32, 32, r=1)   # depthwise + pointwise
+    if name == "quick_resnet":
+        for _ in range(2):                                                    # basic blocks
+            x = node("Relu", [node("Add", [conv_bn(conv_bn(x, 16, 16), 16, 16, relu=False), x])])
+        main = conv_bn(conv_bn(x, 16, 32, stride=2), 32, 32, relu=False)      # projection block
+        x = node("Relu", [node("Add", [main, conv_bn(x, 16, 32, r=1, stride=2, relu=False)])])
+    elif name == "quick_inception":
+        x = node("LRN", [x], size=5, alpha=1e-4, beta=0.75, bias=1.0)
+        branches = [conv_bn(x, 16, 8, r=1), conv_bn(conv_bn(x, 16, 8, r=1), 8, 8, r=3),
+                    conv_bn(node("MaxPool", [x], kernel_shape=[3, 3], pads=[1] * 4, strides=[1, 1]), 16, 16, r=1)]
+        x = node("Concat", branches, axis=1)                                  # 32 channels
+        relu6 = [const(0.0), const(6.0)]
+        x = node("Clip", [conv_bn(x, 32, 32, group=32, relu=False), *relu6])  # depthwise
+        x = node("Clip", [conv_bn(x, 32, 32, r=1, relu=False), *relu6])      # pointwise
+        x = node("Dropout", [x])
+    else:
+        raise ValueError(f"unknown quick model {name!r}")
+    channels = 32
     x = node("Flatten", [node("GlobalAveragePool", [x])])
-    y = node("Gemm", [x, const(rng.standard_normal((10, 32)) / 6), const(rng.standard_normal(10))], transB=1)
-    graph = helper.make_graph(nodes, "quick", [helper.make_tensor_value_info("input", TensorProto.FLOAT,
-                                                                             ["N", 3, 32, 32])],
+    y = node("Gemm", [x, const(rng.standard_normal((10, channels)) / 6), const(rng.standard_normal(10))], transB=1)
+    y = node("Softmax", [y], axis=1)
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("input", TensorProto.FLOAT,
+                                                                          [batch, 3, 32, 32])],
                               [helper.make_tensor_value_info(y, TensorProto.FLOAT, None)], inits)
-    import onnx
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
 
 
 # -- timing ------------------------------------------------------------------------------------------------------
-def wall_ms(run, sync, iters: int, warmup: int = 3) -> float:
+def wall_ms(run: Callable, sync: Callable, iters: int, warmup: int = 3) -> float:
     """Median over 3 rounds of the wall-clock ms per call of iters back-to-back calls, drained around."""
     for _ in range(warmup):
         run()
@@ -128,32 +188,41 @@ def wall_ms(run, sync, iters: int, warmup: int = 3) -> float:
 
 
 def torch_times(model, x, iters: int) -> dict:
-    """PyTorch's ms per pass and output, strict fp32 (TF32 off) and default (cuDNN TF32 on)."""
+    """PyTorch's ms per pass, strict fp32 (cuDNN and matmul TF32 off) and default (cuDNN TF32 on, matmul
+    as PyTorch leaves it), and the fp32 output (the reference)."""
     import torch
+    saved = (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
     torch.backends.cudnn.benchmark = True
     out = {}
-    for label, tf32 in (("fp32", False), ("tf32", True)):
-        torch.backends.cudnn.allow_tf32 = tf32
-        torch.backends.cuda.matmul.allow_tf32 = False if not tf32 else torch.backends.cuda.matmul.allow_tf32
-        with torch.no_grad():
-            y = model(x)
-            out[f"torch_{label}_ms"] = wall_ms(lambda: model(x), torch.cuda.synchronize, iters)
-        if label == "fp32":
-            out["reference"] = y.float().cpu().numpy()
-    torch.backends.cudnn.allow_tf32 = True
+    try:
+        for label, tf32 in (("fp32", False), ("tf32", True)):
+            torch.backends.cudnn.allow_tf32 = tf32
+            torch.backends.cuda.matmul.allow_tf32 = saved[2] if tf32 else False
+            with torch.no_grad():
+                y = model(x)
+                out[f"torch_{label}_ms"] = wall_ms(lambda: model(x), torch.cuda.synchronize, iters)
+            if label == "fp32":
+                out["reference"] = y.float().cpu().numpy()
+    finally:
+        (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32,
+         torch.backends.cuda.matmul.allow_tf32) = saved
     return out
 
 
 def miopy_run(path: Path, handle, feeds: dict, iters: int, find: bool) -> dict:
     from miopy.onnx import InferenceSession
     start = time.perf_counter()
+    compiled = handle.cache_stats().get("compiled", 0)
     session = InferenceSession(path, handle, find=find)
     load_s = time.perf_counter() - start
+    say(f"  miopy loaded in {load_s:.1f} s ({len(session.steps)} steps, "
+        f"{handle.cache_stats().get('compiled', 0) - compiled} kernels compiled); timing")
     (y,) = session.run(None, feeds)
     ms = wall_ms(session.sequence.replay, handle.finish, iters)
     layer_ms, device_ms = session.profile(iters=max(iters // 2, 3))
     layers = sorted(zip(layer_ms, session.layers()), key=lambda t: -t[0])
     return {"output": y, "miopy_ms": ms, "miopy_device_ms": device_ms, "load_s": load_s, "steps": len(session.steps),
+            "residual_fused": sum("residual" in step.node.fused for step in session.steps),
             "memory": session.memory.__dict__,
             "top_layers": [{"ms": t, "layer": lbl, "ops": ops, "solver": sid} for t, (lbl, ops, sid) in layers[:8]],
             "solvers": _solver_counts(session)}
@@ -182,94 +251,213 @@ print(json.dumps({"startup_s": t1 - t0, "first_inference_s": t2 - t1, "cache": h
 """
 
 
-def cold_start(path: Path) -> dict:
+def cold_start(path: Path, budget: Budget) -> dict:
     """First inference in fresh processes with empty kernel caches, user DB and driver JIT cache: without
-    any perf DB, then with the shipped system perf DB."""
+    any perf DB, then with the shipped system perf DB (each process killed at the budget's end)."""
     out = {}
     for label, system_db in (("no_perf_db", "/nonexistent/miopy-system.db"), ("system_perf_db", None)):
+        if budget.left() < 5:
+            out[label] = {"error": "skipped: time budget"}
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             env = dict(os.environ, MIOPY_CACHE_DIR=f"{tmp}/cache", MIOPY_USER_DB_PATH=f"{tmp}/user.db",
-                       CUDA_CACHE_PATH=f"{tmp}/nv", PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}")
+                       CUDA_CACHE_PATH=f"{tmp}/nv", CUDA_CACHE_DISABLE="1", POCL_KERNEL_CACHE="0",
+                       PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}")
             env.pop("MIOPY_SYSTEM_DB_PATH", None)
             if system_db:
                 env["MIOPY_SYSTEM_DB_PATH"] = system_db
-            done = subprocess.run([sys.executable, "-c", COLD_CHILD, str(path)], env=env, capture_output=True,
-                                  text=True, cwd=ROOT)
-            out[label] = (json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0
-                          else {"error": done.stderr.strip().splitlines()[-1:]})
+            try:
+                done = subprocess.run([sys.executable, "-c", COLD_CHILD, str(path)], env=env, capture_output=True,
+                                      text=True, cwd=ROOT, timeout=max(budget.left() - 2, 1))
+            except subprocess.TimeoutExpired as exc:
+                done = None
+                out[label] = {"error": f"stopped at the time budget after {exc.timeout:.0f} s"}
+            if done is not None:
+                out[label] = (json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0
+                              else {"error": " ".join(done.stderr.strip().splitlines()[-1:])})
+        say(f"  cold {label}: {_cold_text(out[label])}")
     return out
 
 
-# -- the runs ----------------------------------------------------------------------------------------------------
-def run_gpu(args) -> dict:
-    import torch
+def _cold_text(cold: dict) -> str:
+    if "error" in cold:
+        return cold["error"]
+    return f"first inference {cold['first_inference_s']:.1f} s, {cold['cache'].get('compiled', '?')} kernels compiled"
 
+
+# -- the models of a run: torchvision through PyTorch on the GPU, or onnx.helper ones checked by onnxruntime -------
+class TorchModels:
+    """torchvision models exported to ONNX, the reference and timings from PyTorch on CUDA."""
+
+    def __init__(self):
+        import torch
+        self.torch = torch
+        self.name, self.model = None, None
+
+    def info(self) -> dict:
+        return {"torch": self.torch.__version__, "cuda_device": self.torch.cuda.get_device_name(0)}
+
+    def _model(self, name: str):
+        if self.name != name:
+            self.name, self.model = None, None   # let the previous one go first
+            self.name, self.model = name, torch_model(name)
+        return self.model
+
+    def write(self, name: str, batch: int, path: Path) -> None:
+        export(self._model(name).cpu(), batch, path)
+
+    def prepare(self, name: str, batch: int, tmp: Path, iters: int) -> tuple[Path, dict, np.ndarray, dict]:
+        """(ONNX path, feeds, reference output, PyTorch timings) of name at batch."""
+        path = tmp / f"{name}-{batch}.onnx"
+        say(f"{name} N={batch}: exporting to ONNX")
+        self.write(name, batch, path)
+        x = np.random.default_rng(batch).standard_normal((batch, 3, 224, 224)).astype(np.float32)
+        say(f"{name} N={batch}: timing PyTorch")
+        timing = torch_times(self._model(name).cuda(), self.torch.from_numpy(x).cuda(), iters)
+        self.torch.cuda.empty_cache()   # PyTorch's cached blocks back to the driver, for miopy's buffers
+        return path, {"input": x}, timing.pop("reference"), timing
+
+
+class QuickModels:
+    """onnx.helper models (quick_model), the reference from onnxruntime, no PyTorch."""
+
+    def info(self) -> dict:
+        return {"quick": True}
+
+    def write(self, name: str, batch: int, path: Path) -> None:
+        quick_model(name, batch, path)
+
+    def prepare(self, name: str, batch: int, tmp: Path, iters: int) -> tuple[Path, dict, np.ndarray, dict]:
+        from miopy.onnx.reference import onnxruntime_session
+        path = tmp / f"{name}-{batch}.onnx"
+        say(f"{name} N={batch}: building with onnx.helper")
+        self.write(name, batch, path)
+        x = np.random.default_rng(batch).standard_normal((batch, 3, 32, 32)).astype(np.float32)
+        reference = onnxruntime_session(path).run(None, {"input": x})[0]
+        return path, {"input": x}, reference, {}
+
+
+# -- the run ---------------------------------------------------------------------------------------------------------
+def save(result: dict, out: Path | None) -> None:
+    """The results so far, written atomically (a stopped run leaves a whole file)."""
+    if out is None:
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(result, indent=1))
+    os.replace(tmp, out)
+
+
+def start_result(args, handle, models) -> dict:
+    if args.resume and args.out and args.out.exists():
+        result = json.loads(args.out.read_text())
+        result.pop("stopped", None)
+        say(f"resuming {args.out}: {sum(1 for r in result['rows'] if _done(r))} rows done")
+        return result
+    return {"device": handle.info.name, "platform": handle.info.platform, "find": args.find, "iters": args.iters,
+            **models.info(), "rows": []}
+
+
+def _done(row: dict) -> bool:
+    return "miopy_ms" in row and "error" not in row
+
+
+def measure(models, handle, name: str, batch: int, tmp: Path, args) -> dict:
+    row: dict = {"model": name, "batch": batch}
+    path, feeds, reference, timing = models.prepare(name, batch, tmp, args.iters)
+    row.update(timing)
+    say(f"{name} N={batch}: loading into miopy ({'find' if args.find else 'immediate mode'})")
+    ours = miopy_run(path, handle, feeds, args.iters, args.find)
+    row.update({k: v for k, v in ours.items() if k != "output"})
+    row["max_error"] = hybrid_error(ours["output"], reference)
+    if "torch_fp32_ms" in row:
+        row["ratio_fp32"] = row["torch_fp32_ms"] / row["miopy_ms"]
+        row["ratio_tf32"] = row["torch_tf32_ms"] / row["miopy_ms"]
+    return row
+
+
+def run(args) -> dict:
     import miopy
+    budget = Budget(args.budget)
+    budget.arm()
+    models = QuickModels() if args.quick else TorchModels()
     handle = miopy.Handle()
-    result = {"device": handle.info.name, "platform": handle.info.platform, "torch": torch.__version__,
-              "cuda_device": torch.cuda.get_device_name(0), "find": args.find, "rows": []}
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in args.models:
-            model = torch_model(name)
-            for batch in args.batches:
-                path = Path(tmp) / f"{name}-{batch}.onnx"
-                export(model, batch, path)
-                x = np.random.default_rng(batch).standard_normal((batch, 3, 224, 224)).astype(np.float32)
-                row = {"model": name, "batch": batch}
-                try:
-                    timing = torch_times(model.cuda(), torch.from_numpy(x).cuda(), args.iters)
-                    reference = timing.pop("reference")
-                    ours = miopy_run(path, handle, {"input": x}, args.iters, args.find)
-                    row.update(timing)
-                    row.update({k: v for k, v in ours.items() if k != "output"})
-                    row["max_error"] = hybrid_error(ours["output"], reference)
-                    row["ratio_fp32"] = row["torch_fp32_ms"] / row["miopy_ms"]
-                    row["ratio_tf32"] = row["torch_tf32_ms"] / row["miopy_ms"]
-                    if batch in args.cold_batches:
-                        row["cold"] = cold_start(path)
-                except Exception as exc:   # one model's failure is a row, not the end of the run
-                    row["error"] = f"{type(exc).__name__}: {exc}"
-                model.cpu()
-                print(_line(row), flush=True)
-                result["rows"].append(row)
+    result = start_result(args, handle, models)
+    rows = {(r["model"], r["batch"]): r for r in result["rows"]}
+    say(f"{handle.info.name}: models {','.join(args.models)}, N {','.join(map(str, args.batches))}, "
+        f"budget {args.budget:.0f} s")
+    with tempfile.TemporaryDirectory() as tmp_dir:
+        tmp = Path(tmp_dir)
+        try:
+            for name in args.models:
+                for batch in args.batches:
+                    if _done(rows.get((name, batch), {})):
+                        continue
+                    if budget.left() < args.min_row:
+                        rows[(name, batch)] = {"model": name, "batch": batch,
+                                               "error": f"skipped: {budget.left():.0f} s of the budget left"}
+                        say(f"{name} N={batch}: skipped (time budget)")
+                    else:
+                        try:
+                            rows[(name, batch)] = _row(models, handle, name, batch, tmp, args)
+                        except BudgetExceeded as exc:
+                            rows[(name, batch)] = {"model": name, "batch": batch, "error": f"stopped: {exc}"}
+                            raise
+                    result["rows"] = list(rows.values())
+                    save(result, args.out)
+            _cold_phase(models, rows, tmp, args, budget, result)
+        except BudgetExceeded as exc:
+            say(f"stopped: {exc}")
+            result["stopped"] = str(exc)
+        finally:
+            budget.disarm()
+            for name in args.models:
+                for batch in args.batches:
+                    rows.setdefault((name, batch), {"model": name, "batch": batch,
+                                                    "error": "not started: time budget"})
+            result["rows"] = list(rows.values())
+            result["elapsed_s"] = time.perf_counter() - T0
+            save(result, args.out)
     return result
 
 
-def run_quick(args) -> dict:
-    import miopy
-    handle = miopy.Handle()
-    result = {"device": handle.info.name, "platform": handle.info.platform, "quick": True, "rows": []}
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "quick.onnx"
-        quick_model(path)
-        for batch in (1, 2):
-            import onnx
-            model = onnx.load(str(path))
-            model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = batch
-            fixed = Path(tmp) / f"quick-{batch}.onnx"
-            onnx.save(model, str(fixed))
-            x = np.random.default_rng(batch).standard_normal((batch, 3, 32, 32)).astype(np.float32)
-            ours = miopy_run(fixed, handle, {"input": x}, args.iters, args.find)
-            row = {"model": "quick", "batch": batch, **{k: v for k, v in ours.items() if k != "output"}}
-            row["max_error"] = hybrid_error(ours["output"], onnxruntime_output(fixed, {"input": x}))
-            if batch in args.cold_batches:
-                row["cold"] = cold_start(fixed)
-            print(_line(row), flush=True)
-            result["rows"].append(row)
-    return result
+def _row(models, handle, name: str, batch: int, tmp: Path, args) -> dict:
+    try:
+        row = measure(models, handle, name, batch, tmp, args)
+    except Exception as exc:   # one model's failure is a row, not the end of the run
+        row = {"model": name, "batch": batch, "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        gc.collect()           # the session's device buffers go before the next model's
+    say(_line(row))
+    return row
 
 
-def onnxruntime_output(path: Path, feeds: dict) -> np.ndarray:
-    from miopy.onnx.reference import onnxruntime_session
-    return onnxruntime_session(path).run(None, feeds)[0]
+def _cold_phase(models, rows: dict, tmp: Path, args, budget: Budget, result: dict) -> None:
+    """Cold first inference of every finished row at the cold batches, in the time left."""
+    for (name, batch), row in rows.items():
+        if batch not in args.cold_batches or not _done(row) or _cold_done(row):
+            continue
+        if budget.left() < 10:
+            say(f"{name} N={batch}: cold start skipped (time budget)")
+            continue
+        path = tmp / f"{name}-{batch}.onnx"
+        if not path.exists():   # a resumed run: export or build it again
+            models.write(name, batch, path)
+        say(f"{name} N={batch}: cold first inference in fresh processes")
+        row["cold"] = cold_start(path, budget)
+        save(result, args.out)
+
+
+def _cold_done(row: dict) -> bool:
+    return "cold" in row and all("error" not in c for c in row["cold"].values())
 
 
 def _line(row: dict) -> str:
     if "error" in row:
-        return f"{row['model']:>14} N={row['batch']:<3} error: {row['error']}"
-    text = (f"{row['model']:>14} N={row['batch']:<3} miopy {row['miopy_ms']:8.3f} ms "
-            f"({row['batch'] / row['miopy_ms'] * 1e3:8.1f} img/s, device {row['miopy_device_ms']:.3f} ms, "
-            f"{row['steps']} steps), max err {row['max_error']:.1e}")
+        return f"{row['model']} N={row['batch']}: {row['error']}"
+    text = (f"{row['model']} N={row['batch']}: miopy {row['miopy_ms']:.3f} ms "
+            f"({row['batch'] / row['miopy_ms'] * 1e3:.1f} img/s, device {row['miopy_device_ms']:.3f} ms, "
+            f"{row['steps']} steps, load {row['load_s']:.1f} s), max err {row['max_error']:.1e}")
     if "torch_fp32_ms" in row:
         text += (f" | torch fp32 {row['torch_fp32_ms']:.3f} ms ({row['ratio_fp32']:.2f}x), "
                  f"tf32 {row['torch_tf32_ms']:.3f} ms ({row['ratio_tf32']:.2f}x)")
@@ -277,104 +465,152 @@ def _line(row: dict) -> str:
 
 
 # -- the report ----------------------------------------------------------------------------------------------------
-def report(path: Path) -> None:
-    """docs/networks.md and docs/networks.png from a results file."""
+def report(path: Path, docs: Path) -> None:
+    """docs/networks.md (and docs/networks.png when matplotlib is there) from a results file."""
     data = json.loads(path.read_text())
     rows = [r for r in data["rows"] if "error" not in r]
-    lines = ["# Whole networks on miopy (ONNX)", "",
-             f"Generated by `python3 benchmarks/networks.py --report {_shown(path)}` "
-             f"from a run of `benchmarks/networks.py` on {data['device']} ({data['platform']})"
-             + (f", PyTorch {data['torch']} on {data['cuda_device']}" if "torch" in data else "") + ".",
-             "", "Torchvision models with random weights (batch-norm statistics randomised), exported to ONNX "
-             "(opset 17) and run through `miopy.onnx.InferenceSession`"
-             + (" with find" if data.get("find") else "") + ". Throughput from wall-clock time over "
-             "back-to-back passes; ratio = PyTorch time / miopy time (above 1: miopy is faster). PyTorch fp32: "
-             "cuDNN with TF32 off; PyTorch default: cuDNN TF32 on. Max error: hybrid |a - e| / (1 + |e|) of "
-             f"miopy's output against PyTorch fp32 (bound {TOLERANCE:g}).", "",
-             "![throughput ratio](networks.png)", "",
-             "| model | N | miopy ms | img/s | device ms | steps | PyTorch fp32 ms | ratio fp32 | target "
-             "| PyTorch TF32 ms | ratio TF32 | max error | load s | peak MiB |", "|" + "---|" * 14]
+    plotted = _plot(rows, docs / "networks.png")
+    lines = ["# Whole networks on miopy (ONNX)", "", *_intro(data, path), ""]
+    lines += ["![throughput ratio](networks.png)", ""] if plotted else ["(No plot: matplotlib was not installed "
+                                                                          "where the report was made.)", ""]
+    lines += _main_table(data, rows) + _cold_table(rows) + _top_layers(rows)
+    out = docs / "networks.md"
+    out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {out}" + (f" and {docs / 'networks.png'}" if plotted else ""))
+
+
+def _intro(data: dict, path: Path) -> list[str]:
+    where = f"{data['device']} ({data['platform']})" + (
+        f", PyTorch {data['torch']} on {data['cuda_device']}" if "torch" in data else "")
+    what = ("Small onnx.helper models (`--quick`), checked against onnxruntime" if data.get("quick") else
+            "Torchvision models with random weights (batch-norm statistics randomised), exported to ONNX (opset 17)")
+    text = [f"Generated by `python3 benchmarks/networks.py --report {_shown(path)}` from a run of "
+            f"`benchmarks/networks.py` on {where}" + (f", stopped early ({data['stopped']})" if "stopped" in data
+                                                      else "") + ".", "",
+            f"{what}, run through `miopy.onnx.InferenceSession`" + (" with find" if data.get("find") else
+                                                                      " in immediate mode") +
+            ". Throughput from wall-clock time over back-to-back passes; ratio = PyTorch time / miopy time (above "
+            "1: miopy is faster). PyTorch fp32: cuDNN with TF32 off; PyTorch default: cuDNN TF32 on. Max error: "
+            f"hybrid |a - e| / (1 + |e|) of miopy's output against the reference (bound {TOLERANCE:g}). Targets "
+            f"(miopy / PyTorch fp32 throughput): {', '.join(f'N={n}: {t:g}x' for n, t in TARGETS.items())}."]
+    return text
+
+
+def _main_table(data: dict, rows: list[dict]) -> list[str]:
+    lines = ["| model | N | miopy ms | img/s | device ms | steps | residual adds fused | PyTorch fp32 ms | ratio fp32 "
+             "| target met | PyTorch TF32 ms | ratio TF32 | max error | load s | peak MiB |", "|" + "---|" * 15]
     for r in rows:
-        torch_cols = (f"{r['torch_fp32_ms']:.3f} | {r['ratio_fp32']:.2f} | {TARGETS.get(r['batch'], 0):.2f} | "
-                      f"{r['torch_tf32_ms']:.3f} | {r['ratio_tf32']:.2f}") if "torch_fp32_ms" in r else " | | | |"
+        target = TARGETS.get(r["batch"])
+        met = "" if target is None or "ratio_fp32" not in r else ("yes" if r["ratio_fp32"] >= target else "**no**")
+        torch_cols = (f"{r['torch_fp32_ms']:.3f} | {r['ratio_fp32']:.2f} | {met} | {r['torch_tf32_ms']:.3f} | "
+                      f"{r['ratio_tf32']:.2f}") if "torch_fp32_ms" in r else " | | | |"
         mem = r["memory"]
         lines.append(f"| {r['model']} | {r['batch']} | {r['miopy_ms']:.3f} | {r['batch'] / r['miopy_ms'] * 1e3:.0f} | "
-                     f"{r['miopy_device_ms']:.3f} | {r['steps']} | {torch_cols} | {r['max_error']:.1e} | "
-                     f"{r['load_s']:.1f} | {(mem['activations'] + mem['weights'] + mem['workspaces']) / 2**20:.0f} |")
+                     f"{r['miopy_device_ms']:.3f} | {r['steps']} | {r.get('residual_fused', '')} | {torch_cols} | "
+                     f"{r['max_error']:.1e} | {r['load_s']:.1f} | "
+                     f"{(mem['activations'] + mem['weights'] + mem['workspaces']) / 2**20:.0f} |")
     for r in data["rows"]:
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['batch']} | error: {r['error']} |" + " |" * 12)
-    lines += ["", "## Cold first inference", "",
-              "A new process with empty kernel caches, user DB and driver JIT cache: load the model (build every "
-              "plan) and run it once.", "",
-              "| model | N | no perf DB: first inference s | kernels compiled "
-              "| shipped system perf DB: first inference s | kernels compiled |", "|---|---|---|---|---|---|"]
+            lines.append(f"| {r['model']} | {r['batch']} | {r['error']} |" + " |" * 12)
+    return lines
+
+
+def _cold_table(rows: list[dict]) -> list[str]:
+    lines = ["", "## Cold first inference", "",
+             "A new process with empty kernel caches, user DB and driver JIT cache: load the model (build every "
+             "plan, immediate mode) and run it once.", "",
+             "| model | N | no perf DB: first inference s | kernels compiled "
+             "| shipped system perf DB: first inference s | kernels compiled |", "|---|---|---|---|---|---|"]
     for r in rows:
         cold = r.get("cold")
         if cold:
-            cells = [f"{c.get('first_inference_s', float('nan')):.1f} | {c.get('cache', {}).get('compiled', '')}"
-                     for c in (cold["no_perf_db"], cold["system_perf_db"])]
+            cells = [_cold_cells(cold.get(label, {"error": "not run"})) for label in ("no_perf_db", "system_perf_db")]
             lines.append(f"| {r['model']} | {r['batch']} | {cells[0]} | {cells[1]} |")
-    lines += ["", "## Where the time goes (largest steps at the largest batch)", ""]
+    return lines
+
+
+def _cold_cells(cold: dict) -> str:
+    if "error" in cold:
+        return f"{cold['error']} | "
+    return f"{cold['first_inference_s']:.1f} | {cold['cache'].get('compiled', '')}"
+
+
+def _top_layers(rows: list[dict]) -> list[str]:
+    lines = ["", "## Where the time goes (largest steps at the largest batch)", ""]
     largest = max((r["batch"] for r in rows), default=0)
     for r in (r for r in rows if r["batch"] == largest):
         lines += [f"**{r['model']}**, N={largest}: " + ", ".join(
             f"{t['layer']} ({t['ops']}, {t['solver']}) {t['ms']:.3f} ms" for t in r["top_layers"][:5]) + ".", ""]
-    out = ROOT / "docs" / "networks.md"
-    out.write_text("\n".join(lines) + "\n")
-    _plot(rows, ROOT / "docs" / "networks.png")
-    print(f"wrote {out}")
+    return lines
 
 
 def _shown(path: Path) -> str:
     return str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path)
 
 
-def _plot(rows: list[dict], path: Path) -> None:
-    import matplotlib
+def _plot(rows: list[dict], path: Path) -> bool:
+    """The throughput ratios per batch as bars (images / s without PyTorch); False without matplotlib."""
+    try:
+        import matplotlib
+    except ImportError:
+        return False
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     batches = sorted({r["batch"] for r in rows})
+    if not batches:
+        return False
     fig, axes = plt.subplots(1, len(batches), figsize=(6 * len(batches), 3.6), squeeze=False)
     for ax, batch in zip(axes[0], batches):
         sel = [r for r in rows if r["batch"] == batch]
-        names = [r["model"] for r in sel]
         pos = np.arange(len(sel))
         if all("ratio_fp32" in r for r in sel):
             ax.bar(pos - 0.2, [r["ratio_fp32"] for r in sel], 0.4, label="vs PyTorch fp32")
             ax.bar(pos + 0.2, [r["ratio_tf32"] for r in sel], 0.4, label="vs PyTorch TF32")
             ax.axhline(TARGETS.get(batch, 1.0), color="red", linestyle="--", linewidth=1, label="target")
             ax.set_ylabel("throughput ratio (miopy / PyTorch)")
+            ax.legend(fontsize=8)
         else:
             ax.bar(pos, [batch / r["miopy_ms"] * 1e3 for r in sel], 0.5)
             ax.set_ylabel("images / s")
-        ax.set_xticks(pos, names, rotation=20)
+        ax.set_xticks(pos, [r["model"] for r in sel], rotation=20)
         ax.set_title(f"N = {batch}")
-        ax.legend(fontsize=8) if all("ratio_fp32" in r for r in sel) else None
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", type=lambda s: s.split(","), default=list(MODELS))
-    ap.add_argument("--batches", type=lambda s: [int(b) for b in s.split(",")], default=list(BATCHES))
+    ap.add_argument("--models", type=lambda s: s.split(","), default=None,
+                    help=f"comma-separated (default {','.join(MODELS)}; with --quick {','.join(QUICK_MODELS)})")
+    ap.add_argument("--batches", type=lambda s: [int(b) for b in s.split(",")], default=None,
+                    help=f"comma-separated (default {','.join(map(str, BATCHES))}; with --quick "
+                         f"{','.join(map(str, QUICK_BATCHES))})")
     ap.add_argument("--cold-batches", type=lambda s: [int(b) for b in s.split(",") if b], default=[1],
-                    help="batches whose cold first inference is measured (empty: none)")
+                    help="batches whose cold first inference is measured, after every other row (empty: none)")
     ap.add_argument("--iters", type=int, default=20, help="passes per timing round")
     ap.add_argument("--no-find", dest="find", action="store_false", help="immediate mode instead of find")
-    ap.add_argument("--quick", action="store_true", help="a small onnx.helper model on any device, no torch")
-    ap.add_argument("--out", type=Path, help="results JSON")
-    ap.add_argument("--report", type=Path, help="write docs/networks.md and .png from this results JSON")
+    ap.add_argument("--budget", type=float, default=450.0, help="seconds; the run stops there wherever it is")
+    ap.add_argument("--min-row", type=float, default=30.0, help="seconds left needed to start a (model, batch)")
+    ap.add_argument("--quick", action="store_true", help="small onnx.helper models on any device, no torch")
+    ap.add_argument("--out", type=Path, help="results JSON, rewritten after every row")
+    ap.add_argument("--resume", action="store_true", help="read --out and do only what it lacks")
+    ap.add_argument("--report", type=Path, help="write docs/networks.md (and .png with matplotlib) from this JSON")
+    ap.add_argument("--docs", type=Path, default=ROOT / "docs", help="where --report writes")
     args = ap.parse_args(argv)
     if args.report:
-        report(args.report)
+        report(args.report, args.docs)
         return 0
-    result = run_quick(args) if args.quick else run_gpu(args)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=1))
+    args.models = args.models or list(QUICK_MODELS if args.quick else MODELS)
+    args.batches = args.batches or list(QUICK_BATCHES if args.quick else BATCHES)
+    result = run(args)
+    say("summary:")
+    for row in result["rows"]:
+        print("  " + _line(row), flush=True)
     bad = [r for r in result["rows"] if "error" in r or r["max_error"] > TOLERANCE]
+    say(f"done: {len(result['rows']) - len(bad)} rows measured within tolerance, {len(bad)} not"
+        + (f"; results in {args.out}" if args.out else ""))
     return 1 if bad else 0
 
 

@@ -330,8 +330,9 @@ def unary_case(kind: str) -> Callable[[miopy.Handle, Dims], Op]:
         n, c, h, w = dims
         nhwc = TensorDesc("FP32", dims, (h * w * c, 1, w * c, c))
         x = _random(handle, dims, 1)
-        transform_tensor(handle, 1.0, desc, x, 0.0, nhwc, y)
-        return Op(lambda: transform_tensor(handle, 1.0, desc, x, 0.0, nhwc, y), 2 * desc.nbytes, "TransformTensor")
+        out = y.base_data     # a raw Buffer: a C-contiguous Array is refused for an NHWC descriptor (as it should be)
+        transform_tensor(handle, 1.0, desc, x, 0.0, nhwc, out)
+        return Op(lambda: transform_tensor(handle, 1.0, desc, x, 0.0, nhwc, out), 2 * desc.nbytes, "TransformTensor")
     return build
 
 

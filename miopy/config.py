@@ -61,6 +61,26 @@ def system_db_path() -> Path:
     return Path(_env("MIOPY_SYSTEM_DB_PATH") or Path(__file__).parent / "data" / "system_perf.db")
 
 
+def find_verify() -> bool:
+    """MIOPY_FIND_VERIFY=0 turns off find's accuracy check of each candidate's output (on by default)."""
+    return (_env("MIOPY_FIND_VERIFY") or "1").lower() not in ("0", "false", "no", "off")
+
+
+def find_jobs() -> int:
+    """MIOPY_FIND_JOBS=<n>: threads find compiles its candidates' kernels in (default min(8, CPUs); 1: one
+    at a time). An invalid value is the default."""
+    default = min(8, os.cpu_count() or 1)
+    try:
+        return max(1, int(_env("MIOPY_FIND_JOBS") or default))
+    except ValueError:
+        return default
+
+
+def heuristic_model() -> str | None:
+    """MIOPY_HEURISTIC_MODEL=<path>: the immediate-mode model file to use instead of the shipped ones."""
+    return _env("MIOPY_HEURISTIC_MODEL")
+
+
 def find_only_solver() -> str | None:
     """MIOPY_FIND_ONLY_SOLVER=<id>: the registry holds only this solver."""
     return _env("MIOPY_FIND_ONLY_SOLVER")

@@ -1,8 +1,9 @@
 """Perf DB, find DB and tuning log: SQLite files sharing one versioned schema.
 
 Two files. The *system* DB ships inside the package (``miopy/data/system_perf.db``), is opened read-only
-and holds perf records only. The *user* DB (``config.user_db_path()``) holds perf records, find records
-and the tuning log. Perf lookups go user, then system, then the solver's default (see find.params_for).
+and holds perf and find records measured on the project's machines (miopy.cli.build_system_db). The *user*
+DB (``config.user_db_path()``) holds perf records, find records and the tuning log. Perf lookups go user,
+then system, then the solver's default (see find.params_for); find lookups go user, then system.
 
 A DB fault must never break a convolution (DESIGN invariant 6), so:
 - a connection opens lazily, once per process and path, in WAL mode with a busy timeout; a locked DB is
@@ -458,6 +459,20 @@ def _create_schema(conn: sqlite3.Connection) -> None:
     _transaction(conn, statements)
 
 
+def file_fault(path: Path) -> str | None:
+    """Why the file at path is not a readable DB of this schema, or None when it is (opened read-only: the
+    file is left as it is, never moved aside)."""
+    try:
+        conn = _connect_readonly(path)
+        try:
+            state = _schema_state(conn)
+        finally:
+            conn.close()
+    except (sqlite3.Error, _Unusable) as exc:
+        return str(exc)
+    return "it holds no tables" if state == "empty" else None
+
+
 def _unusable(path: Path) -> bool:
     """Whether the file at path is (still) not a DB of this schema; an absent or new file is usable."""
     if not path.exists():
@@ -707,6 +722,11 @@ def find_db() -> FindDb:
     return FindDb(user_store())
 
 
+def system_find_db() -> FindDb:
+    """The find records shipped in the system DB (read-only): rankings measured on the project's machines."""
+    return FindDb(system_store())
+
+
 def tuning_log() -> TuningLog:
     return TuningLog(user_store())
 
@@ -715,6 +735,52 @@ def forget_problem(device: str, problem: str) -> bool:
     """Drop the user perf records and the find record of (device, problem), in one transaction."""
     return user_store().write([(f"DELETE FROM {table} WHERE device = ? AND problem = ?", (device, problem))
                                for table in ("perf", "find")])
+
+
+class BuildDb:
+    """A DB file being built to ship as a system DB (miopy.cli.build_system_db): a rollback journal so it
+    can be opened read-only, each problem's records one transaction so an interrupted build keeps what it
+    finished and resumes. Errors raise (a build step, not a convolution call)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.conn = _connect(str(path))
+        self.conn.execute("PRAGMA journal_mode=DELETE")
+        _create_schema(self.conn)
+        state = _schema_state(self.conn)
+        if state != "ok":
+            raise ValueError(f"{path} is not a miopy DB of format {SCHEMA_VERSION}: {state}")
+
+    def find_problems(self, device: str) -> set[str]:
+        """Problem keys with find records of device made by this miopy version."""
+        rows = self.conn.execute("SELECT DISTINCT problem FROM find WHERE device = ? AND miopy_version = ?",
+                                 (device, __version__)).fetchall()
+        return {row[0] for row in rows}
+
+    def find_solvers(self, device: str) -> dict[str, set[str]]:
+        """Problem key -> the solvers its find record ranks, for device's records of this miopy version."""
+        out: dict[str, set[str]] = {}
+        for problem, solver in self.conn.execute("SELECT problem, solver FROM find WHERE device = ? AND "
+                                                 "miopy_version = ?", (device, __version__)):
+            out.setdefault(problem, set()).add(solver)
+        return out
+
+    def put_find(self, device: str, problem: str, records: Iterable[FindRecord]) -> None:
+        FindDb(self).put(device, problem, records)  # type: ignore[arg-type]
+
+    def put_perf(self, rows: Iterable[Sequence[Any]]) -> None:
+        """Raw perf rows (device, problem, solver, params, time_ms, miopy_version, date)."""
+        self.write([("INSERT OR REPLACE INTO perf VALUES (?, ?, ?, ?, ?, ?, ?)", tuple(row)) for row in rows])
+
+    def write(self, statements: Sequence[Statement]) -> bool:   # the Store interface FindDb writes through
+        return _transaction(self.conn, statements)
+
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
+        return self.conn.execute(sql, args).fetchall()
+
+    def close(self) -> None:
+        self.conn.execute("VACUUM")
+        self.conn.close()
 
 
 def write_perf_file(path: Path, rows: Iterable[Sequence[Any]]) -> None:

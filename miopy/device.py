@@ -42,6 +42,7 @@ class DeviceInfo:
     fp16: bool
     max_alloc_bytes: int = 0       # CL_DEVICE_MAX_MEM_ALLOC_SIZE (0: unknown)
     local_mem_is_global: bool = False
+    ptx_mma: tuple[str, ...] = ()  # tensor-core mma.sync families inline PTX compiles ("tf32", "f16"): ptx_probe
 
     @classmethod
     def of(cls, device: cl.Device) -> DeviceInfo:

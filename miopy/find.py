@@ -13,9 +13,18 @@ ranking for immediate mode, its float64 reference.
 Failures are data: a solver that does not apply, needs too much workspace, fails to build or to launch
 is recorded in ``FindResult.skipped`` with its reason and the search goes on. The timer is injectable:
 ``timer(handle, plan, buffers) -> ms``.
+
+Accuracy check (on by default in normal and hybrid find; ``verify=False`` or MIOPY_FIND_VERIFY=0 turns it
+off): before a candidate is timed it runs once on random inputs with its outputs poisoned (NaN), and its
+outputs are compared with the expected ones, computed once per find: by the family's naive solver on the
+device when it applies, else by the family's float64 reference on the host. A candidate whose hybrid error
+exceeds its bound (miopy.accuracy.tolerance: dtype, math mode, reduction length, the solver's own bound;
+plus the naive solver's own bound when it is the reference) is dropped: it appears in
+``FindResult.rejected`` (and ``skipped``) with its error and is never ranked or stored in the find DB.
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -28,8 +37,10 @@ from . import config, db
 from .device import allocation_reason
 from .errors import BadParam, MiopyError, NotSupported, check
 from .handle import Handle
+from .kernel_cache import KernelSpec
 from .log import warn_once
-from .plan import Plan, check_fits, solution_plan
+from .plan import Plan, check_fits, checked_solution, solution_plan
+from .reference import max_error, strided_view
 from .solver import Params, Problem, Solver
 from .tensor import STRICT, as_int
 from .version import __version__
@@ -61,11 +72,13 @@ class AlgoPerf:
     params_source: str = DEFAULT
     measured: bool = True
     math_mode: str = STRICT
+    max_error: float = math.nan   # hybrid error found by find's accuracy check (nan: not checked)
 
     def as_dict(self) -> dict:
         return {"solver_id": self.solver_id, "algorithm": self.algorithm, "time_ms": self.time_ms,
                 "workspace_bytes": self.workspace_bytes, "params": self.params,
-                "params_source": self.params_source, "measured": self.measured, "math_mode": self.math_mode}
+                "params_source": self.params_source, "measured": self.measured, "math_mode": self.math_mode,
+                "max_error": self.max_error}
 
 
 def math_mode_of(problem: Problem) -> str:
@@ -74,13 +87,104 @@ def math_mode_of(problem: Problem) -> str:
 
 
 class FindResult(list):
-    """Records best first; ``skipped`` maps solver id -> why it is not among them; ``from_db`` is True
-    when the ranking was served from the find DB (nothing was benchmarked)."""
+    """Records best first; ``skipped`` maps solver id -> why it is not among them; ``rejected`` maps the
+    ids the accuracy check dropped -> their error (they are in skipped too, with the bound); ``check`` says
+    how outputs were checked ("ConvDirectNaive on the device", "float64 on the host") or why they were
+    not; ``from_db`` is True when the ranking was served from the find DB (nothing was benchmarked)."""
 
-    def __init__(self, records=(), skipped: dict[str, str] | None = None, from_db: bool = False):
+    def __init__(self, records=(), skipped: dict[str, str] | None = None, from_db: bool = False,
+                 rejected: dict[str, float] | None = None, check: str = "not checked"):
         super().__init__(records)
         self.skipped = dict(skipped or {})
+        self.rejected = dict(rejected or {})
+        self.check = check
         self.from_db = from_db
+
+
+# Early stop: a candidate whose first timed run is this many times slower than the best so far is not
+# timed further (its single-run time is its record): it cannot win, and slow candidates cost most to time.
+EARLY_STOP_FACTOR = 3.0
+
+# The host float64 reference is used only below this many multiply-adds (NumPy float64 ~ 1 GFLOP/s).
+HOST_CHECK_MAX_FLOPS = 2e9
+CHECK_SEED = 0   # random_buffers' seed: find's own buffers double as the check's inputs
+
+
+class AccuracyCheck:
+    """The expected outputs of one problem on random inputs, computed once per find, and each candidate's
+    error against them (see the module docstring)."""
+
+    def __init__(self, handle: Handle, problem: Problem, workspace_bytes: int):
+        self.handle, self.problem = handle, problem
+        self.host = random_host(problem, CHECK_SEED)
+        check_fits(handle, {**tensor_bytes(problem), "workspace": workspace_bytes})
+        self.buffers: dict = {}
+        for role, host in self.host.items():
+            self.buffers[role] = handle.alloc(host.nbytes)
+            cl.enqueue_copy(handle.queue, self.buffers[role], host)
+        self.buffers["workspace"] = handle.alloc(workspace_bytes)
+        self.expected: dict[str, np.ndarray] | None = None
+        self.reference_id: str | None = None   # the naive solver whose outputs are expected, if one
+        self.reference_bound = 0.0               # its own bound against float64
+        self.how = "not checked"
+
+    def prepare(self) -> bool:
+        """Compute the expected outputs (once); False when they cannot be had (self.how says why)."""
+        if self.expected is None and self.how == "not checked":
+            self.expected = self._from_naive()
+            if self.expected is None:
+                self.expected = self._from_host()
+        return self.expected is not None
+
+    def error_of(self, plan: Plan, solver: Solver) -> tuple[float, float]:
+        """(max hybrid error of plan's outputs, the bound they must meet); prepare() must have succeeded."""
+        assert self.expected is not None
+        limit = self.problem.registry.tolerance(solver, self.problem) + self.reference_bound
+        if solver.id == self.reference_id:
+            return 0.0, limit
+        got = self._run(plan)
+        return max(max_error(got[role], want) for role, want in self.expected.items()), limit
+
+    def _run(self, plan: Plan) -> dict[str, np.ndarray]:
+        """Run plan once with its outputs poisoned (NaN, so unwritten elements show); its outputs on the host."""
+        tensors, queue = self.problem.tensors(), self.handle.queue
+        for role in self.problem.outputs():
+            nan = np.full(1, np.nan, tensors[role].dtype.numpy)
+            cl.enqueue_fill_buffer(queue, self.buffers[role], nan, 0, tensors[role].nbytes)
+        plan.enqueue(self.buffers)
+        out = {}
+        for role in self.problem.outputs():
+            desc = tensors[role]
+            flat = np.empty(desc.element_span, desc.dtype.numpy)
+            cl.enqueue_copy(queue, flat, self.buffers[role])
+            out[role] = strided_view(flat, desc.dims, desc.strides)
+        self.handle.finish()
+        return out
+
+    def _from_naive(self) -> dict[str, np.ndarray] | None:
+        registry, info = self.problem.registry, self.handle.info
+        naive = next((s for s in registry.ALL if s.algorithm == "naive" and s.is_applicable(self.problem, info)), None)
+        if naive is None:
+            return None
+        try:
+            plan = solution_plan(self.handle, self.problem, naive.id, naive.default_params(self.problem, info))
+            got = self._run(plan)
+        except MiopyError as exc:
+            logger.info("find %s: the naive solver failed (%s); checking on the host", self.problem.key(), exc)
+            return None
+        self.reference_id, self.reference_bound = naive.id, registry.tolerance(naive, self.problem)
+        self.how = f"{naive.id} on the device"
+        return {role: np.asarray(value, np.float64) for role, value in got.items()}
+
+    def _from_host(self) -> dict[str, np.ndarray] | None:
+        flops = getattr(self.problem, "flops", None)
+        if flops is not None and flops() > HOST_CHECK_MAX_FLOPS:
+            self.how = f"not checked: no naive solver ran and {flops():.2g} FLOPs is too much for the host reference"
+            return None
+        views = {role: strided_view(self.host[role], desc.dims, desc.strides)
+                 for role, desc in self.problem.tensors().items()}
+        self.how = "float64 on the host"
+        return self.problem.registry.reference(self.problem, views)
 
 
 def default_timer(handle: Handle, plan: Plan, buffers: Mapping[str, cl.Buffer]) -> float:
@@ -95,7 +199,7 @@ def random_host(problem: Problem, seed: int = 0) -> dict[str, np.ndarray]:
             for role, desc in problem.tensors().items()}
 
 
-def random_buffers(handle: Handle, problem: Problem, workspace_bytes: int, seed: int = 0) -> dict:
+def random_buffers(handle: Handle, problem: Problem, workspace_bytes: int, seed: int = CHECK_SEED) -> dict:
     """Device buffers for every tensor of problem (random normal values) and a workspace."""
     check_fits(handle, {**tensor_bytes(problem), "workspace": workspace_bytes})
     out: dict = {}
@@ -146,18 +250,21 @@ def resolve_enforce() -> str | None:
 
 def find_problem(handle: Handle, problem: Problem, *, buffers: Mapping[str, cl.Buffer] | None = None,
                  workspace_limit: int | None = None, timer: Timer | None = None, mode: str | None = None,
-                 store: bool | None = None, solvers: Sequence[Solver] | None = None) -> FindResult:
+                 store: bool | None = None, solvers: Sequence[Solver] | None = None,
+                 verify: bool | None = None) -> FindResult:
     """Rank the applicable solvers of problem, best first, as the find mode says (module docstring).
 
     buffers maps roles x, w, y, workspace to device buffers; random ones are made when omitted. A complete
     benchmark (no solver left out by workspace_limit or by MIOPY_FIND_ONLY_SOLVER / MIOPY_DISABLE_SOLVERS)
     is written to the find DB when store is True; store=None means only when no timer was injected.
     solvers restricts the search to those solvers (as miopy-driver -S does): then the find DB is neither
-    read nor written. Raises NotSupported when no solver succeeds.
+    read nor written. verify turns the accuracy check on or off (None: MIOPY_FIND_VERIFY, default on).
+    Raises NotSupported when no solver succeeds.
     """
     _check_arguments(handle, problem, workspace_limit, solvers)
+    checked = config.find_verify() if verify is None else bool(verify)
     if solvers is not None:
-        return _benchmark(handle, problem, buffers, workspace_limit, timer, solvers)
+        return _benchmark(handle, problem, buffers, workspace_limit, timer, checked, solvers)
     mode, enforce = resolve_mode(mode), resolve_enforce()
     device, key = handle.info.device_id, problem.key()
     if enforce == "db_clean":
@@ -168,7 +275,7 @@ def find_problem(handle: Handle, problem: Problem, *, buffers: Mapping[str, cl.B
             return hit
     if mode == "fast" and enforce in (None, "db_clean"):
         return _heuristic(handle, problem, workspace_limit)
-    result = _benchmark(handle, problem, buffers, workspace_limit, timer)
+    result = _benchmark(handle, problem, buffers, workspace_limit, timer, checked)
     wanted = store if store is not None else timer is None
     if wanted and enforce != "db_clean" and _complete(handle, problem, workspace_limit):
         db.find_db().put(device, key, [db.FindRecord(r.solver_id, r.algorithm, r.time_ms, r.workspace_bytes,
@@ -219,15 +326,21 @@ def _candidates(handle: Handle, problem: Problem, workspace_limit: int | None,
 
 
 def _benchmark(handle: Handle, problem: Problem, buffers, workspace_limit: int | None,
-               timer: Timer | None, solvers: Sequence[Solver] | None = None) -> FindResult:
+               timer: Timer | None, check: bool, solvers: Sequence[Solver] | None = None) -> FindResult:
     timer = timer or default_timer
     candidates, skipped = _candidates(handle, problem, workspace_limit, solvers)
+    ws = max((s.workspace_bytes(problem) for s in candidates), default=0)
+    checker = _checker(handle, problem, ws, buffers) if check else None
     if buffers is None:
-        ws = max((s.workspace_bytes(problem) for s in candidates), default=0)
-        buffers = random_buffers(handle, problem, ws)
-    records = []
-    for solver in candidates:
-        record = _measure(solver, problem, handle, buffers, timer, skipped)
+        buffers = checker.buffers if checker is not None else random_buffers(handle, problem, ws)
+    prebuild(handle, problem, candidates, with_reference=checker is not None)
+    records: list[AlgoPerf] = []
+    rejected: dict[str, float] = {}
+    early = timer is default_timer
+    for solver in problem.registry.rank(problem, candidates, handle.info) if early else candidates:
+        best = min((r.time_ms for r in records), default=math.inf)
+        timed = (lambda h, p, b, best=best: _early_stop_timer(h, p, b, best)) if early else timer
+        record = _measure(solver, problem, handle, buffers, timed, skipped, checker, rejected)
         if record is not None:
             records.append(record)
     for sid, why in skipped.items():
@@ -235,7 +348,66 @@ def _benchmark(handle: Handle, problem: Problem, buffers, workspace_limit: int |
     if not records:
         raise NotSupported(f"no solver ran {problem.key()}: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
     records.sort(key=lambda r: r.time_ms)
-    return FindResult(records, skipped)
+    how = checker.how if checker is not None else "not checked: the check is off"
+    return FindResult(records, skipped, rejected=rejected, check=how)
+
+
+def _early_stop_timer(handle: Handle, plan: Plan, buffers: Mapping[str, cl.Buffer], best: float) -> float:
+    """default_timer, unless one run (after one warm-up) is already EARLY_STOP_FACTOR x best: then that run."""
+    first = handle.time_ms(lambda: plan.enqueue(buffers), warmup=1, iters=1)
+    if first > EARLY_STOP_FACTOR * best:
+        return first
+    return default_timer(handle, plan, buffers)
+
+
+def prebuild(handle: Handle, problem: Problem, candidates: Sequence[Solver], with_reference: bool = False) -> None:
+    """Compile the kernels of every candidate (and of the naive reference) not yet built, in
+    config.find_jobs() threads: the OpenCL compiler runs with the GIL released, so a cold find waits for
+    its slowest compile rather than for the sum. Failures are left for the candidate's own build to report."""
+    jobs = config.find_jobs()
+    solvers = list(candidates)
+    if with_reference:
+        solvers += [s for s in problem.registry.ALL if s.algorithm == "naive" and s not in solvers
+                    and s.is_applicable(problem, handle.info)]
+    specs: dict[KernelSpec, None] = {}
+    for solver in solvers:
+        params = solver.default_params(problem, handle.info) if solver not in candidates else \
+            params_for(solver, problem, handle)[0]
+        try:
+            solution = checked_solution(handle, problem, solver.id, params)
+        except MiopyError:
+            continue
+        specs.update({launch.spec: None for launch in solution.launches})
+    cold = [spec for spec in specs if not _is_built(handle, spec)]
+    if jobs < 2 or len(cold) < 2:
+        return
+    with cf.ThreadPoolExecutor(min(jobs, len(cold)), thread_name_prefix="miopy-find-compile") as pool:
+        for future in [pool.submit(handle.kernels.kernel, spec) for spec in cold]:
+            try:
+                future.result()
+            except Exception as exc:  # failures are data: the candidate's build reports them
+                logger.debug("find %s: prebuild failed: %s", problem.key(), exc)
+
+
+def _is_built(handle: Handle, spec: KernelSpec) -> bool:
+    """Whether spec's program is built; a source that cannot be read counts as not built (its candidate's own
+    build reports the error and find skips that candidate)."""
+    try:
+        return handle.kernels.is_built(spec)
+    except MiopyError:
+        return False
+
+
+def _checker(handle: Handle, problem: Problem, workspace_bytes: int, buffers) -> AccuracyCheck | None:
+    """find's accuracy check, with its own random buffers (also timed on when the caller gave none); None,
+    logged, when they cannot be allocated next to the caller's."""
+    try:
+        return AccuracyCheck(handle, problem, workspace_bytes)
+    except MiopyError as exc:
+        if buffers is None:
+            raise
+        logger.info("find %s: no room for the accuracy check's buffers (%s); not checking", problem.key(), exc)
+        return None
 
 
 def _complete(handle: Handle, problem: Problem, workspace_limit: int | None) -> bool:
@@ -248,9 +420,13 @@ def _complete(handle: Handle, problem: Problem, workspace_limit: int | None) -> 
 
 
 def _from_find_db(handle: Handle, problem: Problem, workspace_limit: int | None) -> FindResult | None:
-    """The find DB's ranking while it is current: made by this miopy version, naming known solvers that
-    still apply, with the params the perf DBs give now (a retuned solver makes the ranking stale)."""
-    stored = db.find_db().get(handle.info.device_id, problem.key())
+    """The find DB's ranking (the user's, else the one shipped in the system DB) while it is current: made
+    by this miopy version, naming known solvers that still apply, with the params the perf DBs give now (a
+    retuned solver makes the ranking stale); a shipped ranking must also name every candidate (it may
+    predate a solver added since)."""
+    stored, shipped = db.find_db().get(handle.info.device_id, problem.key()), False
+    if not stored:
+        stored, shipped = db.system_find_db().get(handle.info.device_id, problem.key()), True
     if not stored or any(r.miopy_version != __version__ for r in stored):
         return None
     allowed = {s.id: s for s in problem.registry.solvers()}
@@ -274,8 +450,10 @@ def _from_find_db(handle: Handle, problem: Problem, workspace_limit: int | None)
                                 params, problem.key(), source, math_mode=math_mode_of(problem)))
     if not records:
         return None
-    _, skipped = _candidates(handle, problem, workspace_limit)
-    ranked = {r.solver_id for r in records}
+    candidates, skipped = _candidates(handle, problem, workspace_limit)
+    ranked = {r.solver_id for r in stored}
+    if shipped and any(s.id not in ranked for s in candidates):
+        return None   # a shipped record predates a solver that applies now: find it here instead
     skipped.update({s.id: "failed when the find DB record was made" for s in allowed.values()
                     if s.id not in ranked and s.id not in skipped})
     return FindResult(records, skipped, from_db=True)
@@ -288,7 +466,7 @@ def _heuristic(handle: Handle, problem: Problem, workspace_limit: int | None) ->
         reasons = "; ".join(f"{k}: {v}" for k, v in skipped.items())
         raise NotSupported(f"no solver applies to {problem.key()}: {reasons}")
     logger.info("find %s: heuristic ranking", problem.key())
-    ranked = problem.registry.rank(problem, candidates)
+    ranked = problem.registry.rank(problem, candidates, handle.info)
     return FindResult([_unmeasured(s, problem, handle) for s in ranked], skipped)
 
 
@@ -308,10 +486,19 @@ def _skip_reason(solver: Solver, problem: Problem, handle: Handle, workspace_lim
 
 
 def _measure(solver: Solver, problem: Problem, handle: Handle, buffers, timer: Timer,
-             skipped: dict[str, str]) -> AlgoPerf | None:
+             skipped: dict[str, str], checker: AccuracyCheck | None, rejected: dict[str, float]) -> AlgoPerf | None:
+    """Build, check and time one candidate; None (with the reason in skipped) when it fails or is wrong."""
     params, source = params_for(solver, problem, handle)
+    error = math.nan
     try:
         plan = solution_plan(handle, problem, solver.id, params)
+        if checker is not None and checker.prepare():
+            error, limit = checker.error_of(plan, solver)
+            if not error <= limit:
+                rejected[solver.id] = error
+                skipped[solver.id] = f"wrong result: max error {error:.3g} > tolerance {limit:.2g} ({checker.how})"
+                logger.warning("find %s: %s rejected: %s", problem.key(), solver.id, skipped[solver.id])
+                return None
         time_ms = timer(handle, plan, buffers)
     except MiopyError as exc:
         skipped[solver.id] = f"{type(exc).__name__}: {exc}"
@@ -320,4 +507,4 @@ def _measure(solver: Solver, problem: Problem, handle: Handle, buffers, timer: T
         skipped[solver.id] = f"the timer returned {time_ms!r}, not a time in ms"
         return None
     return AlgoPerf(solver.id, solver.algorithm, float(time_ms), solver.workspace_bytes(problem),
-                    dict(params), problem.key(), source, math_mode=math_mode_of(problem))
+                    dict(params), problem.key(), source, math_mode=math_mode_of(problem), max_error=error)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import logging
 import os
 import shutil
@@ -26,10 +27,11 @@ import pyopencl.tools as cl_tools
 
 from . import config
 from .device import DeviceInfo, allocation_reason
-from .errors import DeviceNotFound, LaunchError, OutOfResources
+from .errors import DeviceNotFound, LaunchError, OutOfResources, check
 from .kernel_cache import KernelCache
 from .log import warn_once
 from .plan import Sequence as PlanSequence
+from .ptx_probe import supported_mma
 from .tensor import check_math_mode
 
 logger = logging.getLogger(__name__)
@@ -106,15 +108,21 @@ class Handle:
     def __init__(self, device: cl.Device | None = None, context: cl.Context | None = None,
                  math_mode: str | None = None):
         self.math_mode = math_mode
-        _ensure_writable_user_cache()
+        check(device is None or isinstance(device, cl.Device), "device",
+              f"must be a pyopencl Device (or None: the default), got {device!r}")
+        check(context is None or isinstance(context, cl.Context), "context",
+              f"must be a pyopencl Context (or None: a new one), got {context!r}")
         if context is not None:
             device = device or context.devices[0]
+            check(device in context.devices, "device", f"{device.name} is not a device of the context given")
+        _ensure_writable_user_cache()
         device = device or _pick_device()
         self.device = device
         self.context = context or cl.Context([device])
         self.queue = cl.CommandQueue(self.context, device,
                                      properties=cl.command_queue_properties.PROFILING_ENABLE)
-        self.info = DeviceInfo.of(device)
+        info = DeviceInfo.of(device)
+        self.info = dataclasses.replace(info, ptx_mma=supported_mma(device, info.device_id))
         self.kernels = KernelCache(self.context, device, self.info.device_id)
         self.plans: dict[Any, Any] = {}   # plan memo: tuple keys -> Plan (see miopy.plan); never holds strings
         self.chosen: dict = {}     # problem key -> the find record chosen by calls without an algo
@@ -141,7 +149,7 @@ class Handle:
         self._math_mode = None if value is None else check_math_mode(value)
 
     def cache_stats(self) -> dict[str, int]:
-        """Kernel cache counts: compiled, disk_hits, memory_hits."""
+        """Kernel cache counts: compiled, disk_hits, memory_hits, adopted (binaries a compile worker built)."""
         return dict(self.kernels.stats)
 
     # -- arrays -------------------------------------------------------------------------------------

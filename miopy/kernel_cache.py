@@ -114,8 +114,18 @@ class KernelCache:
         self._programs: dict[str, cl.Program] = {}
         self._kernels: dict[tuple[str, str], cl.Kernel] = {}
         self._keys: dict[KernelSpec, str] = {}
-        self.stats = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}
+        self.stats = {"compiled": 0, "disk_hits": 0, "memory_hits": 0, "adopted": 0}
         self._lock = threading.RLock()
+        self._locks: dict[str, threading.RLock] = {}
+
+    def _program_lock(self, key: str) -> threading.RLock:
+        """The lock of one program key (find compiles its candidates in threads: the driver's compiler runs
+        with the GIL released, so distinct programs build in parallel)."""
+        with self._lock:
+            lock = self._locks.get(key)
+            if lock is None:
+                lock = self._locks[key] = threading.RLock()
+            return lock
 
     def program_key(self, spec: KernelSpec) -> str:
         key = self._keys.get(spec)
@@ -138,7 +148,7 @@ class KernelCache:
         if knl is not None:
             self.stats["memory_hits"] += 1
             return knl
-        with self._lock:   # threads sharing a handle build each program once
+        with self._program_lock(key):   # threads build each program once, different programs at once
             knl = self._kernels.get((key, spec.name))
             if knl is not None:
                 self.stats["memory_hits"] += 1
@@ -156,6 +166,10 @@ class KernelCache:
             self._kernels[(key, spec.name)] = knl
             return knl
 
+    def is_built(self, spec: KernelSpec) -> bool:
+        """Whether spec's program is in memory already (nothing to compile or load)."""
+        return self.program_key(spec) in self._programs
+
     def new_kernel(self, spec: KernelSpec) -> cl.Kernel:
         """A kernel object of its own for spec (a plan sets its arguments once), from the cached program."""
         self.kernel(spec)
@@ -166,6 +180,47 @@ class KernelCache:
         """Make sure spec's entry is in the disk cache, and with markers its binary in the driver's cache (used
         by parallel compile workers)."""
         self.kernel(spec)
+
+    # -- binaries as values (parallel compile workers hand them back; no disk is shared) -------------------
+    def binary(self, spec: KernelSpec) -> bytes:
+        """The program binary of spec for this device, built (or found) first: what a compile worker sends back."""
+        self.kernel(spec)
+        binaries: Any = self._programs[self.program_key(spec)].get_info(cl.program_info.BINARIES)
+        return bytes(binaries[0])
+
+    def adopt(self, spec: KernelSpec, binary: bytes) -> bool:
+        """Take spec's program from a binary built in another process (a compile worker): into memory, and into
+        this cache's disk entry when entries hold binaries. False (nothing kept: a later kernel() builds it)
+        when the binary does not load here or lacks spec's kernel."""
+        key = self.program_key(spec)
+        with self._lock:
+            if key in self._programs:
+                return True
+            prg, fault = self._from_binary(binary, spec)
+            if prg is None:
+                logger.debug("a compile worker's binary of %s did not load: %s", spec.name, fault)
+                return False
+            self._programs[key] = prg
+            self.stats["adopted"] += 1
+        if self.store_binaries and not config.cache_disabled():
+            self._store(key, binary)
+        return True
+
+    def _store(self, key: str, payload: bytes) -> None:
+        """Write an entry built elsewhere, under its lock, unless a whole one is there (a miss is only slower)."""
+        path = self._entry(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with filelock.FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S):
+                try:
+                    whole = entry_fault(path.read_bytes(), key) is None
+                except OSError:
+                    whole = False
+                if not whole:
+                    _remove_stale_temporaries(path)
+                    self._write(path, key, payload)
+        except (OSError, filelock.Timeout) as exc:
+            _warn(f"is not usable ({_reason(exc)}); keeping compiled kernels in memory only")
 
     # -- disk level -------------------------------------------------------------------------------
     def _entry(self, key: str) -> Path:
@@ -223,6 +278,9 @@ class KernelCache:
             if payload != MARKER:
                 return None, "not a marker entry"
             return self._build_source(spec), None
+        return self._from_binary(payload, spec)
+
+    def _from_binary(self, payload: bytes, spec: KernelSpec) -> tuple[cl.Program | None, str | None]:
         try:
             prg = cl.Program(self.context, [self.device], [payload]).build(spec.build_options())
             names = prg.get_info(cl.program_info.KERNEL_NAMES).split(";")

@@ -27,7 +27,7 @@ from .device import allocation_reason
 from .errors import BadParam, LaunchError, NotApplicable, OutOfResources, check
 from .kernel_cache import KernelSpec
 from .solver import KernelLaunch, Solution, round_up
-from .tensor import TensorDesc, as_float32
+from .tensor import TensorDesc, as_float32, holds_bool
 
 _ARRAY = cl_array.Array
 T = TypeVar("T")
@@ -412,9 +412,13 @@ def blend_launch(count: int, desc: TensorDesc) -> KernelLaunch:
                         ("out", "result", "alpha", "beta", np.uint64(count)))
 
 
-def memo_plan(handle, key: tuple, build: Callable[[], T]) -> T:
+def memo_plan(handle, key: tuple, build: Callable[[], T], numbers: tuple = ()) -> T:
     """handle's plan under key, built by build() on the first call (keys are tuples of hashable
-    descriptors and enums: a warm call hashes cached ints and formats nothing)."""
+    descriptors and enums: a warm call hashes cached ints and formats nothing). numbers are the caller's
+    own values in key (modes, dims, sizes): a bool among them would find the plan of 1 or 0, so it goes
+    to build(), whose checks refuse it."""
+    if numbers and holds_bool(numbers):
+        return build()
     try:
         plan = handle.plans.get(key)
     except (AttributeError, TypeError):   # not a Handle, or an unhashable argument: build() says which

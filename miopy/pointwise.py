@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .device import INT_LIMIT
+from .device import INT_LIMIT, index_reason
 from .errors import BadParam, NotSupported, check
 from .kernel_cache import KernelSpec
 from .solver import Arg, KernelLaunch, round_up
@@ -36,6 +36,9 @@ def pointwise_launch(file: str, name: str, tensors: Mapping[str, TensorDesc], de
     """One work-item per element of the (equal-dims) tensors; the first tensor gives the dims and the storage
     type (MIOPY_HALF, kernels/types.h)."""
     first = next(iter(tensors.values()))
+    reason = index_reason(*(desc.element_span for desc in tensors.values()))
+    if reason is not None:   # the kernels' element offsets and work-item ids are 32-bit ints
+        raise NotSupported(f"{name}: {reason}")
     spec = KernelSpec.make(file, name, {**first.dtype.defines, **pointwise_defines(first.dims, tensors), **defines})
     dims = first.dims
     count = math.prod(dims)

@@ -8,6 +8,7 @@ work on it unchanged.
 """
 from __future__ import annotations
 
+import inspect
 import itertools
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -17,10 +18,11 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 import numpy as np
 
 from . import config
+from .accuracy import BASE_REDUCTION, FP32_BOUND, problem_tolerance, tolerance  # noqa: F401 (BASE_REDUCTION: re-exported)
 from .device import DeviceInfo
 from .errors import BadParam, NotApplicable
 from .kernel_cache import KernelSpec
-from .tensor import DataType, TensorDesc
+from .tensor import STRICT, DataType, TensorDesc
 
 Params = dict[str, Any]
 # A kernel argument: a buffer role name ("x", "w", "y", "workspace", or an epilogue operand) or a scalar.
@@ -171,14 +173,13 @@ class Solver(Applicable, Generic[P]):
 
 
 Reference = Callable[[Any, Mapping[str, np.ndarray]], dict[str, np.ndarray]]
-Ranker = Callable[[Any, Sequence[Solver]], list[Solver]]
+# (problem, candidates) or (problem, candidates, device info or None) -> candidates in the order to try.
+Ranker = Callable[..., list[Solver]]
 
 _REGISTRIES: list[Registry] = []
 
 # Boda's hybrid |a-e|/(1+|e|) bound for an fp32 result, unless the solver declares its own (Winograd).
-DEFAULT_TOLERANCE = 1e-3
-# Sums up to this long keep the base bound; longer ones grow it like a random walk of rounding errors.
-BASE_REDUCTION = 1024
+DEFAULT_TOLERANCE = FP32_BOUND
 
 
 class Registry:
@@ -198,6 +199,7 @@ class Registry:
         _REGISTRIES[:] = [r for r in _REGISTRIES if r.family != family] + [self]
         self.reference = reference
         self._rank = rank
+        self._rank_takes_dev = rank is not None and len(inspect.signature(rank).parameters) >= 3
         problem_type.registry = self  # type: ignore[attr-defined]
 
     def solvers(self) -> tuple[Solver, ...]:
@@ -221,22 +223,23 @@ class Registry:
             raise BadParam("solver", f"unknown {self.family} solver id {solver_id!r}; "
                                      f"known: {sorted(self._by_id)}") from None
 
-    def rank(self, problem, candidates: Sequence[Solver]) -> list[Solver]:
-        """candidates in the order immediate mode tries them (registry order unless the family ranks)."""
-        return list(candidates) if self._rank is None else self._rank(problem, candidates)
+    def rank(self, problem, candidates: Sequence[Solver], dev: DeviceInfo | None = None) -> list[Solver]:
+        """candidates in the order immediate mode tries them on dev (registry order unless the family ranks;
+        a family's ranker may use dev to pick a model trained for that device)."""
+        if self._rank is None:
+            return list(candidates)
+        return self._rank(problem, candidates, dev) if self._rank_takes_dev else self._rank(problem, candidates)
 
     def tolerance(self, solver: Solver, problem) -> float:
-        """The max_error solver's result may have against float64 (computed from the same, already rounded,
-        inputs): the rounding of the stored output (problem.dtype.unit_roundoff: 2^-11 for FP16) plus the
-        fp32 arithmetic's bound, the solver's own (else 1e-3) times sqrt(reduction length / 1024) for long
-        sums (backward-weights over a batch). See docs/fp16.md."""
-        return stored_tolerance(problem.dtype, solver.tolerance or DEFAULT_TOLERANCE, problem.reduction_length())
+        """The max_error solver's result may have against float64 (miopy.accuracy.tolerance): the stored
+        output's rounding plus the arithmetic's bound from the math mode, the solver's own bound and the
+        reduction length of problem. See docs/fp16.md."""
+        return problem_tolerance(problem, solver.tolerance)
 
 
 def stored_tolerance(dtype: DataType, fp32_bound: float, reduction_length: int = 1) -> float:
-    """The hybrid error bound of a result summed in fp32 and stored as dtype: dtype's unit roundoff (the
-    output's rounding) + fp32_bound * max(1, sqrt(reduction_length / 1024)) (the fp32 sum's error)."""
-    return dtype.unit_roundoff + fp32_bound * max(1.0, (reduction_length / BASE_REDUCTION) ** 0.5)
+    """The hybrid error bound of a result summed in fp32 (strict) and stored as dtype (miopy.accuracy)."""
+    return tolerance(dtype, reduction_length, STRICT, fp32_bound)
 
 
 def registries() -> tuple[Registry, ...]:

@@ -79,6 +79,26 @@ def as_int(value, field: str) -> int:
         raise BadParam(field, f"expected an integer, got {value!r}") from None
 
 
+def as_flag(value, field: str) -> bool:
+    """value as a bool (a Python or NumPy bool, never 0, 1 or a string); BadParam(field) for anything else."""
+    if value.__class__ is bool:
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    raise BadParam(field, f"must be a bool (True or False), got {value!r}")
+
+
+def holds_bool(values) -> bool:
+    """Whether a tuple or list (nested ones too) holds a bool. A memo key cannot tell True from 1 (they are
+    equal, with one hash): a warm path keyed on a caller's numbers takes the cold path for such a key, whose
+    checks name the field (as_int refuses bools)."""
+    for value in values:
+        cls = value.__class__
+        if cls is bool or cls is np.bool_ or ((cls is tuple or cls is list) and holds_bool(value)):
+            return True
+    return False
+
+
 def as_real(value, field: str) -> float:
     """value as a finite float (a Python or NumPy real number, never a bool or a string); BadParam(field)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):

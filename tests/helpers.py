@@ -1,8 +1,11 @@
 """Shared test helpers: random problems, poisoned buffers, and a run-and-compare against the reference."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pyopencl as cl
+import pytest
 
 from miopy.conv import reference
 from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction
@@ -11,6 +14,20 @@ from miopy.solver import stored_tolerance
 from miopy.tensor import TensorDesc
 
 DEFAULT_TOLERANCE = 1e-4  # hybrid |a-e|/(1+|e|) of solvers that set no tolerance of their own
+
+
+def posed_for(solver, problem: ConvProblem) -> ConvProblem:
+    """problem as solver's tests pose it: tensor-core solvers see fp32 problems under math mode "tf32"."""
+    if getattr(solver, "tensor_cores", False) and problem.math_mode != "tf32":
+        return dataclasses.replace(problem, math_mode="tf32") if problem.dtype.value == "FP32" else problem
+    return problem
+
+
+def skip_without_tensor_cores(solver, info) -> None:
+    """Skip a registry-wide test of a tensor-core solver on a device without PTX mma (tests/solvers/test_mma.py
+    checks that it says so, and covers it on NVIDIA)."""
+    if getattr(solver, "tensor_cores", False) and not info.ptx_mma:
+        pytest.skip(f"{solver.id} needs NVIDIA OpenCL with PTX mma")
 
 
 def make_problem(direction, n, c, h, w, k, r, s, pad=0, stride=1, dilation=1, groups=1,

@@ -25,3 +25,15 @@ def test_long_reduction_stays_accurate(handle, solver):
     relative = np.abs(got - want).max() / np.abs(want).max()
     assert relative <= 3e-6, f"{solver.id}: relative error {relative:.2e} over {PROBLEM.reduction_length()} terms"
     assert got.tobytes() == again.tobytes()
+
+
+def test_direct_unsplit_long_reduction_sums_in_register_blocks(handle):
+    """ConvDirectLocal with SPLIT=1 (a perf-DB record may hold one) sums 262144 terms in one work-group: the
+    kernel then keeps 256-term blocks beside a running total, and the error stays as small as split sums'."""
+    solver = registry.get("ConvDirectLocal")
+    params = {**solver.default_params(PROBLEM, handle.info), "SPLIT": 1}
+    solution = solver.solution(PROBLEM, params)
+    assert dict(solution.launches[0].spec.defines)["SUM_STEPS"] != "0"
+    t = random_tensors(PROBLEM, seed=12)
+    got, want = run_solution(handle, solution, PROBLEM, t), expected(PROBLEM, t)
+    assert np.abs(got - want).max() / np.abs(want).max() <= 3e-6

@@ -10,7 +10,14 @@ import pytest
 
 from miopy.conv import registry
 from miopy.conv.problem import Direction
-from tests.helpers import check_solution, make_problem, random_problem, with_dtype
+from tests.helpers import (
+    check_solution,
+    make_problem,
+    posed_for,
+    random_problem,
+    skip_without_tensor_cores,
+    with_dtype,
+)
 
 SHAPES = [  # (n, c, h, w, k, r, s, pad, stride, dilation, groups): structured cases every family can claim
     (2, 8, 10, 10, 8, 3, 3, 1, 1, 1, 1),
@@ -39,7 +46,8 @@ CASES = [(s, d) for s in registry.ALL for d in sorted(s.directions)]
 
 @pytest.mark.parametrize("solver,direction", CASES, ids=[f"{s.id}-{d.name}" for s, d in CASES])
 def test_default_params_match_reference(handle, solver, direction):
-    problems = [p for p in pool(direction) if solver.is_applicable(p, handle.info)]
+    skip_without_tensor_cores(solver, handle.info)
+    problems = [q for q in (posed_for(solver, p) for p in pool(direction)) if solver.is_applicable(q, handle.info)]
     assert problems, f"{solver.id} applies to none of the pool's {direction.name} problems"
     for i, problem in enumerate(problems[:5]):
         params = solver.default_params(problem, handle.info)
@@ -52,7 +60,8 @@ TUNABLE = [(s, d) for s, d in CASES if s.grid]
 
 @pytest.mark.parametrize("solver,direction", TUNABLE, ids=[f"{s.id}-{d.name}" for s, d in TUNABLE])
 def test_sampled_grid_points_match_reference(handle, solver, direction):
-    problem = next(p for p in pool(direction) if solver.is_applicable(p, handle.info))
+    skip_without_tensor_cores(solver, handle.info)
+    problem = next(q for q in (posed_for(solver, p) for p in pool(direction)) if solver.is_applicable(q, handle.info))
     space = solver.sample_space(problem, handle.info, count=3, seed=7)
     assert space
     for params in space:
@@ -61,8 +70,9 @@ def test_sampled_grid_points_match_reference(handle, solver, direction):
 
 @pytest.mark.parametrize("solver", [s for s in registry.ALL if s.grid], ids=lambda s: s.id)
 def test_invalid_points_rejected_without_compiling(handle, solver):
-    problem = next(p for p in pool(Direction.FORWARD) + pool(Direction.BACKWARD_DATA)
-                   if solver.is_applicable(p, handle.info))
+    skip_without_tensor_cores(solver, handle.info)
+    problem = next(q for q in (posed_for(solver, p) for p in pool(Direction.FORWARD) + pool(Direction.BACKWARD_DATA))
+                   if solver.is_applicable(q, handle.info))
     before = handle.cache_stats()["compiled"]
     bad = {name: values[0] for name, values in solver.grid.items()}
     bad[next(iter(bad))] = "not-a-grid-value"
@@ -75,7 +85,10 @@ def test_solution_is_pure(handle):
     """solution() touches no device: same inputs, equal outputs, no compile."""
     before = handle.cache_stats()["compiled"]
     for solver in registry.ALL:
-        problem = next(p for p in pool(Direction.FORWARD) if solver.is_applicable(p, handle.info))
+        if getattr(solver, "tensor_cores", False) and not handle.info.ptx_mma:
+            continue   # tests/solvers/test_mma.py: its solution is pure on a described H100
+        problem = next(q for q in (posed_for(solver, p) for p in pool(Direction.FORWARD))
+                       if solver.is_applicable(q, handle.info))
         params = solver.default_params(problem, handle.info)
         assert solver.solution(problem, params) == solver.solution(problem, params)
     assert handle.cache_stats()["compiled"] == before
@@ -96,7 +109,8 @@ ASYMMETRIC = [  # begin != end padding along each axis, in both senses (ONNX pad
 
 @pytest.mark.parametrize("solver,direction", CASES, ids=[f"{s.id}-{d.name}" for s, d in CASES])
 def test_asymmetric_padding_matches_reference(handle, solver, direction):
-    problems = [make_problem(direction, *shape) for shape in ASYMMETRIC]
+    skip_without_tensor_cores(solver, handle.info)
+    problems = [posed_for(solver, make_problem(direction, *shape)) for shape in ASYMMETRIC]
     applicable = [p for p in problems if solver.is_applicable(p, handle.info)]
     if solver.id in ("ConvGemm1x1", "ConvGemv1x1"):   # 1x1 GEMMs read x in place: any padding rules them out
         assert not applicable and "padding" in solver.not_applicable_reason(problems[-1], handle.info)
@@ -113,6 +127,7 @@ FP16_PER_CASE = 2   # problems per solver-direction in FP16: a sample, so CI gro
 def test_fp16_matches_reference(handle, solver, direction):
     """FP16 (half storage, fp32 sums) through every solver and direction: a seeded sample of the pool, in
     FP16, against float64 computed from the rounded inputs, at the FP16 bound (tests.helpers.tolerance)."""
+    skip_without_tensor_cores(solver, handle.info)
     problems = [with_dtype(p, "FP16") for p in pool(direction)]
     applicable = [p for p in problems if solver.is_applicable(p, handle.info)]
     assert applicable, f"{solver.id} applies to none of the pool's FP16 {direction.name} problems"

@@ -49,3 +49,16 @@ def test_bad_text_names_its_line(line):
 def _write(path, text):
     path.write_text(text)
     return path
+
+
+@pytest.mark.parametrize("content", [b"not a database at all " * 50, b""])
+def test_a_source_that_is_not_a_db_is_an_error_not_an_empty_merge(tmp_path, capsys, content):
+    _filled(tmp_path / "good.db")
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(content)
+    out = tmp_path / "out.db"
+    assert dbtool.main(["merge", str(tmp_path / "good.db"), str(bad), "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "sources" in err[0] and "not a readable miopy DB" in err[0], err
+    assert dbtool.main(["show", "--db", str(bad)]) == 1
+    assert bad.read_bytes() == content   # looked at, never moved aside or rebuilt

@@ -1,5 +1,6 @@
 """Distributed tuning on a local Dask cluster of two worker processes (PoCL): the same records as one
 process, a killed worker's job redone with nothing lost, duplicated or corrupt, and resumed runs."""
+import logging
 import os
 import sqlite3
 import subprocess
@@ -65,11 +66,37 @@ def _jobs(timer=deterministic_timer):
     return tune_jobs(_problems(), [NAIVE], strategy="exhaustive", options=TuneOptions(budget=8), timer=timer)
 
 
-def test_two_workers_fill_the_same_records_as_one_process(env, handle, monkeypatch):
-    with cluster(workers=2) as client:
+def _worker_cache() -> dict:
+    """On a worker: where its kernel cache is and what its handle's cache did."""
+    from miopy import config
+    from miopy.distributed.worker import worker_handle
+    return {"dir": str(config.cache_dir()), "stats": worker_handle().cache_stats()}
+
+
+def test_two_workers_with_their_own_disks_fill_the_same_records_as_one_process(env, handle, monkeypatch):
+    """Two workers as on two hosts: each its own kernel cache and driver cache directory (nothing on disk
+    shared with the other or the client), each with a compile pool whose binaries come back as values; the
+    client writes the records it is sent, the same as one process's."""
+    import dask
+    from distributed import Client, Nanny, Scheduler, SpecCluster
+
+    from miopy.distributed.client import MiopyWorker
+    monkeypatch.setenv("MIOPY_CACHE_DIR", str(env / "client-kernels"))
+    own = {i: {"MIOPY_CACHE_DIR": str(env / f"host{i}" / "kernels"), "XDG_CACHE_HOME": str(env / f"host{i}" / "xdg"),
+               "MIOPY_COMPILE_JOBS": "1", "MIOPY_CACHE_BINARIES": "1"} for i in range(2)}
+    workers = {i: {"cls": Nanny, "options": {"nthreads": 1, "env": own[i]}} for i in range(2)}
+    with dask.config.set({"distributed.worker.daemon": False}), \
+            SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": None}}, workers=workers,
+                        silence_logs=logging.WARNING) as spec, Client(spec) as client:
+        client.register_plugin(MiopyWorker(0))
         report = run(client, _jobs(), progress=False)
+        caches = client.run(_worker_cache)
     assert not report.failed, report.table()
     assert [r.job.kind for r in report.results].count(TUNE) == 2 and len(report.devices) == 1
+    assert sorted(c["dir"] for c in caches.values()) == sorted(o["MIOPY_CACHE_DIR"] for o in own.values())
+    assert all(c["stats"]["adopted"] >= 1 for c in caches.values()), caches   # tuning's builds came as values
+    assert all(any(Path(o["MIOPY_CACHE_DIR"]).rglob("*.bin")) for o in own.values())   # each built into its own
+    assert not (env / "client-kernels").exists()   # the client compiled nothing: records came back as values
     distributed = _records()
     assert len(distributed["perf"]) == 2 and all(distributed["find"].values())
 
@@ -123,3 +150,11 @@ def test_tune_cli_on_a_local_cluster_prints_its_summary(env, capsys):
     out = capsys.readouterr().out
     assert "2 job(s) for 1 problem(s)" in out and "jobs/min" in out
     assert len(db.user_perf_db().rows()) == 1
+
+
+def test_tune_cli_with_a_scheduler_it_cannot_reach_says_so_in_one_line(env, capsys):
+    from miopy.cli import tune
+    argv = ["-n", "1", "-c", "4", "-H", "9", "-W", "9", "-k", "4", "-F", "1", "--scheduler", "no address"]
+    assert tune.main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot reach a Dask scheduler" in err[0], err

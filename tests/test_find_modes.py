@@ -166,7 +166,8 @@ def _fake(algorithm: str, sid: str) -> Solver:
     ((1, 32, 8, 8, 32, 1, 1, 0), ["Gemm1x1", "Im2col", "Direct", "Wino", "Other", "Naive"]),
     ((1, 16, 8, 8, 16, 3, 3, 1), ["Wino", "Direct", "Gemm1x1", "Im2col", "Other", "Naive"]),
     ((1, 8, 8, 8, 8, 3, 3, 1), ["Direct", "Gemm1x1", "Im2col", "Wino", "Other", "Naive"]),
-    ((1, 32, 9, 9, 32, 5, 5, 2), ["Direct", "Gemm1x1", "Im2col", "Wino", "Other", "Naive"]),
+    ((1, 32, 9, 9, 32, 5, 5, 2), ["Wino", "Direct", "Gemm1x1", "Im2col", "Other", "Naive"]),
+    ((1, 16, 9, 9, 32, 5, 5, 2), ["Direct", "Gemm1x1", "Im2col", "Wino", "Other", "Naive"]),
 ])
 def test_heuristic_ranking(shape, expected):
     registry_order = [_fake("naive", "Naive"), _fake("other", "Other"), _fake("gemm", "Gemm1x1"),

@@ -5,6 +5,8 @@ standalone activation, the split and chunked backward-weights paths, and workspa
 Every result is checked against float64 computed from the FP16-rounded inputs, outputs poisoned, at the
 bound of tests.helpers.tolerance (the FP16 output's rounding plus the fp32 sum's bound; docs/fp16.md).
 """
+import dataclasses
+
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
@@ -21,7 +23,16 @@ from miopy.find import find_problem, get_solutions, params_for
 from miopy.fusion.epilogue import Epilogue, apply_reference
 from miopy.reference.activation import backward_reference, forward_reference
 from miopy.solver import stored_tolerance
-from tests.helpers import DEFAULT_TOLERANCE, check_solution, make_problem, random_tensors, run_solution, tolerance
+from tests.helpers import (
+    DEFAULT_TOLERANCE,
+    check_solution,
+    make_problem,
+    posed_for,
+    random_tensors,
+    run_solution,
+    skip_without_tensor_cores,
+    tolerance,
+)
 from tests.test_conformance import CASES
 from tests.test_fusion import EPILOGUE_SOLVERS
 
@@ -108,28 +119,44 @@ def test_fp32_records_never_serve_fp16(fresh_dbs, handle, monkeypatch):
     assert params_for(naive, half, handle) == ({"WG": 64}, "default")
 
 
+def _device_gated(solver) -> bool:
+    """Solvers made for one kind of device (tensor cores on NVIDIA, CPU-shaped tiles)."""
+    return bool(getattr(solver, "tensor_cores", False) or getattr(solver, "device_class", None))
+
+
 def test_kernel_cache_keys_name_the_dtype(handle):
     """Every launch that touches a tensor is built with MIOPY_HALF set to the problem's dtype (the cache key
     hashes the defines), in every solver and direction; only workspace-only kernels (Winograd's GEMM) are
     shared between dtypes."""
     for solver, direction in CASES:
+        # solution() is pure: a tensor-core solver is asked as on a device with PTX mma, fp32 under tf32
+        info = dataclasses.replace(handle.info, ptx_mma=("tf32", "f16")) if solver.tensor_cores else handle.info
         for dtype, flag in (("FP32", "0"), ("FP16", "1")):
-            problem = next(p for p in (make_problem(direction, *s[:-1], groups=s[-1], dtype=dtype)
-                                       for s in _SHAPES) if solver.is_applicable(p, handle.info))
-            for launch in solver.solution(problem, solver.default_params(problem, handle.info)).launches:
+            problem = next((p for p in (posed_for(solver, make_problem(direction, *s[:-1], groups=s[-1],
+                                                                       dtype=dtype)) for s in _SHAPES)
+                            if solver.is_applicable(p, info)), None)
+            if problem is None:             # only a solver made for other devices applies to none of them
+                assert _device_gated(solver), (solver.id, direction, dtype)
+                continue
+            for launch in solver.solution(problem, solver.default_params(problem, info)).launches:
                 if set(launch.args) & {"x", "w", "y"}:
                     assert ("MIOPY_HALF", flag) in launch.spec.defines, (solver.id, launch.spec.name)
 
 
 _SHAPES = [(2, 8, 10, 10, 8, 3, 3, 1, 1, 1, 1), (2, 8, 9, 9, 16, 1, 1, 0, 1, 1, 1), (3, 40, 1, 1, 9, 1, 1, 0, 1, 1, 1),
-           (2, 8, 10, 10, 8, 3, 3, 1, 1, 1, 8)]   # the last is depthwise (groups = C = K)
+           (2, 8, 10, 10, 8, 3, 3, 1, 1, 1, 8),   # depthwise (groups = C = K)
+           (2, 8, 9, 9, 8, 5, 5, 2, 1, 1, 1)]     # 5x5 (Winograd F(2x2,5x5) / F(3x3,5x5))
 
 
 @pytest.mark.parametrize("solver", EPILOGUE_SOLVERS, ids=lambda s: s.id)
 def test_every_epilogue_hook_in_fp16(handle, solver):
     """bias (FP16) + spatial batch norm (FP32 operands) + alpha * z (FP16) + leaky relu, stored in FP16."""
-    problem = next(p for p in (make_problem(Direction.FORWARD, *s[:-1], groups=s[-1], dtype="FP16") for s in _SHAPES)
-                   if solver.is_applicable(p, handle.info))
+    skip_without_tensor_cores(solver, handle.info)
+    problem = next((p for p in (make_problem(Direction.FORWARD, *s[:-1], groups=s[-1], dtype="FP16")
+                                for s in _SHAPES) if solver.is_applicable(p, handle.info)), None)
+    if problem is None:
+        assert _device_gated(solver), solver.id
+        pytest.skip(f"{solver.id} does not apply to this device")
     epilogue = Epilogue(bias=True, batchnorm=miopy.BatchNormMode.SPATIAL, activation=ActivationMode.LEAKY_RELU,
                         add=True)
     rng = np.random.default_rng(4)
@@ -248,3 +275,18 @@ def test_workspace_sizes_follow_the_itemsize():
     for direction, ratio in ((Direction.FORWARD, 2), (Direction.BACKWARD_DATA, 1)):   # backward-data's column is float
         single, half = (make_problem(direction, 2, 8, 10, 10, 8, 3, 3, 1, dtype=d) for d in ("FP32", "FP16"))
         assert solver.workspace_bytes(single) == ratio * solver.workspace_bytes(half)
+
+
+def test_driver_command_names_the_dtype_and_math_mode():
+    half = make_problem(Direction.FORWARD, 1, 4, 6, 6, 4, 3, 3, 1, dtype="FP16")
+    assert half.driver_command().startswith("convfp16 -n 1 -c 4 ")
+    single = map_problem(Direction.FORWARD, TensorDesc("FP32", (1, 4, 6, 6)), TensorDesc("FP32", (4, 4, 3, 3)),
+                         ConvDesc(1, math_mode="tf32")).problem
+    assert single.driver_command().startswith("conv -n 1") and single.driver_command().endswith("--math_mode tf32")
+
+
+def test_network_layers_in_fp16_and_tf32():
+    from miopy.conv.networks import VGG16
+    layer = VGG16[1]
+    assert layer.problem(2, dtype="FP16").key().endswith("-NCHW-FP16-F")
+    assert layer.problem(2, Direction.BACKWARD_DATA, math_mode="tf32").key().endswith("-FP32-B-tf32")

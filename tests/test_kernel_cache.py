@@ -31,7 +31,7 @@ def test_memory_then_disk_then_corrupt_entry_rebuilt(monkeypatch, tmp_path):
     h = miopy.Handle()
     h.kernels.kernel(_spec(1))
     h.kernels.kernel(_spec(1))
-    assert h.cache_stats() == {"compiled": 1, "disk_hits": 0, "memory_hits": 1}
+    assert h.cache_stats() == {"compiled": 1, "disk_hits": 0, "memory_hits": 1, "adopted": 0}
     entries = list(tmp_path.rglob("*.bin"))
     assert len(entries) == 1
     h2 = miopy.Handle()
@@ -44,7 +44,7 @@ def test_memory_then_disk_then_corrupt_entry_rebuilt(monkeypatch, tmp_path):
         assert h3.cache_stats()["compiled"] == 1
     h4 = miopy.Handle()
     h4.kernels.kernel(_spec(1))
-    assert h4.cache_stats() == {"compiled": 0, "disk_hits": 1, "memory_hits": 0}
+    assert h4.cache_stats() == {"compiled": 0, "disk_hits": 1, "memory_hits": 0, "adopted": 0}
 
 
 def test_cache_path_that_cannot_be_created_works_from_memory(monkeypatch, tmp_path, caplog):
@@ -54,7 +54,7 @@ def test_cache_path_that_cannot_be_created_works_from_memory(monkeypatch, tmp_pa
     h = miopy.Handle()
     h.kernels.kernel(_spec(2))
     h.kernels.kernel(_spec(2))
-    assert h.cache_stats() == {"compiled": 1, "disk_hits": 0, "memory_hits": 1}
+    assert h.cache_stats() == {"compiled": 1, "disk_hits": 0, "memory_hits": 1, "adopted": 0}
 
 
 def test_read_only_cache_directory_still_works(monkeypatch, tmp_path):
@@ -143,7 +143,7 @@ def test_each_kind_of_entry_serves_a_fresh_process(monkeypatch, tmp_path, binari
     assert (payload == miopy.kernel_cache.MARKER) is not binaries
     fresh = _cache(h, binaries)
     knl = fresh.kernel(_spec(9))
-    assert fresh.stats == {"compiled": 0, "disk_hits": 1, "memory_hits": 0}
+    assert fresh.stats == {"compiled": 0, "disk_hits": 1, "memory_hits": 0, "adopted": 0}
     out = h.empty((64,))
     knl(h.queue, (64,), (64,), out.data, np.float32(1.5), np.int32(64))
     assert np.all(h.to_host(out) == 1.5)
@@ -152,3 +152,26 @@ def test_each_kind_of_entry_serves_a_fresh_process(monkeypatch, tmp_path, binari
 def test_kinds_never_share_an_entry(tmp_path):
     h = miopy.Handle()
     assert _cache(h, True).program_key(_spec(10)) != _cache(h, False).program_key(_spec(10))
+
+
+def test_a_binary_built_elsewhere_is_adopted_and_stored_a_bad_one_is_a_miss(monkeypatch, tmp_path):
+    """What parallel compile workers send back: a program binary, adopted into memory and the cache's own
+    entry; one that does not load is refused (nothing kept) and the kernel is built here when asked."""
+    monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path / "elsewhere"))
+    binary = miopy.Handle().kernels.binary(_spec(7))   # "the worker", with a cache of its own
+    monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path / "here"))
+    here = miopy.kernel_cache.KernelCache(*_context(), store_binaries=True)
+    assert not here.adopt(_spec(8), b"not a binary") and here.stats["adopted"] == 0
+    here.kernel(_spec(8))
+    assert here.stats["compiled"] == 1
+    assert here.adopt(_spec(7), binary) and here.stats["adopted"] == 1
+    here.kernel(_spec(7))
+    assert here.stats["compiled"] == 1 and len(list((tmp_path / "here").rglob("*.bin"))) == 2
+    fresh = miopy.kernel_cache.KernelCache(*_context(), store_binaries=True)
+    fresh.kernel(_spec(7))
+    assert fresh.stats["disk_hits"] == 1 and fresh.stats["compiled"] == 0
+
+
+def _context():
+    h = miopy.Handle()
+    return h.context, h.device, h.info.device_id

@@ -16,7 +16,7 @@ ROOT = Path(miopy.__file__).parent
 FLOORS = [
     {"errors", "config", "log", "version", "lifeline", "sqlite_pages"},
     {"tensor", "device", "reference"},
-    {"kernel_cache", "db"},
+    {"kernel_cache", "db", "accuracy", "ptx_probe"},
     {"solver"},
     {"gemm", "pointwise", "plan"},
     {"handle"},

@@ -136,6 +136,21 @@ def test_forward_and_backward_with_blending(handle, mode, n, pre):
     assert max_error(dxa.get(), 0.5 * want + 2.0 * dx0) <= TOLERANCE["FP32"]
 
 
+def test_a_byte_workspace_of_lrn_workspace_size_holds_the_scale(handle):
+    """lrn_workspace_size counts bytes (MIOpen's miopenLRNGetWorkSpaceSize): a uint8 array of that size serves."""
+    desc, t = _desc(LRNMode.CROSS_CHANNEL, 5, None), TensorDesc("FP32", DIMS)
+    x, dy = _random(DIMS, 11), _random(DIMS, 12)
+    xa, ya, dxa = handle.to_device(x), handle.empty(DIMS), handle.to_device(np.full(DIMS, np.nan, np.float32))
+    ws = handle.to_device(np.full(lrn_workspace_size(t), 255, np.uint8))
+    lrn_forward(handle, desc, 1.0, t, xa, 0.0, t, ya, do_backward=True, workspace=ws)
+    assert max_error(ya.get(), ref.lrn_forward(x, *_geometry(desc))[0]) <= TOLERANCE["FP32"]
+    lrn_backward(handle, desc, 1.0, t, ya, t, handle.to_device(dy), t, xa, 0.0, t, dxa, workspace=ws)
+    assert max_error(dxa.get(), ref.lrn_backward(dy, x, *_geometry(desc))) <= TOLERANCE["FP32"]
+    tiny = handle.to_device(np.zeros(1, np.uint8))
+    with pytest.raises(BadParam, match="holds 1 bytes"):
+        lrn_forward(handle, desc, 1.0, t, xa, 0.0, t, ya, do_backward=True, workspace=tiny)
+
+
 def test_strided_and_fp16(handle):
     desc = _desc(LRNMode.CROSS_CHANNEL, 5, None)
     strided = TensorDesc("FP32", DIMS, (7 * 5 * 8, 1, 7 * 8, 7))   # channels innermost, padded rows

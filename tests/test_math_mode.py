@@ -117,3 +117,12 @@ def test_handle_default_applies_to_calls_and_their_memo(handle):
     api.convolution_forward(own, x_desc, x, w_desc, w, conv, y_desc, y, algo=algo)
     modes = sorted(c.plan.problem.math_mode for k, calls in own.plans.items() if k[0] == "conv" for c in calls)
     assert modes == ["strict", "tf32"]
+
+
+def test_descriptors_and_problems_pickle_with_their_math_mode():
+    import pickle
+    conv = ConvDesc((0, 1, 0, 1), 2, math_mode="tf32")
+    assert pickle.loads(pickle.dumps(conv)) == conv and pickle.loads(pickle.dumps(conv)).math_mode == "tf32"
+    problem = _problem("tf32")
+    again = pickle.loads(pickle.dumps(problem))
+    assert again.math_mode == "tf32" and again.key() == problem.key()

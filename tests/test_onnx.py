@@ -67,6 +67,8 @@ def test_conv(handle, case):
 ACTIVATIONS = {
     "Relu": ({}, ()), "LeakyRelu": ({"alpha": 0.2}, ()), "Sigmoid": ({}, ()), "Tanh": ({}, ()),
     "HardSwish": ({}, ()), "Clip-relu6": ({}, (0.0, 6.0)), "Clip-min0": ({}, (0.0, None)),
+    "Clip-range": ({}, (-0.5, 1.5)), "Clip-max-only": ({}, (None, 0.7)), "Clip-min-only": ({}, (-1.0,)),
+    "Clip-none": ({}, ()),
 }
 
 
@@ -153,6 +155,9 @@ POOL_CASES = {
     "avg-include-pad": ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 1], pads=[1, 0, 1, 2],
                                             count_include_pad=1)),
     "avg-ceil-same-lower": ("AveragePool", dict(kernel_shape=[2, 3], strides=[2, 2], auto_pad="SAME_LOWER")),
+    "avg-ceil-pads": ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 0, 1], ceil_mode=1)),
+    "avg-ceil-include-pad": ("AveragePool", dict(kernel_shape=[3, 2], strides=[2, 3], pads=[1, 1, 1, 0], ceil_mode=1,
+                                                 count_include_pad=1)),
     "global-avg": ("GlobalAveragePool", {}),
     "global-max": ("GlobalMaxPool", {}),
 }
@@ -178,6 +183,19 @@ def test_flatten_gemm(handle, trans_b, c_shape, alpha, beta):
     assert [layer[1] for layer in session.layers()] == ["Gemm+Relu"]
 
 
+@pytest.mark.parametrize("trans_a,trans_b,c_shape,layers", [
+    (1, 0, (4,), ["Transpose", "Gemm+Relu"]),                 # A^T: a layout copy, then the 1x1 convolution
+    (1, 1, (5, 4), ["Transpose", "Gemm", "Add", "Relu"]),     # C a full matrix: an Add after it
+    (0, 1, (5, 1), ["Gemm", "Add", "Relu"]),                  # C a column: broadcast along the row
+])
+def test_gemm_trans_a_and_matrix_c(handle, trans_a, trans_b, c_shape, layers):
+    g = GraphMaker(17)
+    b = g.weight(4, 6) if trans_b else g.weight(6, 4)
+    y = g.node("Gemm", ["a", b, g.weight(*c_shape)], transA=trans_a, transB=trans_b, alpha=0.7, beta=1.3)
+    session = check(handle, g.model({"a": (6, 5) if trans_a else (5, 6)}, [g.node("Relu", [y])]))
+    assert [layer[1] for layer in session.layers()] == layers
+
+
 def test_matmul_on_rows(handle):
     """MatMul of a rank-4 A by a constant, then a bias along its last axis (folded) and a per-row scale
     along axis 1 (not a channel of the product: runs as its own op, so it must not fold)."""
@@ -201,6 +219,7 @@ def test_views_and_layout(handle):
     i = g.node("Identity", [s])
     d = g.node("Dropout", [i])
     f = g.node("Flatten", [d], axis=-1)
+    f = g.node("Reshape", [f, g.const(np.array([6, -1, 8], np.int64))], allowzero=1)  # no 0: as allowzero=0
     t2 = g.node("Transpose", ["x"], perm=[3, 1, 0, 2])
     check(handle, g.model({"x": X}, [f, g.node("Relu", [t2])]))
 
@@ -270,6 +289,51 @@ def test_softmax_and_log_softmax(handle, axis, shape):
     assert [layer[1] for layer in session.layers()] == ["Softmax", "LogSoftmax"]
 
 
+LRN_CASES = {   # ONNX's LRN: y = x / (bias + alpha / size * sum of x^2 over size channels)^beta
+    "alexnet": dict(size=5, alpha=1e-4, beta=0.75, bias=2.0),
+    "strong": dict(size=3, alpha=0.9, beta=0.6, bias=1.5),
+    "defaults-3": dict(size=3),
+    "wider-than-c": dict(size=7, alpha=2.0, beta=1.3, bias=0.5),
+    "size-1": dict(size=1, alpha=3.0, beta=0.5, bias=1.0),
+}
+
+
+@pytest.mark.parametrize("case", LRN_CASES, ids=list(LRN_CASES))
+def test_lrn(handle, case):
+    """LRN on the LRN family's cross-channel mode, standalone and after a fused conv + relu, against
+    onnxruntime (inputs scaled up so the normalisation is far from the identity)."""
+    g = GraphMaker(14)
+    a = g.node("LRN", ["x"], **LRN_CASES[case])
+    b = g.node("LRN", [g.node("Relu", [g.conv("x", 4, 6, pads=[1, 1, 1, 1])])], **LRN_CASES[case])
+    feeds = {"x": (3 * np.random.default_rng(15).standard_normal(X)).astype(np.float32)}
+    session = check(handle, g.model({"x": X}, [a, b]), feeds)
+    assert [layer[1] for layer in session.layers()] == ["LRN", "Conv+Relu", "LRN"]
+
+
+def _lrn_spec(x: np.ndarray, size: int, alpha: float, beta: float, bias: float) -> np.ndarray:
+    """ONNX's LRN definition in float64 (onnxruntime refuses even sizes, which the specification allows):
+    channels c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2)."""
+    x = x.astype(np.float64)
+    square_sum = np.zeros_like(x)
+    for c in range(x.shape[1]):
+        lo, hi = max(0, c - (size - 1) // 2), min(x.shape[1] - 1, c + size // 2)
+        square_sum[:, c] = (x[:, lo:hi + 1] ** 2).sum(axis=1)
+    return x / (bias + alpha / size * square_sum) ** beta
+
+
+@pytest.mark.parametrize("size", [2, 4])
+def test_lrn_even_size_follows_the_specification(handle, size):
+    attrs = dict(size=size, alpha=0.8, beta=0.7, bias=1.2)
+    g = GraphMaker()
+    model = g.model({"x": X}, [g.node("LRN", ["x"], **attrs)])
+    x = (3 * np.random.default_rng(16).standard_normal(X)).astype(np.float32)
+    got = InferenceSession(model, handle).run(None, {"x": x})[0]
+    assert hybrid_error(got, _lrn_spec(x, **attrs)) <= TOLERANCE
+    odd, h = attrs | {"size": size + 1}, GraphMaker()      # the specification's formula is onnxruntime's
+    model = h.model({"x": X}, [h.node("LRN", ["x"], **odd)])
+    assert hybrid_error(onnxruntime_outputs(model, {"x": x})[0], _lrn_spec(x, **odd)) <= 1e-5
+
+
 def test_standalone_batchnorm(handle):
     g = GraphMaker()
     check(handle, g.model({"x": X}, [g.bn("x", 4)]))
@@ -289,11 +353,12 @@ def test_shape_arithmetic_folds(handle):
 
 # -- small real architectures ----------------------------------------------------------------------------------------
 def test_inception_and_depthwise_blocks(handle):
-    """A stem, an Inception-style block (1x1, 3x3 and 5x5 branches and a pooled branch, concatenated), a
-    MobileNet-style depthwise-separable block with ReLU6, global pooling and a classifier."""
+    """A stem with GoogLeNet's LRN, an Inception-style block (1x1, 3x3 and 5x5 branches and a pooled branch,
+    concatenated), a MobileNet-style depthwise-separable block with ReLU6, global pooling and a classifier."""
     g = GraphMaker(5)
     stem = g.node("MaxPool", [g.node("Relu", [g.bn(g.conv("x", 3, 8, pads=[1, 1, 1, 1], strides=[2, 2]), 8)])],
                   kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+    stem = g.node("LRN", [stem], size=5, alpha=0.5, beta=0.75, bias=1.0)
     b1 = g.node("Relu", [g.conv(stem, 8, 4, r=1)])
     b2 = g.node("Relu", [g.conv(g.node("Relu", [g.conv(stem, 8, 4, r=1)]), 4, 6, pads=[1, 1, 1, 1])])
     b3 = g.node("Relu", [g.conv(g.node("Relu", [g.conv(stem, 8, 2, r=1)]), 2, 4, r=5, pads=[2, 2, 2, 2])])
@@ -305,7 +370,7 @@ def test_inception_and_depthwise_blocks(handle):
     pooled = g.node("Flatten", [g.node("GlobalAveragePool", [pw])])
     y = g.node("Gemm", [pooled, g.weight(10, 24), g.weight(10)], transB=1)
     session = check(handle, g.model({"x": (2, 3, 30, 30)}, [y]))
-    assert len(session.steps) == 14 and session.memory.slots < len(session.memory_plan.root_of)
+    assert len(session.steps) == 15 and session.memory.slots < len(session.memory_plan.root_of)
 
 
 def _basic_block(g: GraphMaker, x: str, c: int, k: int, stride: int) -> str:
@@ -317,9 +382,22 @@ def _basic_block(g: GraphMaker, x: str, c: int, k: int, stride: int) -> str:
     return g.node("Relu", [g.node("Add", [y, shortcut])])
 
 
+def _residual_fused(session: InferenceSession) -> list[tuple[str, str]]:
+    """(ops, solver) of the steps whose convolution kernel adds the residual (FUSE_ADD in its defines)."""
+    out = []
+    for step, (start, stop) in zip(session.steps, session._ranges):
+        launches = [launch for runner, _ in session.sequence.steps[start:stop]
+                    for launch in getattr(runner, "plan", runner).solution.launches]
+        if any(dict(launch.spec.defines).get("FUSE_ADD") == "1" for launch in launches):
+            out.append(("+".join([step.node.op, *step.node.fused.get("ops", ())]), step.solver))
+    return out
+
+
 def test_resnet_basic_blocks(handle):
     """A ResNet stem, two basic blocks (the second strided, with a projection shortcut), global pooling, a
-    classifier and a softmax: every residual Add on run-time tensors (or fused into the convolution)."""
+    classifier and a softmax: each block's tail (conv + bn + Add + Relu) is one convolution kernel with the
+    fusion epilogue's residual add, and its output takes the dying residual's slot."""
+    assert residual_fusion_available()
     g = GraphMaker(6)
     stem = g.node("MaxPool", [g.node("Relu", [g.bn(g.conv("x", 3, 8, pads=[1, 1, 1, 1], strides=[2, 2]), 8)])],
                   kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
@@ -327,9 +405,63 @@ def test_resnet_basic_blocks(handle):
     y = g.node("Gemm", [g.node("Flatten", [g.node("GlobalAveragePool", [x])]), g.weight(10, 16), g.weight(10)],
                transB=1)
     session = check(handle, g.model({"x": (2, 3, 30, 30)}, [g.node("Softmax", [y], axis=1)]))
-    fused = residual_fusion_available()
-    assert len(session.steps) == (10 if fused else 14)
-    assert sum("Add" in layer[1] for layer in session.layers()) == 2
+    ops = [layer[1] for layer in session.layers()]
+    assert len(session.steps) == 10 and ops.count("Conv+BatchNormalization+Add+Relu") == 2
+    assert not any(op in ("Add", "Relu") for op in ops)           # no standalone OpTensor or activation left
+    assert [o for o, _ in _residual_fused(session)] == ["Conv+BatchNormalization+Add+Relu"] * 2
+    assert len(session.sequence) == len(session.steps)           # one plan run per step, nothing in between
+    for node in (s.node for s in session.steps if "residual" in s.node.fused):   # the residual dies there
+        assert session.memory_plan.slot(node.outputs[0]) == session.memory_plan.slot(node.fused["residual"])
+
+
+def _bottleneck(g: GraphMaker, x: str, c: int, mid: int, k: int, stride: int) -> str:
+    """ResNet-50's bottleneck in torchvision's export order: the projection shortcut comes after the main
+    branch, so the Add fuses into the shortcut's convolution (the main branch's output is its residual)."""
+    y = g.node("Relu", [g.bn(g.conv(x, c, mid, r=1, bias=False), mid)])
+    y = g.node("Relu", [g.bn(g.conv(y, mid, mid, pads=[1] * 4, strides=[stride] * 2, bias=False), mid)])
+    y = g.bn(g.conv(y, mid, k, r=1, bias=False), k)
+    shortcut = x if stride == 1 and c == k else g.bn(g.conv(x, c, k, r=1, strides=[stride] * 2, bias=False), k)
+    return g.node("Relu", [g.node("Add", [y, shortcut])])
+
+
+def test_resnet_bottleneck_blocks(handle):
+    """Two bottleneck blocks (projection, then identity): both Adds run in a convolution's epilogue."""
+    g = GraphMaker(11)
+    x = _bottleneck(g, _bottleneck(g, "x", 8, 4, 16, 2), 16, 4, 16, 1)
+    session = check(handle, g.model({"x": (2, 8, 10, 10)}, [x]))
+    fused = _residual_fused(session)
+    assert len(session.steps) == 7 and len(fused) == 2 and len(session.sequence) == 7
+    shortcut = session.steps[3].node                               # the projection, after the main branch
+    assert shortcut.inputs[0] == "x" and shortcut.fused["residual"] == session.steps[2].node.outputs[0]
+    assert session.memory_plan.slot(shortcut.outputs[0]) == session.memory_plan.slot(shortcut.fused["residual"])
+
+
+def test_mobilenet_v2_inverted_residual(handle):
+    """MobileNetV2's block: 1x1 expansion + ReLU6, depthwise 3x3 + ReLU6, linear 1x1 projection, plus the
+    block input (no activation after the Add): the projection adds the residual in its epilogue."""
+    g = GraphMaker(19)
+    relu6 = [g.const(np.float32(0)), g.const(np.float32(6))]
+    y = g.node("Clip", [g.bn(g.conv("x", 4, 12, r=1, bias=False), 12), *relu6])
+    y = g.node("Clip", [g.bn(g.conv(y, 12, 12, group=12, pads=[1] * 4, bias=False), 12), *relu6])
+    y = g.node("Add", ["x", g.bn(g.conv(y, 12, 4, r=1, bias=False), 4)])
+    session = check(handle, g.model({"x": X}, [g.node("GlobalAveragePool", [y])]))
+    assert [o for o, _ in _residual_fused(session)] == ["Conv+BatchNormalization+Add"]
+    assert len(session.steps) == 4
+
+
+def test_residual_add_stays_apart_when_it_cannot_fuse(handle):
+    """The convolution's output is also read elsewhere (here: a graph output), or the other addend
+    broadcasts: the Add runs as OpTensor and the result still matches."""
+    g = GraphMaker(12)
+    c = g.conv("x", 4, 4, pads=[1, 1, 1, 1])
+    y = g.node("Relu", [g.node("Add", [c, "x"])])
+    session = check(handle, g.model({"x": X}, [y, c]))
+    assert [layer[1] for layer in session.layers()] == ["Conv", "Add", "Relu"] and not _residual_fused(session)
+    g = GraphMaker(13)
+    z = g.node("GlobalAveragePool", ["x"])
+    y = g.node("Relu", [g.node("Add", [g.conv("x", 4, 4, pads=[1, 1, 1, 1]), z])])
+    session = check(handle, g.model({"x": X}, [y]))
+    assert "Add" in [layer[1] for layer in session.layers()] and not _residual_fused(session)
 
 
 # -- the session -------------------------------------------------------------------------------------------------
@@ -398,19 +530,50 @@ def test_buffer_planning_reuses_dead_values():
     assert plan.slot("x") not in {plan.slot(v) for v in "abcde"}
 
 
+@pytest.mark.parametrize("opset", [13, 18, 21])
+def test_opsets(handle, opset):
+    """One chain at opsets 13 (the first supported), 18 (Pad's axes input) and 21: conv + relu, Pad, Dropout
+    with its ratio and training_mode inputs, Transpose's default perm, Flatten at axis 0, Softmax."""
+    g = GraphMaker(18)
+    y = g.node("Relu", [g.conv("x", 4, 6, pads=[1, 1, 1, 1])])
+    if opset >= 18:
+        y = g.node("Pad", [y, g.const(np.array([1, 2, 0, 1], np.int64)), g.const(np.float32(0.5)),
+                           g.const(np.array([2, -1], np.int64))], mode="constant")
+    else:
+        y = g.node("Pad", [y, g.const(np.array([0, 0, 1, 2, 0, 0, 0, 1], np.int64)), g.const(np.float32(0.5))])
+    y = g.node("Dropout", [y, g.const(np.float32(0.3)), g.const(np.bool_(False))])
+    y = g.node("Softmax", [g.node("Flatten", [g.node("Transpose", [y])], axis=0)], axis=-1)
+    session = check(handle, g.model({"x": X}, [y], opset=opset))
+    assert [layer[1] for layer in session.layers()] == ["Conv+Relu", "Pad", "Transpose", "Softmax"]
+
+
+def test_every_device_operator_has_a_primitive():
+    """An operator that passes the load-time checks always runs: each has a builder or is a view."""
+    from miopy.onnx import known_ops
+    from miopy.onnx.build import BUILDERS, VIEWS
+    assert set(known_ops()) <= set(BUILDERS) | set(VIEWS)
+    assert {"LRN", "Conv", "ConvTranspose", "Gemm", "MatMul", "Clip", "HardSwish", "Pad", "Concat"} <= set(BUILDERS)
+
+
 # -- errors at load time ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("build,op,attribute", [
     (lambda g: g.node("Erf", ["x"]), "Erf", None),
     (lambda g: g.node("Relu", ["x"], bogus=1), "Relu", "bogus"),
     (lambda g: g.node("MaxPool", ["x"], kernel_shape=[2, 2], storage_order=1), "MaxPool", "storage_order"),
-    (lambda g: g.node("Clip", ["x", g.const(np.float32(-1)), g.const(np.float32(1))]), "Clip", "min"),
-    (lambda g: g.node("Gemm", [g.node("Flatten", ["x"]), g.weight(288, 3)], transA=1), "Gemm", "transA"),
+    (lambda g: g.node("Clip", ["x", g.const(np.float32([-1, 0])), g.const(np.float32(1))]), "Clip", "min"),
+    (lambda g: g.node("Clip", ["x", "", g.node("Relu", [g.const(np.float32(1))])]), "Clip", "max"),
+    (lambda g: g.node("Gemm", [g.node("Flatten", ["x"]), g.weight(288, 3), g.weight(4, 3)]), "Gemm", "C"),
+    (lambda g: g.node("Gemm", [g.node("Flatten", ["x"]), g.node("Flatten", ["x"])], transB=1), "Gemm", "B"),
     (lambda g: g.node("Conv", ["x", g.weight(4, 4, 3)]), "Conv", "W"),
     (lambda g: g.node("Conv", ["x", "x"]), "Conv", "W"),
     (lambda g: g.node("BatchNormalization", ["x", *(g.weight(4) for _ in range(4))], training_mode=1),
      "BatchNormalization", "training_mode"),
     (lambda g: g.node("Conv", ["x", g.weight(4, 4, 3, 3)], auto_pad="BOGUS"), "Conv", "auto_pad"),
     (lambda g: g.node("Pad", ["x", g.const(np.zeros(8, np.int64))], mode="wrap"), "Pad", "mode"),
+    (lambda g: g.node("LRN", ["x"], size=3, bias=0.0), "LRN", "bias"),
+    (lambda g: g.node("Reshape", ["x", g.const(np.array([0, -1], np.int64))], allowzero=1), "Reshape", "allowzero"),
+    (lambda g: g.node("LRN", ["x"], size=3, alpha=-1.0), "LRN", "alpha"),
+    (lambda g: g.node("LRN", ["x"], alpha=1.0), "LRN", "size"),
 ])
 def test_unsupported_operators_are_named_at_load_time(handle, build, op, attribute):
     g = GraphMaker()

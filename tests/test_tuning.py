@@ -148,14 +148,27 @@ def test_winner_that_fails_verification_is_rejected(fresh_dbs, handle):
     assert math.isinf(logged.time_ms) and logged.error.startswith("wrong result")
 
 
-def test_parallel_compile_leaves_binaries_for_the_main_process(fresh_dbs, tmp_path, monkeypatch):
-    monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path / "kernels"))
-    fresh = miopy.Handle()
+@pytest.mark.parametrize("binaries", [True, False], ids=["binaries as values", "driver-cached"])
+def test_parallel_compile_needs_no_kernel_cache_directory(fresh_dbs, monkeypatch, tmp_path, binaries):
+    """With no disk cache at all the workers' builds still reach the parent: as program binaries it adopts
+    (entries of binaries), or through the driver's own cache (PoCL's markers); the records equal an
+    in-process run's."""
+    monkeypatch.setenv("MIOPY_DISABLE_CACHE", "1")
+    monkeypatch.setenv("MIOPY_CACHE_BINARIES", "1" if binaries else "0")
     problem = make_problem(Direction.FORWARD, 1, 3, 9, 5, 2, 3, 3, 1)
-    with miopy.tuning.Compiler(fresh, jobs=2) as compiler:
-        result = tune_solver(fresh, problem, NAIVE, strategy_name="exhaustive", compiler=compiler)
-    assert result.stored and result.failed == 0
-    assert fresh.cache_stats()["compiled"] == 0 and fresh.cache_stats()["disk_hits"] >= 1
+    timer = WgTimer({64: 3.0, 128: 1.0, 256: 2.0})
+    parallel = miopy.Handle()
+    with miopy.tuning.Compiler(parallel, jobs=2) as compiler:
+        result = tune_solver(parallel, problem, NAIVE, strategy_name="exhaustive", compiler=compiler, timer=timer)
+    assert result.stored and result.failed == 0 and result.best_params == {"WG": 128}
+    stats = parallel.cache_stats()
+    assert (stats["adopted"] >= 1 and stats["compiled"] == 0) if binaries else stats["adopted"] == 0, stats
+    record = db.user_perf_db().get(parallel.info.device_id, problem.key(), NAIVE.id)
+    monkeypatch.setenv("MIOPY_USER_DB_PATH", str(tmp_path / "in-process.db"))
+    in_process = miopy.Handle()
+    alone = tune_solver(in_process, problem, NAIVE, strategy_name="exhaustive", timer=WgTimer(timer.times),
+                        compiler=miopy.tuning.Compiler(in_process, 0))
+    assert alone.measured == result.measured and alone.best_params == result.best_params == record.params
 
 
 # -- CLIs and layer sets ------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ class ActivationMode(enum.IntEnum):
     LEAKY_RELU = 8      # x > 0 ? x : alpha * x
     ELU = 9             # x > 0 ? x : alpha * (e^x - 1)
     HARDSWISH = 10      # x * min(1, max(0, alpha * x + beta)): miopy's, for ONNX (alpha = 1/6, beta = 1/2)
+    CLAMP = 11          # min(alpha, max(beta, x)): miopy's, for ONNX's Clip (CLIPPED_RELU with beta as the floor)
 
     @classmethod
     def of(cls, value: ActivationMode | int | str, field: str = "mode") -> ActivationMode:

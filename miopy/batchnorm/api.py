@@ -35,7 +35,7 @@ def batch_normalization_forward_training(handle: Handle, mode, alpha: float, bet
     saved = _pair(saved_mean, saved_inv_variance, SAVED_ROLES)
     plan = memo_plan(_checked(handle), ("bn_fwd_train", mode, x_desc, y_desc, bn_desc, running, saved),
                      lambda: _plan(handle, BnDirection.FORWARD_TRAINING, mode, x_desc, y_desc, bn_desc, None,
-                                   running, saved))
+                                   running, saved), (mode,))
     values = ((x, y, scale, bias) + ((running_mean, running_var) if running else ())
               + ((saved_mean, saved_inv_variance) if saved else ()))
     return plan.run_values(values, scalars=forward_scalars(alpha, beta, epsilon, exp_avg_factor))
@@ -50,7 +50,8 @@ def batch_normalization_forward_inference(handle: Handle, mode, alpha: float, be
         return batch_normalization_forward_training(handle, mode, alpha, beta, x_desc, x, y_desc, y, bn_desc, scale,
                                                     bias, 0.0, None, None, epsilon)
     plan = memo_plan(_checked(handle), ("bn_fwd_infer", mode, x_desc, y_desc, bn_desc),
-                     lambda: _plan(handle, BnDirection.FORWARD_INFERENCE, mode, x_desc, y_desc, bn_desc))
+                     lambda: _plan(handle, BnDirection.FORWARD_INFERENCE, mode, x_desc, y_desc, bn_desc),
+                     (mode,))
     scalars = {"alpha": scalar(alpha, "alpha"), "beta": scalar(beta, "beta"), "epsilon": epsilon_scalar(epsilon)}
     return plan.run_values((x, y, scale, bias, estimated_mean, estimated_variance), scalars=scalars)
 
@@ -64,7 +65,8 @@ def batch_normalization_backward(handle: Handle, mode, alpha_data: float, beta_d
     saved_mean / saved_inv_variance when given (epsilon then unused), else are recomputed from x."""
     saved = _pair(saved_mean, saved_inv_variance, SAVED_ROLES)
     plan = memo_plan(_checked(handle), ("bn_bwd", mode, x_desc, dy_desc, dx_desc, bn_desc, saved),
-                     lambda: _plan(handle, BnDirection.BACKWARD, mode, x_desc, dx_desc, bn_desc, dy_desc, False, saved))
+                     lambda: _plan(handle, BnDirection.BACKWARD, mode, x_desc, dx_desc, bn_desc, dy_desc, False, saved),
+                     (mode,))
     scalars = {"alpha_data": scalar(alpha_data, "alpha_data"), "beta_data": scalar(beta_data, "beta_data"),
                "alpha_param": scalar(alpha_param, "alpha_param"), "beta_param": scalar(beta_param, "beta_param"),
                "epsilon": epsilon_scalar(epsilon)}
@@ -81,7 +83,7 @@ def batch_normalization_plan(handle: Handle, direction: BnDirection, mode, x_des
            BnDirection.FORWARD_INFERENCE: ("bn_fwd_infer", mode, x_desc, y_desc, bn_desc),
            BnDirection.BACKWARD: ("bn_bwd", mode, x_desc, dy_desc, y_desc, bn_desc, saved)}[direction]
     return memo_plan(_checked(handle), key, lambda: _plan(handle, direction, mode, x_desc, y_desc, bn_desc, dy_desc,
-                                                          running, saved))
+                                                          running, saved), (mode,))
 
 
 # -- building (the cold path) ---------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pyopencl.array as cl_array
 
 from ..errors import BadParam, NotSupported, check
 from ..handle import Handle, handle_for
-from ..tensor import TensorDesc
+from ..tensor import TensorDesc, as_flag
 from .api import batch_normalization_plan, epsilon_scalar, forward_scalars
 from .modes import BatchNormMode, derive_bn_tensor_descriptor
 from .problem import BnDirection
@@ -36,6 +36,7 @@ def native_batch_norm(input: cl_array.Array, weight: cl_array.Array | None, bias
     """torch.native_batch_norm: (output, saved mean, saved inverse standard deviation); the saved pair is
     None in evaluation mode (or with save=False). The pair feeds batch_norm_backward."""
     handle = _handle_of(input, "input", handle)
+    training, save = as_flag(training, "training"), as_flag(save, "save")
     if not training:
         check(running_mean is not None and running_var is not None, "running_mean",
               "running_mean and running_var are needed in evaluation mode")

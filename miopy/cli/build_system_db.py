@@ -1,7 +1,16 @@
-"""Build the system perf DB: tune named layer sets on this device and write their winners to a DB file.
+"""Build the system DB: find records (--find) or tuned perf records of named layer sets on this device.
 
+    python -m miopy.cli.build_system_db --find --out miopy/data/system_perf.db \\
+        --networks alexnet,resnet50,vgg16,googlenet,mobilenet,boda -F 0 [-n N] [--deadline S] [--jobs J]
     python -m miopy.cli.build_system_db --out miopy/data/system_perf.db --networks alexnet,resnet50 \\
         -n 1 --budget 4 [-F 1] [-S SOLVER] [--limit LAYERS] [--layers NAME,...] [--merge]
+
+--find runs a normal find (accuracy-checked) of every layer in each direction and writes its ranking into
+OUT's find table, one transaction per problem, skipping problems OUT already holds for this device and
+miopy version (unless a solver that applies now is missing from the record: a solver added since): a build
+stopped by --deadline, a timeout or a kill resumes where it stopped. -n 0 (the
+default with --find) takes each set's usual batch (miopy.conv.networks.DEFAULT_BATCH). Kernels of the
+next problems are compiled ahead in --jobs worker processes while the current one is timed.
 
 Tuning runs against a temporary user DB, so the machine's own user DB is left alone; only the perf records
 go into OUT, which uses a rollback journal so it can ship inside the package and be opened read-only.
@@ -11,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import sys
 import tempfile
@@ -21,7 +31,9 @@ from .. import db
 from ..conv import networks, registry
 from ..conv.problem import directions
 from ..errors import MiopyError
+from ..find import find_problem, params_for
 from ..handle import Handle
+from ..plan import checked_solution
 from ..tuning import Compiler, TuneOptions, tune_problem
 
 
@@ -30,7 +42,8 @@ def parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True, help="DB file to write")
     ap.add_argument("--networks", default="alexnet,resnet50", help="comma-separated layer sets")
-    ap.add_argument("-n", "--batchsize", type=int, default=1)
+    ap.add_argument("-n", "--batchsize", type=int, default=None, help="batch (0: each set's usual; default "
+                                                                       "1 when tuning, 0 with --find)")
     ap.add_argument("-F", "--forw", type=int, default=1, choices=(0, 1, 2, 4),
                     help="1 fwd, 2 bwd-data, 4 bwd-weights, 0 all")
     ap.add_argument("-S", "--solver", default=None, help="tune only this solver")
@@ -40,7 +53,84 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--budget", type=int, default=4, help="most points per solver and problem")
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--merge", action="store_true", help="keep OUT's existing records not tuned again")
+    ap.add_argument("--find", action="store_true", help="write find records (resumable) instead of tuning")
+    ap.add_argument("--deadline", type=float, default=None, help="--find: start no problem after this many s")
+    ap.add_argument("--ahead", type=int, default=None, help="--find: problems compiled ahead (default 2 x jobs)")
     return ap
+
+
+def find_problems(args: argparse.Namespace) -> list:
+    """The problems of --networks, each layer in every direction of -F, at -n (0: each set's usual batch),
+    taking the sets' layers in turn (a partial build covers every set)."""
+    per_set = []
+    for name in args.networks.split(","):
+        batch = args.batchsize or networks.DEFAULT_BATCH[name]
+        per_set.append([[layer.problem(batch, d) for d in directions(args.forw)]
+                        for layer in networks.layer_set(name)[:args.limit]
+                        if not args.layers or layer.name in args.layers.split(",")])
+    turns = itertools.zip_longest(*per_set)
+    return [p for turn in turns for layer in turn if layer is not None for p in layer]
+
+
+def build_find(args: argparse.Namespace) -> int:
+    """Find every problem OUT lacks and write its records; returns how many problems were found now."""
+    handle = Handle()
+    device, out = handle.info.device_id, db.BuildDb(args.out)
+    start, done, failed = time.perf_counter(), 0, 0
+    try:
+        have = out.find_solvers(device)
+        todo, keys, stale = [], set(), 0
+        for p in find_problems(args):
+            if p.key() in keys:
+                continue
+            ranked = have.get(p.key())
+            missing = ranked is not None and any(s.id not in ranked for s in registry.solvers()
+                                                 if s.is_applicable(p, handle.info))
+            if ranked is None or missing:
+                todo.append(p)
+                keys.add(p.key())
+                stale += missing
+        print(f"{len(have)} problems in {args.out} already, {len(todo)} to find on {handle.info.name} "
+              f"({stale} of them again: a solver that applies now is missing from their record)", flush=True)
+        with Compiler(handle, args.jobs) as compiler:
+            ahead = args.ahead if args.ahead is not None else 2 * compiler.jobs
+            submitted = 0
+            for i, problem in enumerate(todo):
+                if args.deadline is not None and time.perf_counter() - start > args.deadline:
+                    print(f"deadline: stopping with {len(todo) - i} problems left", flush=True)
+                    break
+                if ahead and submitted < min(len(todo), i + ahead + 1):
+                    _compile_ahead(handle, compiler, todo[max(submitted, i + 1):i + ahead + 1])
+                    submitted = i + ahead + 1
+                t0 = time.perf_counter()
+                try:
+                    result = find_problem(handle, problem, mode="normal", store=False)
+                except MiopyError as exc:
+                    failed += 1
+                    print(f"[{i + 1}/{len(todo)}] {problem.key()}: {type(exc).__name__}: {exc}", flush=True)
+                    continue
+                out.put_find(device, problem.key(), [db.FindRecord(r.solver_id, r.algorithm, r.time_ms,
+                                                                   r.workspace_bytes, r.params) for r in result])
+                done += 1
+                rejected = f" rejected {result.rejected}" if result.rejected else ""
+                print(f"[{i + 1}/{len(todo)}] {problem.key()} {time.perf_counter() - t0:.2f} s: "
+                      + ", ".join(f"{r.solver_id} {r.time_ms:.3f}" for r in result[:3]) + rejected, flush=True)
+    finally:
+        out.close()
+    print(f"found {done} problems ({failed} failed) in {time.perf_counter() - start:.0f} s", flush=True)
+    return done
+
+
+def _compile_ahead(handle: Handle, compiler: Compiler, problems: list) -> None:
+    """Start compiling the default candidates of problems in the workers (failures show in find)."""
+    solutions = []
+    for problem in problems:
+        for solver in registry.solvers():
+            if solver.is_applicable(problem, handle.info):
+                with contextlib.suppress(MiopyError):
+                    params = params_for(solver, problem, handle)[0]
+                    solutions.append(checked_solution(handle, problem, solver.id, params))
+    compiler.prefetch(solutions)
 
 
 def build(args: argparse.Namespace) -> int:
@@ -91,8 +181,13 @@ def _scratch_user_db():
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    if args.batchsize is None:
+        args.batchsize = 0 if args.find else 1
     with _scratch_user_db():
         try:
+            if args.find:
+                build_find(args)
+                return 0
             count = build(args)
         except MiopyError as exc:
             print(f"build_system_db: error: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -176,12 +176,15 @@ def _compact(params_json: str) -> str:
 
 
 # -- commands ------------------------------------------------------------------------------------------------
-def _store(path: Path | None, readonly: bool) -> db.Store:
+def _store(path: Path | None, readonly: bool, field: str = "--db") -> db.Store:
     path = path or config.user_db_path()
     if path is None:
-        raise BadParam("--db", "no user DB: set MIOPY_USER_DB_PATH or pass --db")
+        raise BadParam(field, "no user DB: set MIOPY_USER_DB_PATH or pass --db")
     if readonly and not path.is_file():
-        raise BadParam("--db", f"{path} does not exist")
+        raise BadParam(field, f"{path} does not exist")
+    fault = db.file_fault(path) if readonly else None
+    if fault is not None:   # a file read as a source must be a DB: an unreadable one would merge nothing, silently
+        raise BadParam(field, f"{path} is not a readable miopy DB ({fault})")
     return db.Store(path, readonly=readonly)
 
 
@@ -220,7 +223,7 @@ def main(argv=None) -> int:
         else:
             out = db.Store(args.out, readonly=False)
             for source in args.sources:
-                src = _store(source, readonly=True)
+                src = _store(source, readonly=True, field="sources")
                 p, f = merge_into(out, perf_rows(src), find_rows(src))
                 print(f"miopy-db: {source}: merged {p} perf and {f} find record(s)")
     except (MiopyError, OSError) as exc:

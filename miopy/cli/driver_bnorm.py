@@ -44,7 +44,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return common.guarded(lambda handle: _run(handle, args))
+    return common.guarded(lambda handle: _run(handle, args), args)
 
 
 def _run(handle: Handle, args: argparse.Namespace) -> bool:
@@ -56,6 +56,7 @@ def _run(handle: Handle, args: argparse.Namespace) -> bool:
     mode = BatchNormMode(args.mode)
     x_desc = data_desc(args.dtype, (args.batchsize, args.in_channels, args.in_h, args.in_w), args.layout)
     bn_desc = derive_bn_tensor_descriptor(x_desc, mode)
+    common.fits(handle, {"x": x_desc, "y": x_desc, "dy": x_desc, "dx": x_desc})
     rng = np.random.default_rng(args.seed)
     data = lambda: rng.standard_normal(x_desc.element_span).astype(x_desc.dtype.numpy)
     param = lambda low=None: (rng.random(bn_desc.dims) + low if low is not None

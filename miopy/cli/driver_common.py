@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pyopencl as cl
 
-from ..errors import BadParam, MiopyError
+from ..errors import BadParam, MiopyError, check
 from ..handle import Handle
+from ..plan import check_fits
 from ..reference import max_error
 from ..tensor import TensorDesc, packed_strides
 
@@ -50,7 +51,7 @@ def report_time(handle: Handle, args: argparse.Namespace, name: str, call: Calla
     effective bandwidth of nbytes moved."""
     if not args.time:
         return
-    ms = handle.time_ms(call, warmup=1, iters=max(args.iter, 1))
+    ms = handle.time_ms(call, warmup=1, iters=args.iter)
     print(f"GPU Kernel Time {name} Elapsed: {ms:.4f} ms ({nbytes / ms / 1e6:.1f} GB/s effective)")
 
 
@@ -62,9 +63,27 @@ def verify(name: str, got: np.ndarray, expected: np.ndarray, tolerance: float) -
     return ok
 
 
-def guarded(body: Callable[[Handle], bool]) -> int:
-    """Run body on a fresh handle: 0 when it verifies, 1 when it fails or raises a MiopyError."""
+def check_counts(args: argparse.Namespace) -> None:
+    """-i and the seeds: BadParam naming the flag, before any device work."""
+    iters = getattr(args, "iter", 1)
+    check(iters >= 1, "-i", f"must be >= 1 timed iteration, got {iters}")
+    for name, flag, limit in (("seed", "--seed", 2**32), ("seed_low", "-l", 2**32), ("seed_high", "-m", 2**32)):
+        value = getattr(args, name, 0)
+        check(0 <= value < limit, flag, f"must be in [0, 2^32), got {value}")
+
+
+def fits(handle: Handle, tensors: Mapping[str, TensorDesc]) -> None:
+    """OutOfResources unless these tensors fit the device (each under its largest allocation, all under its
+    memory): checked before any host data is made, which for such sizes takes minutes and host memory."""
+    check_fits(handle, {name: desc.nbytes for name, desc in tensors.items()})
+
+
+def guarded(body: Callable[[Handle], bool], args: argparse.Namespace | None = None) -> int:
+    """Run body on a fresh handle: 0 when it verifies, 1 when it fails or raises a MiopyError. args' counts
+    are checked first."""
     try:
+        if args is not None:
+            check_counts(args)
         handle = Handle()
         print(f"miopy-driver: device {handle.info.name} ({handle.info.platform})")
         ok = body(handle)

@@ -39,7 +39,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return common.guarded(lambda handle: _run(handle, args))
+    return common.guarded(lambda handle: _run(handle, args), args)
 
 
 def _run(handle: Handle, args: argparse.Namespace) -> bool:
@@ -47,7 +47,8 @@ def _run(handle: Handle, args: argparse.Namespace) -> bool:
     if not 1 <= len(dims) <= 4:
         raise BadParam("input_dim", f"expected 1 to 4 dims, got {args.input_dim!r}")
     desc = TensorDesc(args.dtype, (1,) * (4 - len(dims)) + dims)
-    seed = (max(args.seed_high, 0) << 32) | max(args.seed_low, 0)
+    common.fits(handle, {"x": desc, "y": desc, "dy": desc, "dx": desc})
+    seed = (args.seed_high << 32) | args.seed_low
     states = handle.empty((dropout_get_states_size(handle),), np.uint8)
     d = set_dropout_descriptor(handle, args.dropout, states, seed, use_mask=bool(args.use_mask))
     rng = np.random.default_rng(seed & 0xFFFFFFFF)

@@ -30,7 +30,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    return common.guarded(lambda handle: _run(handle, args))
+    return common.guarded(lambda handle: _run(handle, args), args)
 
 
 def _run(handle: Handle, a: argparse.Namespace) -> bool:
@@ -39,6 +39,7 @@ def _run(handle: Handle, a: argparse.Namespace) -> bool:
     if a.printconv:
         print(f"LRN {desc.mode.name.lower()}: {t.dims}, n {desc.n} (window {-desc.pre}..+{desc.post}), "
               f"alpha {desc.alpha}, beta {desc.beta}, k {desc.k}")
+    common.fits(handle, {"x": t, "y": t, "dy": t, "dx": t, "workspace": t})
     x, dy = common.random(t.dims, a.seed), common.random(t.dims, a.seed + 1)
     xa, dya = handle.to_device(x), handle.to_device(dy)
     ya, dxa = (handle.to_device(np.full(t.dims, np.nan, np.float32)) for _ in range(2))

@@ -49,7 +49,7 @@ def descriptors(a: argparse.Namespace) -> tuple[PoolingDesc, TensorDesc]:
 
 
 def run(args: argparse.Namespace) -> int:
-    return common.guarded(lambda handle: _run(handle, args))
+    return common.guarded(lambda handle: _run(handle, args), args)
 
 
 def _run(handle: Handle, a: argparse.Namespace) -> bool:
@@ -58,6 +58,7 @@ def _run(handle: Handle, a: argparse.Namespace) -> bool:
     if a.print:
         print(f"Pooling {desc.mode.name.lower()}: input {x_desc.dims} -> output {y_desc.dims}, window {desc.window}, "
               f"pads (top, bottom, left, right) {desc.pads}, strides {desc.strides}")
+    common.fits(handle, {"x": x_desc, "y": y_desc, "dy": y_desc, "dx": x_desc})
     x, dy = common.random(x_desc.dims, a.seed), common.random(y_desc.dims, a.seed + 1)
     xa, dya = handle.to_device(x), handle.to_device(dy)
     ya, dxa = handle.to_device(np.full(y_desc.dims, np.nan, np.float32)), handle.empty(x_desc.dims)

@@ -28,7 +28,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    return common.guarded(lambda handle: _run(handle, args))
+    return common.guarded(lambda handle: _run(handle, args), args)
 
 
 def _run(handle: Handle, a: argparse.Namespace) -> bool:
@@ -37,6 +37,7 @@ def _run(handle: Handle, a: argparse.Namespace) -> bool:
     sm = SoftmaxDesc(algo, mode)
     print(f"Softmax {algo.name.lower()}, {mode.name.lower()} mode: {desc.dims}, {sm.rows(desc)[0]} rows of "
           f"{sm.rows(desc)[1]}, alpha {a.alpha}, beta {a.beta}")
+    common.fits(handle, {"x": desc, "y": desc, "dy": desc, "dx": desc})
     x, y0 = common.random(desc.dims, a.seed), _initial(desc, a, 1)
     xa, ya = handle.to_device(x), handle.to_device(y0)
     forward = lambda: softmax_forward(handle, a.alpha, desc, xa, a.beta, desc, ya, algo, mode)

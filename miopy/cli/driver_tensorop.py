@@ -35,12 +35,13 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return common.guarded(lambda handle: _run(handle, args))
+    return common.guarded(lambda handle: _run(handle, args), args)
 
 
 def _run(handle: Handle, args: argparse.Namespace) -> bool:
     dims = (args.batchsize, args.in_channels, args.in_h, args.in_w)
     a_desc = TensorDesc(args.dtype, dims)
+    common.fits(handle, {"a": a_desc, "b": a_desc, "c": a_desc})
     rng = np.random.default_rng(args.seed)
     host = lambda d: np.asarray(rng.uniform(-2, 2, d), a_desc.dtype.numpy)
     a = host(dims)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import MiopyError
+from ..errors import MiopyError, check
 from ..handle import Handle
 
 VERIFY_TOLERANCE = 1e-3   # hybrid |a - e| / (1 + |e|) of a whole network against onnxruntime in fp32
@@ -60,6 +60,7 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     session_type = _session_type()
     try:
+        _check_args(args)
         handle = Handle()
         print(f"miopy-run: device {handle.info.name} ({handle.info.platform})")
         start = time.perf_counter()
@@ -70,7 +71,7 @@ def main(argv=None) -> int:
         start = time.perf_counter()
         session.run(None, feeds)
         first_s = time.perf_counter() - start
-        times, total_ms = session.profile(iters=max(args.iters, 1))
+        times, total_ms = session.profile(iters=args.iters)
     except MiopyError as exc:
         print(f"miopy-run: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
@@ -95,8 +96,20 @@ def main(argv=None) -> int:
               f"({'OK' if ok else 'FAILED'}, tolerance {VERIFY_TOLERANCE:.0e})")
         result["max_error"] = max(errors)
     if args.json:
-        args.json.write_text(json.dumps(result, indent=1))
+        try:
+            args.json.write_text(json.dumps(result, indent=1))
+        except OSError as exc:
+            print(f"miopy-run: error: --json: cannot write {args.json}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
     return 0 if ok else 1
+
+
+def _check_args(args) -> None:
+    """BadParam naming the flag for counts out of range, before any device work."""
+    check(args.iters >= 1, "--iters", f"must be >= 1 timed pass, got {args.iters}")
+    check(args.seed >= 0, "--seed", f"must be >= 0, got {args.seed}")
+    check(args.batch is None or args.batch >= 1, "--batch", f"must be >= 1, got {args.batch}")
+    check(args.json is None or args.json.parent.is_dir(), "--json", f"directory {args.json.parent} does not exist")
 
 
 if __name__ == "__main__":

@@ -56,7 +56,54 @@ def parser() -> argparse.ArgumentParser:
                          help="tune on a local Dask cluster of this many worker processes (one per device)")
     cluster.add_argument("--scheduler", default=None, help="tune on the Dask cluster at this scheduler address")
     ap.add_argument("--find", action="store_true", help="with a cluster: also run find per problem (find DB)")
+    model = ap.add_argument_group("immediate-mode model (miopy.conv.heuristic_model)")
+    model.add_argument("--train-heuristic", action="store_true",
+                       help="train the immediate-mode model from a DB's find records and write it to --out")
+    model.add_argument("--db", type=Path, default=None, help="DB file to train from (default: the user DB)")
+    model.add_argument("--out", type=Path, default=None, help="model file to write (use it with "
+                                                              "MIOPY_HEURISTIC_MODEL=PATH)")
+    model.add_argument("--device", default=None, help="train on the records of devices whose id contains this "
+                                                      "(default: the device with the most records)")
+    model.add_argument("--match", default=None, help="comma-separated device-name substrings the model serves "
+                                                     "(default: the trained device's name)")
     return ap
+
+
+def train_heuristic(args: argparse.Namespace) -> int:
+    """--train-heuristic: fit the model on the DB's find records, report its held-out quality, write it."""
+    from ..conv import heuristic_model as hm
+    check(args.out is not None, "--out", "--train-heuristic needs --out PATH")
+    found: Path | None = args.db or config.user_db_path()
+    if found is None:
+        raise BadParam("--db", "no user DB: give --db PATH")
+    path = Path(found)
+    check(path.exists(), "--db", f"no DB file at {path}")
+    device = args.device or _busiest_device(path)
+    records = hm.records_from_db(path, device)
+    check(len(records) >= 10, "--db", f"{path} holds {len(records)} find records of {device!r}; need >= 10")
+    match = args.match.split(",") if args.match else [device.split("|")[1] if "|" in device else device]
+    held_out = hm.cross_validate(records)
+    model = hm.train(records, match)
+    hm.write_model(model, args.out)
+    print(f"miopy-tune: trained on {model.trained_on} problems of {device}; held out (5-fold by layer): "
+          f"{100 * held_out['within_1.1x']:.0f}% within 1.1x of find's best, geomean {held_out['geomean']:.3f}x, "
+          f"worst {held_out['worst']:.2f}x; wrote {args.out} (serves devices named like {match})")
+    return 0
+
+
+def _busiest_device(path: Path) -> str:
+    import sqlite3
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        row = conn.execute("SELECT device, COUNT(DISTINCT problem) AS n FROM find GROUP BY device "
+                           "ORDER BY n DESC LIMIT 1").fetchone()
+    except sqlite3.Error as exc:
+        raise BadParam("--db", f"{path} is not a miopy DB: {exc}") from None
+    finally:
+        conn.close()
+    if row is None:
+        raise BadParam("--db", f"{path} holds no find records")
+    return row[0]
 
 
 def problems_of(args: argparse.Namespace) -> tuple[list[ConvProblem], list[str]]:
@@ -82,6 +129,9 @@ def file_problems(path: Path) -> tuple[list[ConvProblem], list[str]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise BadParam("--file", f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     lines, bad = driver_lines(text.splitlines())
+    if not lines:
+        raise BadParam("--file", f"{path} holds no driver line (lines starting with `./bin/MIOpenDriver conv`, "
+                                 "`MIOpenDriver conv` or `miopy-driver conv`): nothing to tune")
     found = []
     for number, argv in lines:
         try:
@@ -172,7 +222,7 @@ def options_of(args: argparse.Namespace) -> TuneOptions:
 
 def table(problem: ConvProblem, results: list[TuneResult]) -> str:
     """The closing table of one problem: solver, default and tuned time, speedup, GFLOP/s, params."""
-    lines = [f"{problem.key()}  (miopy-driver conv {problem.driver_args()})",
+    lines = [f"{problem.key()}  (miopy-driver {problem.driver_command()})",
              f"  {'solver':<28}{'default ms':>12}{'tuned ms':>12}{'speedup':>9}{'GFLOP/s':>10}  params / points"]
     for r in results:
         gflops = problem.flops() / r.best_ms / 1e6 if math.isfinite(r.best_ms) and r.best_ms > 0 else math.nan
@@ -188,6 +238,8 @@ def table(problem: ConvProblem, results: list[TuneResult]) -> str:
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     try:
+        if args.train_heuristic:
+            return train_heuristic(args)
         options_of(args)
         problems, skipped = problems_of(args)
         for message in skipped:

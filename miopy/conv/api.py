@@ -21,7 +21,7 @@ from ..find import AlgoPerf, FindResult, Timer, find_problem, get_solutions, res
 from ..handle import Handle
 from ..plan import Operand, Plan, buffer_of, checked_solution, overlap_reason
 from ..solver import Solver
-from ..tensor import DataType, TensorDesc
+from ..tensor import TensorDesc
 from .problem import FIELDS, ConvDesc, ConvProblem, Direction, ProblemMapping, map_problem
 
 ConvAlgoPerf = AlgoPerf   # MIOpen's miopenConvAlgoPerf_t: a find record of a convolution
@@ -41,19 +41,20 @@ def find_convolution(handle: Handle, x_desc: TensorDesc, w_desc: TensorDesc, con
                      direction: Direction | int = Direction.FORWARD, *, y_desc: TensorDesc | None = None,
                      tensors: dict | None = None, workspace_limit: int | None = None,
                      timer: Timer | None = None, mode: str | None = None,
-                     solvers: Sequence[Solver] | None = None) -> FindResult:
+                     solvers: Sequence[Solver] | None = None, verify: bool | None = None) -> FindResult:
     """Benchmark every applicable solver for this convolution; ConvAlgoPerf records, fastest first.
 
     x_desc / y_desc describe the forward input / output whatever the direction. tensors optionally maps
     "x", "w", "y" (and "workspace") to device arrays to benchmark on; random buffers are used otherwise.
     mode is the find mode (normal, fast, hybrid; default MIOPY_FIND_MODE, else hybrid): see miopy.find.
-    solvers optionally restricts find to these Solver objects (default: the registry).
+    solvers optionally restricts find to these Solver objects (default: the registry). verify turns find's
+    accuracy check of each candidate on or off (None: MIOPY_FIND_VERIFY, default on; see miopy.find).
     """
     check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
     mapping = map_problem(direction, x_desc, w_desc, conv_desc, y_desc, handle.math_mode)
     buffers = None if tensors is None else _find_buffers(handle, mapping, tensors)
     result = find(handle, mapping.problem, buffers=buffers, workspace_limit=workspace_limit, timer=timer,
-                  mode=mode, solvers=solvers)
+                  mode=mode, solvers=solvers, verify=verify)
     _choose_record(handle, mapping.problem, result[0])
     return result
 
@@ -155,8 +156,7 @@ def _cold_plan(handle: Handle, direction: Direction, x_desc, w_desc, conv_desc, 
     log = None
     if config.log_cmd():
         trans = " -m trans" if conv_desc.mode == "transpose" else ""
-        command = "convfp16" if mapping.problem.dtype is DataType.FLOAT16 else "conv"
-        log = f"miopy: command: miopy-driver {command} {mapping.problem.driver_args()}{trans}"
+        log = f"miopy: command: miopy-driver {mapping.problem.driver_command()}{trans}"
         print(log, file=sys.stderr)
     calls[:] = [c for c in calls if c.algo is not algo][-(MAX_RECORDS_PER_CALL - 1):] + [_Call(algo, plan, log)]
     return plan

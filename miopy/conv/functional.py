@@ -10,6 +10,7 @@ import pyopencl.array as cl_array
 from ..errors import BadParam, check
 from ..handle import Handle, handle_for
 from ..plan import Plan, array_desc
+from ..tensor import holds_bool
 from .api import convolution_plan
 from .problem import ConvDesc, Direction
 
@@ -35,7 +36,7 @@ def _call(x, w, handle: Handle | None, geometry: tuple) -> cl_array.Array:
         handle = handle_for(x)
     try:
         key = ("conv2d", x.shape, x.dtype, w.shape, w.dtype, geometry, handle.math_mode)
-        memo = handle.plans.get(key)
+        memo = None if holds_bool(geometry) else handle.plans.get(key)   # True would find stride 1's plan
     except (AttributeError, TypeError):   # not arrays, or unhashable geometry (lists): the cold path says which
         key, memo = None, None
     if memo is None:

@@ -13,7 +13,7 @@ from .problem import ConvDesc, ConvProblem, Direction
 
 @dataclass(frozen=True)
 class Layer:
-    """One convolution layer without its batch size (square pad and stride, groups 1)."""
+    """One convolution layer without its batch size (square pad and stride; groups = C for depthwise)."""
 
     name: str
     c: int
@@ -24,15 +24,21 @@ class Layer:
     s: int
     pad: int = 0
     stride: int = 1
+    groups: int = 1
 
-    def problem(self, n: int, direction: Direction | int = Direction.FORWARD) -> ConvProblem:
-        x = TensorDesc("FP32", (n, self.c, self.h, self.w))
-        w = TensorDesc("FP32", (self.k, self.c, self.r, self.s))
-        return ConvProblem.create(direction, x, w, ConvDesc(self.pad, self.stride))
+    def problem(self, n: int, direction: Direction | int = Direction.FORWARD, dtype: str = "FP32",
+                math_mode: str | None = None) -> ConvProblem:
+        """The layer at batch n in direction, on dtype data ("FP32" or "FP16"), under math_mode (None: the
+        environment's, else strict)."""
+        x = TensorDesc(dtype, (n, self.c, self.h, self.w))
+        w = TensorDesc(dtype, (self.k, self.c // self.groups, self.r, self.s))
+        return ConvProblem.create(direction, x, w,
+                                  ConvDesc(self.pad, self.stride, groups=self.groups, math_mode=math_mode))
 
     def driver_args(self, n: int) -> str:
         return (f"-n {n} -c {self.c} -H {self.h} -W {self.w} -k {self.k} -y {self.r} -x {self.s} "
-                f"-p {self.pad} -q {self.pad} -u {self.stride} -v {self.stride}")
+                f"-p {self.pad} -q {self.pad} -u {self.stride} -v {self.stride}"
+                + (f" -g {self.groups}" if self.groups > 1 else ""))
 
 
 def _l(name, c, h, k, r, pad=0, stride=1, w=None) -> Layer:
@@ -78,6 +84,18 @@ GOOGLENET = (
     *_inception("5b", 832, 7, 384, 192, 384, 48, 128, 128),
 )
 
+# MobileNet v1 (Howard et al., Table 1; width 1.0, 224x224): each 3x3 depthwise (groups = C) and 1x1
+# pointwise shape once.
+def _mobilenet() -> tuple[Layer, ...]:
+    layers, c, h = [_l("conv1", 3, 224, 32, 3, 1, 2)], 32, 112
+    for k, stride in ((64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1), (1024, 2), (1024, 1)):
+        layers.append(Layer(f"dw{h}x{c}s{stride}", c, h, h, c, 3, 3, 1, stride, groups=c))
+        h = (h - 1) // stride + 1
+        layers.append(_l(f"pw{h}x{c}-{k}", c, h, k, 1))
+        c = k
+    return _unique(tuple(layers))
+
+
 # Boda's 43 convolutions (Moskewicz et al., Table 1): (KSZ, S, pad, OC, input X, input channels), batch 5.
 _BODA = [
     (5, 1, 2, 32, 28, 16), (5, 1, 2, 64, 14, 32), (1, 1, 0, 256, 7, 832), (1, 1, 0, 112, 14, 512),
@@ -103,19 +121,21 @@ def _unique(layers: tuple[Layer, ...]) -> tuple[Layer, ...]:
 
 
 def _shape(layer: Layer) -> tuple:
-    return (layer.c, layer.h, layer.w, layer.k, layer.r, layer.s, layer.pad, layer.stride)
+    return (layer.c, layer.h, layer.w, layer.k, layer.r, layer.s, layer.pad, layer.stride, layer.groups)
 
 
+MOBILENET = _mobilenet()
 LAYER_SETS: dict[str, tuple[Layer, ...]] = {
     "alexnet": ALEXNET, "vgg16": VGG16, "resnet50": RESNET50, "googlenet": _unique(GOOGLENET), "boda": BODA,
+    "mobilenet": MOBILENET,
 }
 NETWORKS = LAYER_SETS
 # The batch sizes the benchmarks use for each set (the papers' and the issue's).
-DEFAULT_BATCH = {"alexnet": 128, "vgg16": 32, "resnet50": 32, "googlenet": 32, "boda": 5}
+DEFAULT_BATCH = {"alexnet": 128, "vgg16": 32, "resnet50": 32, "googlenet": 32, "boda": 5, "mobilenet": 32}
 
 
 def layer_set(name: str) -> tuple[Layer, ...]:
-    """The layers of a named set (alexnet, vgg16, resnet50, googlenet, boda)."""
+    """The layers of a named set (alexnet, vgg16, resnet50, googlenet, boda, mobilenet)."""
     try:
         return LAYER_SETS[name.lower()]
     except KeyError:

@@ -316,6 +316,13 @@ class ConvProblem:
                 f"-p {self.pad_h} -q {self.pad_w} {ends}-u {self.stride_h} -v {self.stride_w} "
                 f"-l {self.dil_h} -j {self.dil_w} -g {self.groups} -F {int(self.direction)}")
 
+    def driver_command(self) -> str:
+        """The miopy-driver sub-command (conv, or convfp16 for FP16 data) and flags that describe this problem,
+        with its math mode when not strict."""
+        command = "convfp16" if self.dtype is DataType.FLOAT16 else "conv"
+        mode = f" --math_mode {self.math_mode}" if self.math_mode != STRICT else ""
+        return f"{command} {self.driver_args()}{mode}"
+
     def __str__(self) -> str:
         return self.key()
 

@@ -14,15 +14,20 @@ from .solvers.direct_local import ConvDirectLocal
 from .solvers.gemm_1x1 import ConvGemm1x1
 from .solvers.gemv_1x1 import ConvGemv1x1
 from .solvers.im2col_gemm import ConvIm2colGemm
+from .solvers.mma import ConvImplicitGemmMma
 from .solvers.naive import ConvDirectNaive
 from .solvers.winograd import ConvWinograd3x3F2, ConvWinograd3x3F4
+from .solvers.winograd_large import ConvWinograd5x5F2, ConvWinograd5x5F3
 
 REGISTRY = Registry("convolution", ConvProblem, (
+    ConvImplicitGemmMma(),
     ConvDepthwise(),
     ConvCpuDirect(),
     ConvCpuGemm(),
     ConvWinograd3x3F4(),
     ConvWinograd3x3F2(),
+    ConvWinograd5x5F3(),
+    ConvWinograd5x5F2(),
     ConvGemv1x1(),
     ConvGemm1x1(),
     ConvDirectLocal(),

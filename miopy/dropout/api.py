@@ -19,7 +19,7 @@ from ..errors import BadParam, check
 from ..find import get_solutions
 from ..handle import Handle
 from ..plan import Plan, buffer_of, checked_solution, memo_plan, operands
-from ..tensor import TensorDesc, as_int
+from ..tensor import TensorDesc, as_flag, as_int, as_real
 from .problem import STATE_BYTES, DropoutDirection, DropoutProblem
 
 SEED_LIMIT = 2**64
@@ -28,10 +28,7 @@ SEED_LIMIT = 2**64
 def rate_scalars(dropout, field_name: str = "dropout") -> tuple[np.uint64, np.float32]:
     """(threshold, scale) of a dropout rate p in [0, 1]: a word is kept when >= round(p * 2^32) (2^32 at
     p = 1 keeps nothing); kept values are scaled by 1 / (1 - p) (0 at p = 1)."""
-    try:
-        p = float(dropout)
-    except (TypeError, ValueError):
-        raise BadParam(field_name, f"expected a number, got {dropout!r}") from None
+    p = as_real(dropout, field_name)
     if not 0.0 <= p <= 1.0:
         raise BadParam(field_name, f"must be in [0, 1], got {dropout!r}")
     return np.uint64(min(round(p * 2.0**32), 2**32)), np.float32(0.0 if p == 1.0 else 1.0 / (1.0 - p))
@@ -84,7 +81,7 @@ def restore_dropout_descriptor(handle: Handle, dropout: float, states, seed: int
     seed = as_int(seed, "seed")
     check(0 <= seed < SEED_LIMIT, "seed", f"must be in [0, 2^64), got {seed}")
     buffer_of(states, "states", nbytes=STATE_BYTES, context=handle.context)
-    return DropoutDescriptor(dropout, seed, bool(use_mask), bool(state_evo), states)
+    return DropoutDescriptor(dropout, seed, as_flag(use_mask, "use_mask"), as_flag(state_evo, "state_evo"), states)
 
 
 def dropout_forward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shape: TensorDesc | None,

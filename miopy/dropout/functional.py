@@ -8,7 +8,7 @@ import pyopencl.array as cl_array
 
 from ..errors import BadParam, check
 from ..handle import Handle, handle_for
-from ..tensor import TensorDesc
+from ..tensor import TensorDesc, as_flag
 from .api import dropout_plan, rate_scalars, set_dropout_descriptor
 from .problem import STATE_BYTES, DropoutDirection
 
@@ -50,7 +50,7 @@ def native_dropout(input: cl_array.Array, p: float, train: bool = True, generato
     """(output, mask) like torch.native_dropout; mask is uint8 (1 kept) of input's shape, for
     native_dropout_backward. Not training: (input, None)."""
     threshold, scale = rate_scalars(p, "p")
-    if not train:
+    if not as_flag(train, "training"):
         return input, None
     handle = _handle_of(input, handle)
     generator = generator or default_generator(handle)

@@ -29,7 +29,8 @@ def conv_bias_activation_forward(handle: Handle, x_desc: TensorDesc, x, w_desc: 
     """
     add = z is not None
     plan = memo_plan(handle, ("conv_bias_activation", x_desc, w_desc, conv_desc, bias_desc, mode, y_desc, add, z_desc),
-                     lambda: _fused_plan(handle, x_desc, w_desc, conv_desc, bias_desc, mode, y_desc, add, z_desc))
+                     lambda: _fused_plan(handle, x_desc, w_desc, conv_desc, bias_desc, mode, y_desc, add, z_desc),
+                     (mode,))
     scalars = {role: scalar(value, name) for role, name, value in
                zip(ACTIVATION_ROLES, ("alpha", "beta", "gamma"), (alpha, beta, gamma))}
     if not add:

@@ -22,7 +22,7 @@ from ..device import DeviceInfo, index_reason
 from ..find import params_for
 from ..handle import Handle
 from ..plan import checked_solution
-from ..pointwise import MAX_ELEMENTS, pointwise_launch
+from ..pointwise import pointwise_launch
 from ..solver import Applicable, Params, Solution, require, require_none
 from ..tensor import DataType, TensorDesc
 from .epilogue import Epilogue
@@ -131,7 +131,7 @@ class BatchNormActivInference(FusedSolver):
         require(fp.conv is None, "runs batch norm (+ activation) alone, not after a convolution")
         require(fp.epilogue.batchnorm is not None, "needs a batch-norm op (an activation alone is activation_forward)")
         require(not fp.epilogue.bias, "a bias needs a convolution before it")
-        require(fp.x.element_count <= MAX_ELEMENTS, "more than 2^31 - 1 elements")
+        require_none(index_reason(fp.x.element_span, fp.y.element_span))   # 32-bit offsets (fusion_pointwise.cl)
 
     def solution(self, handle: Handle, fp: FusedProblem, params: Params) -> Solution:
         launch = pointwise_launch("fusion_pointwise.cl", "pointwise_epilogue", {"X": fp.x, "Y": fp.y},

@@ -22,6 +22,7 @@
 #define MIOPY_ACTIV_LEAKY_RELU 8    /* x > 0 ? x : alpha * x */
 #define MIOPY_ACTIV_ELU 9           /* x > 0 ? x : alpha * (e^x - 1) */
 #define MIOPY_ACTIV_HARDSWISH 10    /* x * min(1, max(0, alpha * x + beta)) (miopy's, for ONNX's HardSwish) */
+#define MIOPY_ACTIV_CLAMP 11        /* min(alpha, max(beta, x)) (miopy's, for ONNX's Clip) */
 
 #define MIOPY_ACTIV_EPSILON 1e-6f
 #define MIOPY_SOFTRELU_THRESHOLD 50.0f
@@ -55,6 +56,8 @@ float miopy_activ_fwd(const float x, const float alpha, const float beta, const 
     return x > 0.0f ? x : alpha * expm1(x);
 #elif ACTIV_MODE == MIOPY_ACTIV_HARDSWISH
     return x * fmin(1.0f, fmax(0.0f, fma(alpha, x, beta)));
+#elif ACTIV_MODE == MIOPY_ACTIV_CLAMP
+    return fmin(alpha, fmax(x, beta));
 #else
 #error "unknown ACTIV_MODE"
 #endif
@@ -88,6 +91,8 @@ float miopy_activ_bwd(const float dy, const float x, const float y, const float 
 #elif ACTIV_MODE == MIOPY_ACTIV_HARDSWISH
     const float arg = fma(alpha, x, beta);
     return arg <= 0.0f ? 0.0f : arg >= 1.0f ? dy : dy * (arg + alpha * x);
+#elif ACTIV_MODE == MIOPY_ACTIV_CLAMP
+    return x > beta && x <= alpha ? dy : 0.0f;
 #endif
 }
 

@@ -8,7 +8,8 @@
  *                    (a work-item's columns share w mod STRIDE_W, so every lane takes the same taps and
  *                    reads consecutive dy columns: no lane idles, whatever the stride)
  *   cpu_bwd_weights: dw[k0..k0+KT-1, c, r, s0..s0+ST-1] = sum_{n,p,q} dy[n, k, p, q] * x[n, c, h(p,r), w(q,s)]
- *                    (VW-wide partial sums along q, reduced once at the end: a fixed order, deterministic)
+ *                    (VW-wide partial sums along q, reduced after each row of dy into a running total:
+ *                    a fixed order, deterministic, rounding that grows with N*P rather than N*P*Q)
  *
  * Accumulators are named variables (acc0, acc1, ...) rather than an array, and vector loads dereference an
  * unaligned vector type rather than calling vloadN: PoCL 3 compiles vloadN as a call, around which every
@@ -205,13 +206,17 @@ __kernel void cpu_bwd_data(__global DATA_T* restrict dx, __global const DATA_T* 
 /* ---- backward-weights. Global size: (CG * R * S / ST, K / KT). ---- */
 #ifdef ST
 #define EACH_J(X, t) CAT(J_, ST)(X, t)
-#define ZERO_J(t, j) VEC acc##t##_##j = (VEC)(0.0f);
+#define ZERO_J(t, j) VEC acc##t##_##j = (VEC)(0.0f), tot##t##_##j = (VEC)(0.0f);
 #define ZERO_TJ(t) EACH_J(ZERO_J, t)
 #define LOAD_X(t, j) VEC xv##j; LOAD_ROW(&xv##j, xrow, q0 * STRIDE_W - PAD_W + (s0 + (j)) * DIL_W, W);
 #define FMA_J(t, j) acc##t##_##j += dyv * xv##j;
 #define FMA_TJ(t) { VEC dyv; LOAD_DY(&dyv, dyrow + (t) * (P * QP), q0); EACH_J(FMA_J, t) }
 #define LOAD_DY(out, row, q0) load_tail(out, row, q0, QP)   /* padded: QP a whole number of vectors */
-#define STORE_J(t, j) STORE(dw, ((k0 + (t)) * CG + c) * RS + r * S + s0 + (j), lane_sum(&acc##t##_##j));
+/* After each row of dy the partial sums join a running total (touched once a row: it may live on the stack),
+ * so rounding grows with the rows, not the terms */
+#define FLUSH_J(t, j) tot##t##_##j += acc##t##_##j; acc##t##_##j = (VEC)(0.0f);
+#define FLUSH_TJ(t) EACH_J(FLUSH_J, t)
+#define STORE_J(t, j) STORE(dw, ((k0 + (t)) * CG + c) * RS + r * S + s0 + (j), lane_sum(&tot##t##_##j));
 #define STORE_TJ(t) EACH_J(STORE_J, t)
 
 inline float lane_sum(const VEC* v)
@@ -240,6 +245,7 @@ __kernel void cpu_bwd_weights(__global const DATA_T* restrict x, __global DATA_T
                 EACH_J(LOAD_X, 0)
                 EACH_T(FMA_TJ)
             }
+            EACH_T(FLUSH_TJ)
         }
     EACH_T(STORE_TJ)
 }

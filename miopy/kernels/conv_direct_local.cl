@@ -26,7 +26,8 @@
  *                 flat (channel, tap) index (see inner_at)
  *   SPLIT         backward-weights: partial sums over SPLIT chunks of N*P*Q of SPLIT_CHUNK each
  *                 (a multiple of K_BLK), written to `partial` and summed in order by reduce_splits
- *   SUM_STEPS     backward-weights: slices summed in registers before they are added to the running total
+ *   SUM_STEPS     backward-weights: slices summed in registers before they are added to a second register tile
+ *                 (the running total); 0: one tile (each split's chunk is short enough to sum directly)
  */
 #include "types.h"
 #include "epilogue.h"
@@ -338,7 +339,7 @@ void conv_direct_local(__global X_CONST DATA_T* restrict x, __global W_CONST DAT
     #pragma unroll
     for (int i = 0; i < M_PER * N_PER; ++i)
         acc[i] = 0.0f;
-#if DIRECTION == 4
+#if DIRECTION == 4 && SUM_STEPS > 0
     /* Backward-weights sums N*P*Q terms: acc holds the last SUM_STEPS slices only, total the rest, so
      * rounding grows with the number of blocks, not of terms. */
     float total[M_PER * N_PER];
@@ -359,7 +360,7 @@ void conv_direct_local(__global X_CONST DATA_T* restrict x, __global W_CONST DAT
         if (step > 0) {
             const int prev = DOUBLE_BUF ? (step - 1) & 1 : 0;
             multiply_slice(a_tiles + prev * K_BLK * A_LD, b_tiles + prev * K_BLK * B_LD, acc, tm, tn);
-#if DIRECTION == 4
+#if DIRECTION == 4 && SUM_STEPS > 0
             if (step % SUM_STEPS == 0) {
                 #pragma unroll
                 for (int i = 0; i < M_PER * N_PER; ++i) {
@@ -387,7 +388,7 @@ void conv_direct_local(__global X_CONST DATA_T* restrict x, __global W_CONST DAT
         for (int j = 0; j < N_PER; ++j) {
             const int col = n0 + COL_OF(j, tn);
             if (col >= GEMM_N) continue;
-#if DIRECTION == 4
+#if DIRECTION == 4 && SUM_STEPS > 0
             const float v = total[i * N_PER + j] + acc[i * N_PER + j];
 #else
             const float v = acc[i * N_PER + j];

@@ -16,7 +16,7 @@ from ..errors import BadParam, check
 from ..find import get_solutions
 from ..handle import Handle
 from ..plan import Operand, Plan, checked_solution, memo_plan, saved_by_forward
-from ..tensor import TensorDesc
+from ..tensor import TensorDesc, as_flag
 from .descriptor import LRNDesc
 from .problem import Direction, LRNProblem
 from .registry import REGISTRY  # creating the registry sets LRNProblem.registry
@@ -34,8 +34,9 @@ def lrn_workspace_size(y_desc: TensorDesc) -> int:
 def lrn_forward(handle: Handle, lrn_desc: LRNDesc, alpha: float, x_desc: TensorDesc, x, beta: float,
                 y_desc: TensorDesc, y, do_backward: bool = False, workspace=None) -> list[cl.Event]:
     """y = alpha * lrn(x) + beta * y; with do_backward the scale goes to workspace for lrn_backward."""
-    call = memo_plan(handle, ("lrn_forward", lrn_desc, x_desc, y_desc, bool(do_backward)),
-                     lambda: forward_call(handle, lrn_desc, x_desc, y_desc, bool(do_backward)))
+    do_backward = as_flag(do_backward, "do_backward")
+    call = memo_plan(handle, ("lrn_forward", lrn_desc, x_desc, y_desc, do_backward),
+                     lambda: forward_call(handle, lrn_desc, x_desc, y_desc, do_backward))
     return call.run((x, y, workspace) if call.saves else (x, y), alpha, beta)
 
 
@@ -51,7 +52,7 @@ def lrn_backward(handle: Handle, lrn_desc: LRNDesc, alpha: float, y_desc: Tensor
 class LRNCall:
     """A built LRN call: its plan and the saved-scale bookkeeping (the workspace is the last operand)."""
 
-    __slots__ = ("plan", "saves", "reads", "signature", "saved", "size")
+    __slots__ = ("plan", "saves", "reads", "signature", "saved", "size", "dtype")
 
     def __init__(self, handle: Handle, plan: Plan, problem: LRNProblem):
         self.plan = plan
@@ -60,6 +61,7 @@ class LRNCall:
         self.signature = (problem.desc, problem.shape.dims)
         self.saved: dict[int, Any] = saved_by_forward(handle, "lrn")
         self.size = problem.shape.element_count * problem.dtype.itemsize
+        self.dtype = problem.dtype.numpy
 
     def run(self, values: tuple, alpha: float, beta: float) -> list[cl.Event]:
         if not (self.saves or self.reads):
@@ -69,6 +71,9 @@ class LRNCall:
             verb = "saves" if self.saves else "reads"
             raise BadParam("workspace", f"LRN {verb} its scale in a workspace of {self.size} bytes "
                                         "(lrn_workspace_size): pass one")
+        if isinstance(workspace, cl_array.Array) and workspace.dtype != self.dtype:   # bytes, as MIOpen sizes it
+            workspace = self._bytes(workspace)
+            values = values[:-1] + (workspace,)
         ptr = getattr(workspace.base_data if isinstance(workspace, cl_array.Array) else workspace, "int_ptr", None)
         if ptr is None:
             raise BadParam("workspace", f"expected a pyopencl Array or Buffer, got {type(workspace).__name__}")
@@ -79,6 +84,14 @@ class LRNCall:
         if self.saves:
             self.saved[ptr] = self.signature
         return events
+
+    def _bytes(self, workspace: cl_array.Array) -> cl.Buffer:
+        """The buffer of a workspace given as an array of another dtype (uint8: lrn_workspace_size bytes)."""
+        check(workspace.flags.c_contiguous and workspace.offset == 0, "workspace",
+              "must be a C-contiguous array starting at its buffer's first byte")
+        check(workspace.nbytes >= self.size, "workspace",
+              f"holds {workspace.nbytes} bytes, the scale needs {self.size}")
+        return workspace.base_data  # type: ignore[return-value]
 
 
 def forward_call(handle: Handle, lrn_desc, x_desc, y_desc, do_backward: bool) -> LRNCall:

@@ -7,6 +7,7 @@ import pyopencl.array as cl_array
 from ..errors import BadParam, check
 from ..handle import Handle, handle_for
 from ..plan import array_desc, memo_plan
+from ..tensor import as_flag
 from .api import LRNCall, backward_call, forward_call
 from .descriptor import LRNDesc, LRNMode
 
@@ -19,8 +20,9 @@ def local_response_norm(x: cl_array.Array, size: int, alpha: float = 1e-4, beta:
     torch.nn.functional.local_response_norm; with return_scale, (y, scale) for the backward."""
     handle = _handle(x, handle)
     geometry = (size, alpha, beta, k)
-    call = memo_plan(handle, ("local_response_norm", x.shape, x.dtype, geometry, return_scale is True),
-                     lambda: _cold_forward(handle, x, geometry, return_scale is True))
+    return_scale = as_flag(return_scale, "return_scale")
+    call = memo_plan(handle, ("local_response_norm", x.shape, x.dtype, geometry, return_scale),
+                     lambda: _cold_forward(handle, x, geometry, return_scale), geometry)
     y = handle.pooled(x.shape, x.dtype)
     if not call.saves:
         call.run((x, y), 1.0, 0.0)
@@ -37,7 +39,7 @@ def local_response_norm_backward(dy: cl_array.Array, x: cl_array.Array, scale: c
     handle = _handle(x, handle)
     geometry = (size, alpha, beta, k)
     key = ("local_response_norm_backward", x.shape, x.dtype, getattr(dy, "shape", None), geometry)
-    call = memo_plan(handle, key, lambda: _cold_backward(handle, dy, x, geometry))
+    call = memo_plan(handle, key, lambda: _cold_backward(handle, dy, x, geometry), geometry)
     dx = handle.pooled(x.shape, x.dtype)
     call.run((dx, dy, x, scale), 1.0, 0.0)
     return dx
@@ -60,8 +62,6 @@ def _cold_backward(handle: Handle, dy, x, geometry: tuple) -> LRNCall:
 
 
 def _handle(x, handle: Handle | None) -> Handle:
-    if handle is not None:
-        return handle
-    if not isinstance(x, cl_array.Array):
+    if not isinstance(x, cl_array.Array):   # with a handle too: the memo key reads x's shape
         raise BadParam("x", f"expected a pyopencl Array, got {type(x).__name__}")
-    return handle_for(x)
+    return handle if handle is not None else handle_for(x)

@@ -27,6 +27,8 @@ from ..find import AlgoPerf, get_solutions
 from ..fusion import BatchNormMode, Epilogue, FusionPlan, OperatorArgs
 from ..fusion.epilogue import ACTIVATION_ROLES
 from ..handle import Handle
+from ..lrn import LRNDesc, LRNMode
+from ..lrn.api import forward_call as lrn_forward_call
 from ..plan import Operand, Plan, checked_solution, memo_plan
 from ..pointwise import pointwise_launch
 from ..pooling import PoolingDesc, PoolingMode, pooling_forward
@@ -40,6 +42,7 @@ from .graph import Node
 from .ops import (
     Context,
     conv_window,
+    lrn_params,
     pad_amounts,
     pool_window,
     softmax_axis,
@@ -127,25 +130,32 @@ def _activation_scalars(activation: tuple | None) -> dict[str, np.float32]:
     return {role: np.float32(v) for role, v in zip(ACTIVATION_ROLES, activation[1:])}
 
 
-def _epilogue(bias: bool, activation: tuple | None) -> Epilogue:
-    return Epilogue(bias=bias, activation=ActivationMode[activation[0]] if activation else None)
+def _epilogue(bias: bool, activation: tuple | None, add: bool = False) -> Epilogue:
+    return Epilogue(bias=bias, activation=ActivationMode[activation[0]] if activation else None, add=add)
 
 
 def fused_conv_step(b: Builder, node: Node, x_desc: TensorDesc, w: np.ndarray, bias: np.ndarray | None,
                     conv: ConvDesc, x_value: str) -> Step:
-    """y = activation(conv(x, w) + bias) in one kernel: the first ranked solver that fuses and builds."""
+    """y = activation(conv(x, w) + bias [+ z]) in one kernel, z the fused residual (the fusion epilogue's
+    add): the first ranked solver that fuses and builds. y may be z's very buffer (the memory plan hands a
+    dying residual's slot to the output): each element of z is read just before its y is stored."""
     w_desc = TensorDesc(FP32, w.shape)
     problem = ConvProblem.create(Direction.FORWARD, x_desc, w_desc, conv)
-    activation = node.fused.get("activation")
-    epilogue = _epilogue(bias is not None, activation)
+    activation, residual = node.fused.get("activation"), node.fused.get("residual")
+    epilogue = _epilogue(bias is not None, activation, residual is not None)
     ops = [Operand("x", "x", x_desc), Operand("y", "y", problem.y, written=True), Operand("w", "w", w_desc)]
     w_dev = b.upload(w)
     values: list = [b.buffer(x_value), b.buffer(node.outputs[0]), w_dev]
     if bias is not None:
         ops.append(Operand("bias", "bias", TensorDesc(FP32, (1, w.shape[0], 1, 1))))
         values.append(b.upload(bias))
+    scalars = _activation_scalars(activation)
+    if residual is not None:
+        ops.append(Operand("z", "z", problem.y))
+        values.append(b.buffer(residual))
+        scalars["z_alpha"] = np.float32(1.0)
     plan, record = _fused_plan(b, node, problem, epilogue, ops)
-    scalars, values_t = _activation_scalars(activation), tuple(values)
+    values_t = tuple(values)
     return Step(node, lambda: plan.run_values(values_t, scalars=scalars), record.solver_id, problem.key())
 
 
@@ -160,7 +170,8 @@ def _fused_plan(b: Builder, node: Node, problem: ConvProblem, epilogue: Epilogue
             continue
         try:
             solution = checked_solution(b.handle, problem, solver.id, record.params, epilogue if epilogue.ops else None)
-            return Plan(b.handle, solution, ops, blend_output="y", problem=problem), record
+            alias = [("z", "y")] if epilogue.add else []
+            return Plan(b.handle, solution, ops, blend_output="y", may_alias=alias, problem=problem), record
         except MiopyError as exc:
             skipped.append(f"{solver.id}: {type(exc).__name__}: {exc}")
     raise NotSupported(f"node {node.name!r}: no convolution solver runs {problem.key()}: " + "; ".join(skipped))
@@ -271,7 +282,7 @@ def _epilogue_step(b: Builder, y_desc: TensorDesc, bias: np.ndarray | None, acti
 # -- element-wise -------------------------------------------------------------------------------------------------
 def _activation(b: Builder, node: Node) -> Step:
     activation = activation_of(node, b.ctx)
-    assert activation is not None   # Clip with min != 0 was refused by shape inference
+    assert activation is not None   # every op of IN_PLACE is an activation
     mode = ActivationMode[activation[0]]
     d = desc(b.shape(node.inputs[0]))
     x, y = b.buffer(node.inputs[0]), b.buffer(node.outputs[0])
@@ -310,6 +321,18 @@ def _softmax(b: Builder, node: Node) -> Step:
                      lambda: softmax_plan(b.handle, SoftmaxDesc(algorithm, SoftmaxMode.CHANNEL), d, d))
     values = (b.buffer(node.inputs[0]), b.buffer(node.outputs[0]))
     return Step(node, lambda: plan.run_values(values), plan.solver_id, algorithm.name)
+
+
+def _lrn(b: Builder, node: Node) -> Step:
+    """LRN: the LRN family's cross-channel mode (ONNX's window and alpha / size scaling are MIOpen's)."""
+    size, alpha, beta, bias = lrn_params(node)
+    lrn = LRNDesc(LRNMode.CROSS_CHANNEL, size, alpha, beta, bias)
+    d = TensorDesc(FP32, b.shape(node.inputs[0]))
+    call = memo_plan(b.handle, ("lrn_forward", lrn, d, d, False),
+                     lambda: lrn_forward_call(b.handle, lrn, d, d, False))
+    plan = call.plan
+    values = (b.buffer(node.inputs[0]), b.buffer(node.outputs[0]))
+    return Step(node, lambda: plan.run_values(values), plan.solver_id, f"n={size}")
 
 
 # -- pooling ---------------------------------------------------------------------------------------------------------
@@ -369,5 +392,5 @@ BUILDERS: dict[str, Callable[[Builder, Node], Step]] = {
     "BatchNormalization": _batchnorm, "Concat": _concat, "Transpose": _transpose, "Pad": _pad,
     **{op: _pool for op in ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool")},
     **{op: _activation for op in IN_PLACE}, **{op: _binary for op in BINARY},
-    "Softmax": _softmax, "LogSoftmax": _softmax,
+    "Softmax": _softmax, "LogSoftmax": _softmax, "LRN": _lrn,
 }

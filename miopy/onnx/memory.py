@@ -1,7 +1,8 @@
 """Buffer planning: every run-time value gets a slot of device memory, slots are reused once the values in
 them are dead (liveness over the node order), and views (Reshape, Flatten, Identity, ...) share their
-input's slot. Element-wise nodes may write over an input that dies at that node. The peak is the sum of
-the slots' sizes: what one inference pass holds besides weights and workspaces.
+input's slot. Element-wise nodes may write over an input that dies at that node, a convolution with a
+fused residual add over that residual. The peak is the sum of the slots' sizes: what one inference pass
+holds besides weights and workspaces.
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def plan_memory(nodes: Sequence[Node], shapes: Mapping[str, tuple[int, ...]], in
     for name in inputs:
         planner.take(name, _bytes(shapes[name], itemsize))
     for index, node in enumerate(nodes):
-        donor = _donor(node, index, root_of, last, shapes) if node.op in in_place else None
+        donor = _donor(node, index, root_of, last, shapes, in_place)
         for out in (o for o in node.outputs if o and node.op not in views):
             if donor is not None:
                 planner.hand_over(donor, out)
@@ -77,13 +78,15 @@ def _last_uses(nodes: Sequence[Node], root_of: Mapping[str, str], outputs: Colle
 
 
 def _donor(node: Node, index: int, root_of: Mapping[str, str], last: Mapping[str, int],
-           shapes: Mapping[str, tuple[int, ...]]) -> str | None:
-    """The root of node's first input when node may overwrite it: it dies here, has the output's size and
-    node reads it (or a view of it) only once."""
-    root = root_of.get(node.inputs[0])
+           shapes: Mapping[str, tuple[int, ...]], in_place: Collection[str]) -> str | None:
+    """The root of the input node may overwrite (its first input for the in_place ops, the fused residual
+    of a convolution), when that input dies here, has the output's size and node reads it (or a view of it)
+    only once."""
+    value: str = node.fused.get("residual") or (node.inputs[0] if node.op in in_place else "")
+    root = root_of.get(value)
     if root is None or last.get(root) != index or [root_of.get(n) for n in reads(node)].count(root) != 1:
         return None
-    if math.prod(shapes[node.inputs[0]]) != math.prod(shapes[node.outputs[0]]):
+    if math.prod(shapes[value]) != math.prod(shapes[node.outputs[0]]):
         return None
     return root
 

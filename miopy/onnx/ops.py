@@ -250,17 +250,21 @@ for _name, _attrs in (("Relu", ()), ("Sigmoid", ()), ("Tanh", ()), ("HardSwish",
 
 @op("Clip")
 def _clip(node: Node, ctx: Context) -> list[Shape]:
-    low, high = clip_bounds(node, ctx)
-    if low != 0.0:
-        raise unsupported(node, "min", f"{low}: only 0 (ReLU, ReLU6 and other clipped ReLUs) is supported")
+    clip_bounds(node, ctx)
     return [float_input(node, ctx, 0)]
 
 
 def clip_bounds(node: Node, ctx: Context) -> tuple[float, float]:
+    """Clip's (min, max), infinite where omitted; each must be a constant scalar (not NaN)."""
     bounds = []
     for index, what, default in ((1, "min", -math.inf), (2, "max", math.inf)):
         value = const_input(node, ctx, index, what) if node.input(index) else None
-        bounds.append(default if value is None else float(np.asarray(value).reshape(())))
+        if value is not None and np.asarray(value).size != 1:
+            raise unsupported(node, what, f"shape {np.shape(value)}: must be a scalar")
+        bound = default if value is None else float(np.asarray(value).reshape(()))
+        if math.isnan(bound):
+            raise unsupported(node, what, "NaN")
+        bounds.append(bound)
     return bounds[0], bounds[1]
 
 
@@ -304,8 +308,28 @@ def _global_pool(node: Node, ctx: Context) -> list[Shape]:
 OPS["GlobalMaxPool"] = OPS["GlobalAveragePool"]
 
 
+def lrn_params(node: Node) -> tuple[int, float, float, float]:
+    """(size, alpha, beta, bias) of an LRN node, checked. ONNX's LRN is MIOpen's cross-channel mode:
+    y = x / (bias + alpha / size * sum of x^2 over channels c - (size - 1) // 2 .. c + size // 2)^beta."""
+    if "size" not in node.attrs:
+        raise unsupported(node, "size", "required")
+    size = int(node.attr("size"))
+    alpha, beta, bias = (float(node.attr(name, default)) for name, default in
+                         (("alpha", 1e-4), ("beta", 0.75), ("bias", 1.0)))
+    if size < 1:
+        raise unsupported(node, "size", f"{size}: must be at least 1")
+    if not (math.isfinite(alpha) and alpha >= 0):
+        raise unsupported(node, "alpha", f"{alpha}: only finite non-negative values are supported")
+    if not math.isfinite(beta):
+        raise unsupported(node, "beta", f"{beta}: must be finite")
+    if not (math.isfinite(bias) and bias > 0):
+        raise unsupported(node, "bias", f"{bias}: only positive values are supported (the scale must stay positive)")
+    return size, alpha, beta, bias
+
+
 @op("LRN", ("alpha", "beta", "bias", "size"))
 def _lrn(node: Node, ctx: Context) -> list[Shape]:
+    lrn_params(node)
     return [rank4(node, float_input(node, ctx, 0))]
 
 
@@ -388,9 +412,11 @@ def _flatten(node: Node, ctx: Context) -> list[Shape]:
 
 
 def reshape_shape(node: Node, shape: Shape, target: np.ndarray) -> Shape:
-    if int(node.attr("allowzero", 0)):
-        raise unsupported(node, "allowzero", "only 0 (a 0 copies the input's dimension) is supported")
     dims = [int(d) for d in np.asarray(target).reshape(-1)]
+    if int(node.attr("allowzero", 0)) and 0 in dims:
+        raise unsupported(node, "allowzero", f"1 with a 0 in shape {dims}: the output would be empty")
+    if any(d == 0 and i >= len(shape) for i, d in enumerate(dims)):
+        raise unsupported(node, "shape", f"{dims}: a 0 beyond the input's rank {len(shape)}")
     dims = [shape[i] if d == 0 else d for i, d in enumerate(dims)]
     if dims.count(-1) > 1 or any(d < -1 for d in dims):
         raise unsupported(node, "shape", f"{dims}: at most one -1 and no other negative value")
@@ -518,20 +544,26 @@ def _dropout(node: Node, ctx: Context) -> list[Shape]:
 # -- matrix products --------------------------------------------------------------------------------------------
 @op("Gemm", ("alpha", "beta", "transA", "transB"))
 def _gemm(node: Node, ctx: Context) -> list[Shape]:
+    """Y = alpha * A' B' + beta * C, B and C constants. A transposed A runs as a Transpose first, a C that is
+    not one bias per output column as an Add after (miopy.onnx.passes)."""
     a = float_input(node, ctx, 0, "A")
-    if int(node.attr("transA", 0)):
-        raise unsupported(node, "transA", "a transposed run-time A is not supported")
     b = const_input(node, ctx, 1, "B").shape
     if len(a) != 2 or len(b) != 2:
         raise unsupported(node, "A", f"shapes {a} and {b}: Gemm multiplies matrices")
+    m, k_a = (a[1], a[0]) if int(node.attr("transA", 0)) else a
     k, n = (b[1], b[0]) if int(node.attr("transB", 0)) else b
-    if a[1] != k:
-        raise unsupported(node, "B", f"inner dimensions {a[1]} and {k} differ")
+    if k_a != k:
+        raise unsupported(node, "B", f"inner dimensions {k_a} and {k} differ")
     if node.input(2):
         c = const_input(node, ctx, 2, "C")
-        if c.size not in (1, n) or (c.ndim == 2 and c.shape[0] != 1):
-            raise unsupported(node, "C", f"shape {c.shape}: only a bias per output column broadcasts")
-    return [(a[0], n)]
+        if c.ndim > 2 or any(d not in (1, o) for d, o in zip(c.shape[::-1], (n, m))):
+            raise unsupported(node, "C", f"shape {c.shape} does not broadcast to the output {(m, n)}")
+    return [(m, n)]
+
+
+def gemm_bias_per_column(c: np.ndarray, n: int) -> bool:
+    """Whether Gemm's C is one value per output column (or a scalar): a bias the convolution adds."""
+    return c.size in (1, n) and (c.ndim < 2 or c.shape[0] == 1)
 
 
 @op("MatMul")

@@ -19,10 +19,11 @@ from collections import defaultdict
 import numpy as np
 
 from .graph import Graph, Node
-from .ops import Context, clip_bounds, pad_amounts
+from .ops import Context, clip_bounds, gemm_bias_per_column, pad_amounts
 
 CONV_LIKE = ("Conv", "Gemm", "MatMul", "ConvTranspose")
 ALIASES = ("Identity", "Dropout", "Flatten", "Reshape", "Squeeze", "Unsqueeze")
+FLOAT_MAX = float(np.finfo(np.float32).max)
 
 
 def activation_of(node: Node, ctx: Context) -> tuple[str, float, float, float] | None:
@@ -41,7 +42,13 @@ def activation_of(node: Node, ctx: Context) -> tuple[str, float, float, float] |
         low, high = clip_bounds(node, ctx)
         if low == 0.0:
             return ("RELU", 0.0, 0.0, 0.0) if math.isinf(high) else ("CLIPPED_RELU", high, 0.0, 0.0)
+        return ("CLAMP", _finite(high), _finite(low), 0.0)
     return None
+
+
+def _finite(bound: float) -> float:
+    """An infinite Clip bound as float32's largest finite value (kernel arguments are finite)."""
+    return float(np.clip(bound, -FLOAT_MAX, FLOAT_MAX))
 
 
 class Rewriter:
@@ -77,12 +84,39 @@ def run_passes(graph: Graph, ctx: Context, residual_fusion: bool) -> list[Node]:
     nodes = [n for n in graph.nodes if not all(o in ctx.consts for o in n.outputs if o)]
     rw = Rewriter(graph, ctx, nodes)
     for node in list(nodes):
+        if node.op == "Gemm":
+            _lower_gemm(rw, node)
+    for node in list(nodes):
         if node.op == "Pad":
             _fold_pad(rw, node)
     for node in list(nodes):
         if node in nodes and node.op in CONV_LIKE:
             _fuse_epilogue(rw, node, residual_fusion)
     return nodes
+
+
+def _lower_gemm(rw: Rewriter, gemm: Node) -> None:
+    """Gemm as the 1x1 convolution runs it: a transposed A (transA) through a Transpose before it, a C that
+    is not a bias per output column (a full matrix, a column) as an Add of beta * C after it."""
+    if int(gemm.attr("transA", 0)):
+        a = gemm.inputs[0]
+        transposed = f"{gemm.name}/A^T"
+        rw.nodes.insert(rw.nodes.index(gemm), Node(f"{gemm.name}/transA", "Transpose", [a], [transposed],
+                                                   {"perm": [1, 0]}))
+        rw.ctx.shapes[transposed] = rw.ctx.shape(a)[::-1]
+        rw.ctx.dtypes[transposed] = np.dtype(np.float32)
+        gemm.inputs[0] = transposed
+        gemm.attrs = {k: v for k, v in gemm.attrs.items() if k != "transA"}
+    c = rw.ctx.const(gemm.input(2))
+    y = gemm.outputs[0]
+    if c is None or gemm_bias_per_column(c, rw.ctx.shape(y)[1]):
+        return
+    product, scaled = f"{gemm.name}/AB", f"{gemm.name}/beta*C"
+    rw.ctx.consts[scaled] = (np.asarray(c, np.float64) * float(gemm.attr("beta", 1.0))).astype(np.float32)
+    rw.ctx.shapes[scaled], rw.ctx.dtypes[scaled] = tuple(c.shape), np.dtype(np.float32)
+    rw.ctx.shapes[product], rw.ctx.dtypes[product] = rw.ctx.shape(y), np.dtype(np.float32)
+    gemm.inputs, gemm.outputs = gemm.inputs[:2], [product]
+    rw.nodes.insert(rw.nodes.index(gemm) + 1, Node(f"{gemm.name}/C", "Add", [product, scaled], [y], {}))
 
 
 def _fold_pad(rw: Rewriter, pad: Node) -> None:

@@ -30,7 +30,8 @@ from ..conv.problem import ConvDesc
 from ..errors import BadParam, check
 from ..handle import Handle
 from ..plan import Sequence as PlanSequence
-from ..tensor import TensorDesc
+from ..plan import extent
+from ..tensor import TensorDesc, as_flag, as_int, int_tuple
 from . import ops as op_specs
 from .build import BUILDERS, OVERWRITES, VIEWS, Builder, Step, build_step, conv_geometry, transpose_conv_geometry
 from .errors import InvalidModel, UnsupportedOperator
@@ -68,7 +69,7 @@ class MemoryReport:
 def residual_fusion_available() -> bool:
     """Whether the fusion epilogue can add a residual tensor (conv + bias + add + activation)."""
     from ..fusion.epilogue import Epilogue
-    return "residual" in getattr(Epilogue, "__dataclass_fields__", {})
+    return "add" in getattr(Epilogue, "__dataclass_fields__", {})
 
 
 class InferenceSession:
@@ -82,6 +83,7 @@ class InferenceSession:
                  input_shapes: Mapping[str, Sequence[int]] | None = None, find: bool = False):
         self.handle = handle if handle is not None else Handle()
         check(isinstance(self.handle, Handle), "handle", "must be a miopy Handle")
+        find = as_flag(find, "find")
         loaded = analyse(model, batch, input_shapes)
         self.graph, self.ctx, self.nodes = loaded.graph, loaded.ctx, loaded.nodes
         self._inputs, self._outputs = loaded.inputs, loaded.outputs
@@ -171,18 +173,25 @@ class InferenceSession:
         target = self._input_arrays.get(name)
         if target is None:
             raise BadParam("input_feed", f"no input {name!r}; inputs: {list(self._input_arrays)}")
+        if not isinstance(value, (np.ndarray, cl_array.Array)):
+            raise BadParam(f"input_feed[{name!r}]", f"expected a NumPy or pyopencl array, got {type(value).__name__}")
         check(tuple(value.shape) == target.shape, f"input_feed[{name!r}]",
               f"shape {tuple(value.shape)} != the model's {target.shape}")
         check(value.dtype == np.float32, f"input_feed[{name!r}]", f"dtype {value.dtype}, expected float32")
-        if isinstance(value, cl_array.Array):
-            check(value.flags.c_contiguous and value.offset == 0, f"input_feed[{name!r}]",
-                  "must be a contiguous array without offset")
-            cl.enqueue_copy(self.handle.queue, self._buffer(name), value.base_data,  # type: ignore[call-overload]
-                            byte_count=target.nbytes)
-        elif isinstance(value, np.ndarray):
+        if isinstance(value, np.ndarray):
             cl.enqueue_copy(self.handle.queue, self._buffer(name), np.ascontiguousarray(value))
-        else:
-            raise BadParam(f"input_feed[{name!r}]", f"expected a NumPy or pyopencl array, got {type(value).__name__}")
+            return
+        check(value.flags.c_contiguous and value.offset == 0, f"input_feed[{name!r}]",
+              "must be a contiguous array without offset")
+        check(value.context == self.handle.context, f"input_feed[{name!r}]",
+              "belongs to another OpenCL context than the session's handle")
+        source: Any = value.base_data
+        target_buffer = self._buffer(name)
+        if source.int_ptr == target_buffer.int_ptr:   # the session's own input array (input_array): already there
+            return
+        if extent(source)[0] == extent(target_buffer)[0]:   # a view of the session's memory (an earlier output)
+            raise BadParam(f"input_feed[{name!r}]", "shares memory with the session's buffers: pass a copy")
+        cl.enqueue_copy(self.handle.queue, target_buffer, source, byte_count=target.nbytes)
 
     # -- reports ---------------------------------------------------------------------------------------------
     @property
@@ -281,13 +290,15 @@ def _resolved(value: ValueInfo, batch: int | None, shapes: Mapping[str, Sequence
     if value.dtype != np.float32:
         raise InvalidModel(f"input {value.name!r} is {value.dtype}: only float32 inputs are supported")
     if shapes and value.name in shapes:
-        shape = tuple(int(d) for d in shapes[value.name])
+        shape = int_tuple(shapes[value.name], f"input_shapes[{value.name!r}]")
+        check(all(d >= 1 for d in shape), f"input_shapes[{value.name!r}]", f"dims must be >= 1, got {shape}")
     else:
         if value.shape is None:
             raise InvalidModel(f"input {value.name!r} has no shape: pass input_shapes")
         shape = tuple(d if d is not None else 0 for d in value.shape)
         if batch is not None and shape:
-            shape = (int(batch), *shape[1:])
+            shape = (as_int(batch, "batch"), *shape[1:])
+            check(shape[0] >= 1, "batch", f"must be >= 1, got {batch!r}")
     if any(d < 1 for d in shape):
         raise InvalidModel(f"input {value.name!r} has shape {shape}: pass batch= or input_shapes= for its "
                            "symbolic dimensions")

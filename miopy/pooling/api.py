@@ -17,7 +17,7 @@ from ..errors import BadParam, check
 from ..find import get_solutions
 from ..handle import Handle
 from ..plan import Operand, Plan, buffer_of, checked_solution, memo_plan, saved_by_forward
-from ..tensor import TensorDesc
+from ..tensor import TensorDesc, as_flag
 from .descriptor import PoolingDesc
 from .problem import Direction, PoolingProblem
 from .registry import REGISTRY
@@ -42,8 +42,9 @@ def pooling_forward(handle: Handle, pool_desc: PoolingDesc, alpha: float, x_desc
                     y_desc: TensorDesc, y, do_backward: bool = False, workspace=None) -> list[cl.Event]:
     """y = alpha * pool(x) + beta * y. With do_backward and max pooling, the argmax indices go to
     workspace (pooling_workspace_size bytes) for pooling_backward."""
-    call = memo_plan(handle, ("pooling_forward", pool_desc, x_desc, y_desc, bool(do_backward)),
-                     lambda: forward_call(handle, pool_desc, x_desc, y_desc, bool(do_backward)))
+    do_backward = as_flag(do_backward, "do_backward")
+    call = memo_plan(handle, ("pooling_forward", pool_desc, x_desc, y_desc, do_backward),
+                     lambda: forward_call(handle, pool_desc, x_desc, y_desc, do_backward))
     return call.run((x, y), alpha, beta, workspace)
 
 

@@ -14,7 +14,7 @@ import pyopencl.array as cl_array
 from ..errors import BadParam, NotSupported, check
 from ..handle import Handle, handle_for
 from ..plan import array_desc, memo_plan
-from ..tensor import as_int, int_tuple
+from ..tensor import as_flag, as_int, int_tuple
 from .api import PoolingCall, backward_call, forward_call
 from .descriptor import PoolingDesc, PoolingMode
 
@@ -25,8 +25,9 @@ __all__ = ["adaptive_avg_pool2d", "adaptive_avg_pool2d_backward", "avg_pool2d", 
 def max_pool2d(x: cl_array.Array, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                return_indices: bool = False, handle: Handle | None = None):
     """Max pooling; returns y, or (y, indices) with return_indices (what max_pool2d_backward needs)."""
-    geometry = (PoolingMode.MAX, kernel_size, stride, padding, ceil_mode)
-    call, shape, handle = _forward(x, handle, geometry, return_indices is True)
+    geometry = (PoolingMode.MAX, kernel_size, stride, padding, as_flag(ceil_mode, "ceil_mode"))
+    return_indices = as_flag(return_indices, "return_indices")
+    call, shape, handle = _forward(x, handle, geometry, return_indices)
     y = handle.pooled(shape, x.dtype)
     if not return_indices:
         call.run((x, y), 1.0, 0.0, None)
@@ -39,14 +40,15 @@ def max_pool2d(x: cl_array.Array, kernel_size, stride=None, padding=0, ceil_mode
 def max_pool2d_backward(dy: cl_array.Array, x: cl_array.Array, indices: cl_array.Array, kernel_size, stride=None,
                         padding=0, ceil_mode: bool = False, handle: Handle | None = None) -> cl_array.Array:
     """dx of max_pool2d from dy and the indices max_pool2d(return_indices=True) gave."""
-    return _backward(dy, x, handle, (PoolingMode.MAX, kernel_size, stride, padding, ceil_mode), indices)
+    geometry = (PoolingMode.MAX, kernel_size, stride, padding, as_flag(ceil_mode, "ceil_mode"))
+    return _backward(dy, x, handle, geometry, indices)
 
 
 def avg_pool2d(x: cl_array.Array, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True, handle: Handle | None = None) -> cl_array.Array:
     """Average pooling; count_include_pad counts padding in the divisor (PyTorch's default)."""
     call, shape, handle = _forward(x, handle, (_avg_mode(count_include_pad), kernel_size, stride, padding,
-                                               ceil_mode), False)
+                                               as_flag(ceil_mode, "ceil_mode")), False)
     y = handle.pooled(shape, x.dtype)
     call.run((x, y), 1.0, 0.0, None)
     return y
@@ -56,7 +58,7 @@ def avg_pool2d_backward(dy: cl_array.Array, x: cl_array.Array, kernel_size, stri
                         ceil_mode: bool = False, count_include_pad: bool = True,
                         handle: Handle | None = None) -> cl_array.Array:
     """dx of avg_pool2d from dy (x gives the input's shape and dtype)."""
-    geometry = (_avg_mode(count_include_pad), kernel_size, stride, padding, ceil_mode)
+    geometry = (_avg_mode(count_include_pad), kernel_size, stride, padding, as_flag(ceil_mode, "ceil_mode"))
     return _backward(dy, x, handle, geometry, None)
 
 
@@ -75,7 +77,7 @@ def adaptive_avg_pool2d_backward(dy: cl_array.Array, x: cl_array.Array, handle: 
 def _forward(x, handle: Handle | None, geometry: tuple, with_indices: bool) -> tuple[PoolingCall, tuple, Handle]:
     handle = _handle(x, handle)
     key = ("pool2d", x.shape, x.dtype, geometry, with_indices)
-    call, shape = memo_plan(handle, key, lambda: _cold_forward(handle, x, geometry, with_indices))
+    call, shape = memo_plan(handle, key, lambda: _cold_forward(handle, x, geometry, with_indices), geometry[1:4])
     return call, shape, handle
 
 
@@ -89,7 +91,7 @@ def _cold_forward(handle: Handle, x, geometry: tuple, with_indices: bool) -> tup
 def _backward(dy, x, handle: Handle | None, geometry: tuple, indices) -> cl_array.Array:
     handle = _handle(x, handle)
     key = ("pool2d_backward", x.shape, x.dtype, dy.shape if isinstance(dy, cl_array.Array) else None, geometry)
-    call = memo_plan(handle, key, lambda: _cold_backward(handle, dy, x, geometry))
+    call = memo_plan(handle, key, lambda: _cold_backward(handle, dy, x, geometry), geometry[1:4])
     dx = handle.pooled(x.shape, x.dtype)
     call.run((dx, dy), 1.0, 0.0, indices)
     return dx
@@ -115,8 +117,7 @@ def _handle(x, handle: Handle | None) -> Handle:
 
 
 def _avg_mode(count_include_pad) -> PoolingMode:
-    check(isinstance(count_include_pad, bool), "count_include_pad", f"must be a bool, got {count_include_pad!r}")
-    return PoolingMode.AVERAGE_INCLUSIVE if count_include_pad else PoolingMode.AVERAGE
+    return PoolingMode.AVERAGE_INCLUSIVE if as_flag(count_include_pad, "count_include_pad") else PoolingMode.AVERAGE
 
 
 def _global_window(x, output_size) -> tuple[int, int]:

@@ -10,7 +10,7 @@ SOFTRELU_THRESHOLD = 50.0      # softrelu's derivative clamps x here before exp 
 
 Formula = Callable[[np.ndarray, float, float, float], np.ndarray]
 _NAMES = ("PASSTHRU", "LOGISTIC", "TANH", "RELU", "SOFTRELU", "ABS", "POWER", "CLIPPED_RELU", "LEAKY_RELU", "ELU",
-          "HARDSWISH")
+          "HARDSWISH", "CLAMP")
 
 
 def _mode(mode) -> int:
@@ -33,7 +33,7 @@ def _logistic(x):
 
 
 # Keyed by miopenActivationMode_t: 0 PASSTHRU, 1 LOGISTIC, 2 TANH, 3 RELU, 4 SOFTRELU, 5 ABS, 6 POWER,
-# 7 CLIPPED_RELU, 8 LEAKY_RELU, 9 ELU, and miopy's 10 HARDSWISH (see miopy.activation.ActivationMode).
+# 7 CLIPPED_RELU, 8 LEAKY_RELU, 9 ELU, and miopy's 10 HARDSWISH and 11 CLAMP (see miopy.activation.ActivationMode).
 _FORWARD: dict[int, Formula] = {
     0: lambda x, a, b, g: x,
     1: lambda x, a, b, g: _logistic(x),
@@ -46,6 +46,7 @@ _FORWARD: dict[int, Formula] = {
     8: lambda x, a, b, g: np.where(x > 0, x, a * x),
     9: lambda x, a, b, g: np.where(x > 0, x, a * np.expm1(np.minimum(x, 0.0))),
     10: lambda x, a, b, g: x * np.clip(a * x + b, 0.0, 1.0),
+    11: lambda x, a, b, g: np.minimum(a, np.maximum(x, b)),
 }
 
 _DERIVATIVE: dict[int, Formula] = {
@@ -60,6 +61,7 @@ _DERIVATIVE: dict[int, Formula] = {
     8: lambda x, a, b, g: np.where(x > 0, 1.0, a),
     9: lambda x, a, b, g: np.where(x > 0, 1.0, a * np.exp(np.minimum(x, 0.0))),
     10: lambda x, a, b, g: np.where(a * x + b <= 0, 0.0, np.where(a * x + b >= 1, 1.0, 2 * a * x + b)),
+    11: lambda x, a, b, g: ((x > b) & (x <= a)).astype(np.float64),
 }
 
 

@@ -24,7 +24,7 @@ def softmax_forward(handle: Handle, alpha: float, x_desc: TensorDesc, x, beta: f
                     algorithm=SoftmaxAlgorithm.ACCURATE, mode=SoftmaxMode.CHANNEL) -> list[cl.Event]:
     """y = alpha * softmax(x) + beta * y (log-softmax with algorithm LOG) over the mode's axes."""
     plan = memo_plan(handle, ("softmax_forward", algorithm, mode, x_desc, y_desc),
-                     lambda: forward_plan(handle, SoftmaxDesc(algorithm, mode), x_desc, y_desc))
+                     lambda: forward_plan(handle, SoftmaxDesc(algorithm, mode), x_desc, y_desc), (algorithm, mode))
     return plan.run_values((x, y), alpha, beta)
 
 
@@ -33,7 +33,8 @@ def softmax_backward(handle: Handle, alpha: float, y_desc: TensorDesc, y, dy_des
                      mode=SoftmaxMode.CHANNEL) -> list[cl.Event]:
     """dx = alpha * (gradient of the input from the forward's output y and dy) + beta * dx."""
     plan = memo_plan(handle, ("softmax_backward", algorithm, mode, y_desc, dy_desc, dx_desc),
-                     lambda: backward_plan(handle, SoftmaxDesc(algorithm, mode), y_desc, dy_desc, dx_desc))
+                     lambda: backward_plan(handle, SoftmaxDesc(algorithm, mode), y_desc, dy_desc, dx_desc),
+                     (algorithm, mode))
     return plan.run_values((dx, dy, y), alpha, beta)
 
 

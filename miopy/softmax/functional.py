@@ -44,7 +44,7 @@ def log_softmax_backward_data(dy: cl_array.Array, y: cl_array.Array, dim: int = 
 def _forward(x, dim, algorithm: SoftmaxAlgorithm, handle: Handle | None) -> cl_array.Array:
     handle = _handle(x, handle)
     plan = memo_plan(handle, ("softmax", x.shape, x.dtype, dim, algorithm),
-                     lambda: _cold_forward(handle, x, dim, algorithm))
+                     lambda: _cold_forward(handle, x, dim, algorithm), (dim,))
     y = handle.pooled(x.shape, x.dtype)
     plan.run_values((x, y))
     return y
@@ -54,7 +54,7 @@ def _backward(dy, y, dim, algorithm: SoftmaxAlgorithm, handle: Handle | None) ->
     handle = _handle(y, handle)
     key = ("softmax_backward", y.shape, y.dtype, getattr(dy, "shape", None), getattr(dy, "dtype", None), dim,
            algorithm)
-    plan = memo_plan(handle, key, lambda: _cold_backward(handle, dy, y, dim, algorithm))
+    plan = memo_plan(handle, key, lambda: _cold_backward(handle, dy, y, dim, algorithm), (dim,))
     dx = handle.pooled(y.shape, y.dtype)
     plan.run_values((dx, dy, y))
     return dx

@@ -7,7 +7,8 @@ import math
 
 import pyopencl as cl
 
-from ..errors import check
+from ..device import index_reason
+from ..errors import NotSupported, check
 from ..find import get_solutions
 from ..handle import Handle
 from ..kernel_cache import KernelSpec
@@ -25,7 +26,7 @@ def op_tensor(handle: Handle, tensor_op, alpha1: float, a_desc: TensorDesc, a, a
     over a: each of its dims equals a's or is 1, anything else is refused, as MIOpen does. c may be a (or b,
     when b has c's descriptor); c is not read when beta is 0."""
     plan = memo_plan(_checked(handle), ("op_tensor", tensor_op, a_desc, b_desc, c_desc),
-                     lambda: _op_plan(handle, tensor_op, a_desc, b_desc, c_desc))
+                     lambda: _op_plan(handle, tensor_op, a_desc, b_desc, c_desc), (tensor_op,))
     return plan.run_values((a, b, c), scalars={"alpha1": scalar(alpha1, "alpha1"), "alpha2": scalar(alpha2, "alpha2"),
                                                "beta": scalar(beta, "beta")})
 
@@ -54,7 +55,7 @@ def transform_tensor(handle: Handle, alpha: float, x_desc: TensorDesc, x, beta: 
 def op_tensor_plan(handle: Handle, tensor_op, a_desc: TensorDesc, b_desc: TensorDesc, c_desc: TensorDesc) -> Plan:
     """The memoised plan of one OpTensor call shape (operands a, b, c; numbers alpha1, alpha2, beta)."""
     return memo_plan(_checked(handle), ("op_tensor", tensor_op, a_desc, b_desc, c_desc),
-                     lambda: _op_plan(handle, tensor_op, a_desc, b_desc, c_desc))
+                     lambda: _op_plan(handle, tensor_op, a_desc, b_desc, c_desc), (tensor_op,))
 
 
 # -- building (the cold path) ---------------------------------------------------------------------------------
@@ -85,6 +86,9 @@ def _transform_plan(handle: Handle, x_desc: TensorDesc, y_desc: TensorDesc) -> P
 
 
 def _launch(kernel: str, desc: TensorDesc, tensors: dict[str, TensorDesc], args: tuple) -> KernelLaunch:
+    reason = index_reason(*(t.element_span for t in tensors.values()))
+    if reason is not None:   # tensor_ops.cl's element offsets and work-item ids are 32-bit ints
+        raise NotSupported(f"{kernel}: {reason}")
     spec = KernelSpec.make("tensor_ops.cl", kernel, {**pointwise_defines(desc.dims, tensors), **desc.dtype.defines})
     return KernelLaunch(spec, (round_up(math.prod(desc.dims), WG),), (WG,), args)
 

@@ -13,7 +13,7 @@ import pyopencl.array as cl_array
 from ..errors import BadParam, check
 from ..handle import Handle, handle_for
 from ..pointwise import scalar
-from ..tensor import TensorDesc
+from ..tensor import TensorDesc, holds_bool
 from .api import op_tensor_plan, unary_plan
 from .problem import TensorOp
 
@@ -79,7 +79,7 @@ def _binary(op: TensorOp, input, other, alpha_input: float, alpha_other: float, 
     out = handle.pooled(shape, input.dtype)
     alphas = (alpha_other, alpha_input) if swapped else (alpha_input, alpha_other)
     operands = (other, input) if swapped else (input, other)
-    one = alphas == (1.0, 1.0)
+    one = alphas == (1.0, 1.0) and not holds_bool(alphas)
     scalars = {"alpha1": np.float32(1) if one else scalar(alphas[0], "alpha"),
                "alpha2": np.float32(1) if one else scalar(alphas[1], "alpha"), "beta": np.float32(0)}
     plan.run_values((*operands, out), scalars=scalars)

@@ -2,13 +2,19 @@
 
 Each worker (spawn context) first ties its life to the parent's (miopy.lifeline: it exits when the parent
 dies, SIGKILL included), then opens its own Handle on the tuning device, found again by platform and device
-index, and calls ``handle.kernels.kernel(spec)`` for every launch of a solution, so the binary lands in the
-disk kernel cache; the main process then loads it from disk instead of compiling. With jobs=0, or when
-the disk cache is disabled (workers could not hand binaries over), kernels are built in the main process.
+index, and builds every launch of a solution with its own kernel cache (in its memory, and on this host's
+disk when MIOPY_CACHE_DIR is usable). What it built travels back as a value, never through that directory:
+where the parent's cache entries hold program binaries (NVIDIA's PTX, ...) the worker sends each program's
+binary and the parent adopts it (into memory, and into its own disk cache when it has one:
+KernelCache.adopt); where the driver keeps its own binary cache (PoCL) and asking it for a binary would
+compile every kernel again, the worker sends back only whether the build succeeded, and the parent's build
+from source is served by the driver's cache on this host (the workers are processes of this machine). So
+parallel compiling needs no usable kernel cache directory. With jobs=0 kernels are built in the main process.
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import logging
 import multiprocessing
 import os
@@ -16,7 +22,6 @@ from collections.abc import Sequence
 
 import pyopencl as cl
 
-from .. import config
 from ..errors import check
 from ..handle import Handle
 from ..kernel_cache import KernelSpec
@@ -53,15 +58,19 @@ def _open_device(address: tuple[int, int], parent: tuple[int, bool] | None = Non
     _WORKER_HANDLE = Handle(device=cl.get_platforms()[platform_index].get_devices()[device_index])
 
 
-def _build(specs: tuple[KernelSpec, ...]) -> str | None:
-    """In a worker: build every spec into the disk cache; the error text, or None."""
+def _build(specs: tuple[KernelSpec, ...], send_binaries: bool) -> tuple[str | None, tuple[bytes, ...]]:
+    """In a worker: build every spec (with the worker's own kernel cache); (the error text or None, the
+    programs' binaries in specs' order when send_binaries, else none)."""
     try:
         assert _WORKER_HANDLE is not None, "worker started without its device"
+        kernels = _WORKER_HANDLE.kernels
+        if send_binaries:
+            return None, tuple(kernels.binary(spec) for spec in specs)
         for spec in specs:
-            _WORKER_HANDLE.kernels.kernel(spec)
+            kernels.kernel(spec)
     except Exception as exc:  # failures are data: reported back, never fatal to the worker
-        return f"{type(exc).__name__}: {exc}"
-    return None
+        return f"{type(exc).__name__}: {exc}", ()
+    return None, ()
 
 
 class Compiler:
@@ -77,7 +86,7 @@ class Compiler:
 
     @property
     def parallel(self) -> bool:
-        return self.jobs > 0 and not config.cache_disabled()
+        return self.jobs > 0
 
     @property
     def batch_size(self) -> int:
@@ -97,22 +106,49 @@ class Compiler:
 
     def compile(self, solutions: Sequence[Solution]) -> list[str | None]:
         """Build every solution's kernels; per solution, the error text or None. In parallel mode the
-        binaries are left in the disk cache and the main process loads them when it times them."""
+        workers' binaries are adopted by this handle's kernel cache (module docstring)."""
         if self.parallel:
             errors = self._build_in_workers(solutions)
             if errors is not None:
                 return errors
         return [self._build_here(s) for s in solutions]
 
+    def prefetch(self, solutions: Sequence[Solution]) -> list[cf.Future]:
+        """Start building solutions' kernels in the workers and return at once: each binary is adopted as it
+        arrives (a build in this process meanwhile builds it here, or on PoCL is served by the driver's
+        cache). Nothing happens without parallel workers."""
+        if not self.parallel:
+            return []
+        try:
+            pool = self._workers()
+            send = self.handle.kernels.store_binaries
+            futures = []
+            for solution in solutions:
+                specs = tuple(launch.spec for launch in solution.launches)
+                future = pool.submit(_build, specs, send)
+                future.add_done_callback(functools.partial(self._adopt, specs))
+                futures.append(future)
+            return futures
+        except (cf.process.BrokenProcessPool, RuntimeError) as exc:
+            warn_once(logger, f"compile workers unavailable ({exc!r}); not compiling ahead")
+            self.close()
+            self.jobs = 0
+            return []
+
     def _build_in_workers(self, solutions: Sequence[Solution]) -> list[str | None] | None:
         """Errors per solution; None when the workers could not start at all (compiling moves in-process)."""
         pool = self._workers()
-        futures = [pool.submit(_build, tuple(launch.spec for launch in s.launches)) for s in solutions]
+        send = self.handle.kernels.store_binaries
+        specs = [tuple(launch.spec for launch in s.launches) for s in solutions]
+        futures = [pool.submit(_build, spec_list, send) for spec_list in specs]
         errors = []
-        for future in futures:
+        for spec_list, future in zip(specs, futures):
             try:
-                errors.append(future.result())
+                error, binaries = future.result()
                 self._worked = True
+                for spec, binary in zip(spec_list, binaries):
+                    self.handle.kernels.adopt(spec, binary)
+                errors.append(error)
             except (cf.process.BrokenProcessPool, cf.CancelledError) as exc:
                 self.close()
                 if not self._worked:
@@ -122,6 +158,13 @@ class Compiler:
                     return None
                 errors.append(f"compile worker died: {exc!r}")
         return errors
+
+    def _adopt(self, specs: tuple[KernelSpec, ...], future: cf.Future) -> None:
+        """A prefetched build's binaries into this handle's kernel cache (a failed build is left to find)."""
+        if future.cancelled() or future.exception() is not None:
+            return
+        for spec, binary in zip(specs, future.result()[1]):
+            self.handle.kernels.adopt(spec, binary)
 
     def _build_here(self, solution: Solution) -> str | None:
         try:

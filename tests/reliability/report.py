@@ -82,9 +82,13 @@ HOW = """
   `Handle()` then points `XDG_CACHE_HOME` at a private temporary directory for the process (removed at
   exit), with one warning; the user DB goes to memory, with one warning of its own.
 - **Bad input** (descriptors, channels / groups, dtypes, y descriptor, buffers, tuning values, alpha /
-  beta, modes, handles; booleans where integers belong, NaN, out-of-range limits and counts) raises a
-  `MiopyError` subclass naming the field before anything is enqueued; every buffer passed in is left as
-  it was. The CLIs print one error line naming the flag (a `--file` line: its number) and exit 1.
+  beta, modes, handles; booleans where integers belong, flags that are not booleans, NaN, out-of-range
+  limits and counts) raises a `MiopyError` subclass naming the field before anything is enqueued; every
+  buffer passed in is left as it was. Warm paths too: a memo key cannot tell `True` from `1` (equal, with
+  one hash), so a key holding a caller's boolean takes the checked cold path (`miopy.tensor.holds_bool`).
+  The CLIs (`miopy-driver` and each of its commands, `miopy-tune`, `miopy-run`) print one error line
+  naming the flag (a `--file` line: its number) and exit 1, and refuse a tensor the device cannot hold
+  before making its data. The ONNX session checks its batch, input shapes and feeds alike.
 - **Buffers against descriptors** (`miopy/plan.py`): a pyopencl Array must have its descriptor's layout
   (its dims and strides, or be C-contiguous storage read from its first byte); an output may share no byte
   with another operand (same buffer, or overlapping sub-buffers, found through `CL_MEM_ASSOCIATED_MEMOBJECT`
@@ -95,13 +99,16 @@ HOW = """
   not fit, with the reason; buffers are made resident when allocated, and an allocation or launch failing at
   run time is `OutOfResources`, the output untouched and the handle usable.
 - **Big tensors**: the naive solver computes offsets in 64 bits where a tensor spans 2^31 elements or more
-  (so find always has a solver); every other solver declares itself not applicable above its 32-bit index
-  range, with the reason (`miopy.device.index_reason`).
+  (so find always has a solver); every other solver of every family declares itself not applicable above
+  its 32-bit index range, with the reason (`miopy.device.index_reason`), and the plans that have no solver
+  (activation, set / scale / transform tensor, the unfused bias, the ONNX epilogue) raise `NotSupported`
+  with that reason before anything is allocated.
 - **Threads**: a handle's lock keeps each call's launches together on its queue (its scratch buffers are
   shared by its plans); the kernel cache builds each program once under a lock.
 - **Worker processes** (`miopy/lifeline.py`): tuning's compile workers exit when their parent dies, however
   it dies (Linux's parent-death signal, and a thread that watches the parent's pid); multiprocessing's
-  resource tracker then exits too.
+  resource tracker then exits too. What they build comes back as values (program binaries, or on PoCL the
+  outcome, the driver's cache serving the rebuild), so no kernel cache directory is shared or needed.
 - **Salvage**: a damaged user DB's readable records (through SQLite, then page by page) are copied into the
   new DB before it is used; the warning counts rows kept and lost.
 - **Broken solvers**: a kernel that fails to build or launch is recorded in `FindResult.skipped` with its

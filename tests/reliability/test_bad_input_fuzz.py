@@ -304,9 +304,15 @@ class Call:
     function: Any
     args: list[Arg] = field(default_factory=list)
     original: list[Any] = field(default_factory=list)   # the valid values, before any spoiling
+    setup: Any = None   # called with the test's handle before the call (a forward that saves for a backward)
 
     def __post_init__(self) -> None:
         self.original = [a.value for a in self.args]
+
+    def prepare(self, handle) -> None:
+        if self.setup is not None:
+            self.setup(handle)
+            handle.finish()
 
 
 HANDLE = object()   # stands for the test's handle in a valid call
@@ -445,6 +451,28 @@ def _dropout(function, queue):
 _HANDLES: dict[int, miopy.Handle] = {}
 
 
+LRN = miopy.LRNDesc("cross", 3)
+
+
+def _lrn_forward(queue):
+    x = TensorDesc("FP32", (1, 6, 4, 4))
+    return Call(miopy.lrn_forward, [Arg("handle", HANDLE), Arg("lrn", LRN), Arg("scalar", 1.0), Arg("desc", x),
+                                    Arg("buffer", _poisoned(queue, x), 3), Arg("scalar", 0.0), Arg("desc", x),
+                                    Arg("buffer", _poisoned(queue, x), 6)])
+
+
+def _lrn_backward(queue):
+    """dx from dy, x and the scale a forward with do_backward saved (into a byte workspace) on the call's handle."""
+    t = TensorDesc("FP32", (1, 6, 4, 4))
+    x, y = _positive(queue, t), _positive(queue, t)
+    workspace = cl_array.to_device(queue, np.zeros(miopy.lrn_workspace_size(t), np.uint8))
+    return Call(miopy.lrn_backward, [
+        Arg("handle", HANDLE), Arg("lrn", LRN), Arg("scalar", 1.0), Arg("desc", t), Arg("buffer", y, 3),
+        Arg("desc", t), Arg("buffer", _poisoned(queue, t), 5), Arg("desc", t), Arg("buffer", x, 7), Arg("scalar", 0.0),
+        Arg("desc", t), Arg("buffer", _poisoned(queue, t), 10), Arg("raw", workspace)],
+        setup=lambda handle: miopy.lrn_forward(handle, LRN, 1.0, t, x, 0.0, t, y, True, workspace))
+
+
 def _positive(queue, desc: TensorDesc):
     return cl_array.to_device(queue, np.ones(desc.dims, np.float32))
 
@@ -464,6 +492,8 @@ PUBLIC_CALLS = {
     "dropout_backward": lambda q: _dropout(miopy.dropout_backward, q),
     "pooling_forward": _pooling_forward,
     "pooling_backward": _pooling_backward,
+    "lrn_forward": _lrn_forward,
+    "lrn_backward": _lrn_backward,
     "activation_forward": lambda q: _element_wise(q, miopy.activation_forward, ("relu", "tanh", "leaky_relu"), 2),
     "activation_backward": lambda q: _element_wise(q, miopy.activation_backward, ("relu", "logistic"), 4),
     "conv_bias_activation_forward": _conv_bias_activation,
@@ -477,7 +507,7 @@ def _spoil_argument(call: Call, index: int, draw, queue) -> None:
     arg = call.args[index]
     if arg.kind == "handle":
         arg.value = draw(st.sampled_from([None, "handle", 3, object()]))
-    elif arg.kind in ("mode", "conv", "pool", "dropout", "noise"):
+    elif arg.kind in ("mode", "conv", "pool", "dropout", "noise", "lrn"):
         arg.value = draw(st.sampled_from(BAD_MODES))
     elif arg.kind == "raw":   # an untyped buffer (dropout's reserve space)
         size = call.original[index].size
@@ -538,6 +568,7 @@ def test_every_public_call_given_bad_input_raises_only_miopy_errors(handle, repo
     @given(spoiled_public_calls(name, handle.queue))
     def prop(example):
         call, mutations = example
+        call.prepare(handle)
         values = [handle if a.value is HANDLE else a.value for a in call.args]
         buffers = [v for v in values if isinstance(v, (cl_array.Array, cl.Buffer, np.ndarray))]
         buffers += [v.states for v in values if isinstance(v, miopy.DropoutDescriptor)]
@@ -568,6 +599,12 @@ FUNCTIONAL = {   # name -> (function, array shapes, valid keyword arguments)
     "batch_norm": (miopy.batch_norm, [(2, 3, 4, 4), (3,), (3,)], {"training": False, "eps": 1e-5}),
     "tensor_ops.add": (miopy.tensor_ops.add, [(2, 3, 4, 4), (1, 3, 1, 1)], {"alpha": 2.0}),
     "tensor_ops.scale": (miopy.tensor_ops.scale, [(2, 3, 4, 4)], {"factor": 0.5}),
+    "local_response_norm": (miopy.lrn.local_response_norm, [(1, 6, 4, 4)], {"size": 3, "alpha": 1e-3}),
+    "dropout": (miopy.dropout.dropout, [(2, 3, 4, 4)], {"p": 0.5, "training": True}),
+    "log_softmax": (miopy.softmax.log_softmax, [(2, 5, 2, 3)], {"dim": 1}),
+    "softmax_backward_data": (miopy.softmax.softmax_backward_data, [(2, 5, 2, 3), (2, 5, 2, 3)], {"dim": 1}),
+    "avg_pool2d_backward": (miopy.pooling.avg_pool2d_backward, [(1, 2, 2, 2), (1, 2, 4, 4)], {"kernel_size": 2}),
+    "batch_norm_backward": (miopy.batchnorm.batch_norm_backward, [(2, 3, 4, 4), (2, 3, 4, 4)], {"eps": 1e-5}),
 }
 BAD_KEYWORDS = [None, -1, 0, 2.5, "2", True, (1, 2, 3), [1], float("nan"), object()]
 

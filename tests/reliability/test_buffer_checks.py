@@ -278,3 +278,102 @@ def test_an_allocation_that_fails_is_out_of_resources(handle, monkeypatch, repor
     with pytest.raises(OutOfResources, match="cannot allocate 64 bytes"):
         handle.alloc(64)
     report.tally(*RUNTIME)
+
+
+# -- every public call of every family --------------------------------------------------------------------
+# The calls and their valid arguments come from the fuzzer's table, which new families join as they land.
+EVERY_CALL = ("every buffer of every public call of every family (pooling, LRN, softmax, batch norm, tensor ops, "
+              "dropout, activation, fusion) given a strided view of its shape, and every output given the very "
+              "buffer of another operand of its shape", "a view: BadParam naming the field, every buffer unchanged "
+              "(but the y and x that MIOpen's pooling and LRN backward take and never read); an output aliasing "
+              "an input: BadParam, every buffer unchanged, or (the operations documented in-place safe) the very "
+              "result of separate buffers", TEST)
+UNREAD = {("pooling_backward", 4), ("pooling_backward", 8), ("lrn_backward", 4)}   # MIOpen's y and x, not read
+
+
+def _fresh(handle, name: str, seed: int):
+    """The call's valid arguments with every buffer filled with positive random numbers (a valid variance)."""
+    from tests.reliability.test_bad_input_fuzz import HANDLE, PUBLIC_CALLS
+    call = PUBLIC_CALLS[name](handle.queue)
+    rng = np.random.default_rng(seed)
+    values = [handle if v is HANDLE else v for v in call.original]
+    for i, arg in enumerate(call.args):
+        if arg.kind == "buffer":
+            values[i] = handle.to_device((rng.random(arg.value.shape) + 0.5).astype(np.float32))
+    call.prepare(handle)
+    return call, values
+
+
+def _snapshot(queue, value) -> bytes:
+    from tests.reliability.test_bad_input_fuzz import _snapshot as snapshot
+    return snapshot(queue, value)
+
+
+def _buffers(call) -> list[int]:
+    return [i for i, arg in enumerate(call.args) if arg.kind == "buffer"]
+
+
+def _public_call_names() -> list[str]:
+    from tests.reliability.test_bad_input_fuzz import PUBLIC_CALLS
+    return sorted(PUBLIC_CALLS)
+
+
+@pytest.mark.parametrize("name", _public_call_names())
+def test_every_buffer_of_every_public_call_refuses_a_strided_view(handle, name, report):
+    call, values = _fresh(handle, name, 0)
+    checked = 0
+    for i in _buffers(call):
+        if (name, i) in UNREAD:
+            continue
+        dims = call.original[call.args[i].desc].dims
+        spoiled = list(values)
+        spoiled[i] = handle.to_device(np.full(dims[:3] + (2 * dims[3],), POISON, np.float32))[:, :, :, ::2]
+        before = [_snapshot(handle.queue, spoiled[j]) for j in _buffers(call)]
+        with pytest.raises(BadParam, match="layout|C-contiguous"):
+            call.function(*spoiled)
+        handle.finish()
+        assert [_snapshot(handle.queue, spoiled[j]) for j in _buffers(call)] == before
+        checked += 1
+    assert checked
+    report.tally(*EVERY_CALL, repetitions=checked)
+
+
+def _run_outputs(handle, name: str, dst: int, src: int, alias: bool) -> tuple[list, bool]:
+    """Run name with buffer dst replaced by src's very buffer (alias) or by a copy of src's contents;
+    returns every buffer's contents afterwards and whether the call raised BadParam."""
+    call, values = _fresh(handle, name, 1)
+    values[dst] = values[src] if alias else handle.to_device(values[src].get())
+    buffers = [values[j] for j in _buffers(call)]
+    before = _contents(handle, *buffers)
+    try:
+        call.function(*values)
+    except BadParam:
+        for got, was in zip(_contents(handle, *buffers), before):
+            assert np.array_equal(got, was, equal_nan=True), "a refused call wrote"
+        return before, True
+    return _contents(handle, *buffers), False
+
+
+@pytest.mark.parametrize("name", _public_call_names())
+def test_an_output_aliasing_an_input_is_refused_or_computed_right_in_place(handle, name, report):
+    call, values = _fresh(handle, name, 1)
+    indices = _buffers(call)
+    before = _contents(handle, *[values[j] for j in indices])
+    call.function(*values)
+    after = _contents(handle, *[values[j] for j in indices])
+    outputs = {j for j, was, now in zip(indices, before, after) if not np.array_equal(was, now, equal_nan=True)}
+    assert outputs, "the valid call wrote nothing"
+    pairs = [(out, other) for out in sorted(outputs) for other in indices
+             if other != out and values[other].shape == values[out].shape]
+    for out, other in pairs:
+        for dst, src in ((out, other), (other, out)):
+            separate, _ = _run_outputs(handle, name, dst, src, alias=False)
+            shared, refused = _run_outputs(handle, name, dst, src, alias=True)
+            if refused:
+                continue
+            assert not {dst, src} <= outputs, f"two outputs ({dst}, {src}) in one buffer were accepted"
+            position = {j: k for k, j in enumerate(indices)}
+            for j in outputs:   # the shared buffer holds what the separate run wrote to the output of the pair
+                got = shared[position[src if j == dst else j]]
+                assert np.allclose(got, separate[position[j]], rtol=1e-5, atol=1e-6), (name, dst, src, j)
+    report.tally(*EVERY_CALL, repetitions=2 * len(pairs))

@@ -26,6 +26,11 @@ CLI = ("bad flags to miopy-driver and miopy-tune (negative iteration counts, tim
        "NaN; a tensor over the device's largest allocation; a missing --file)",
        "one error line naming the flag (or OutOfResources), exit status 1 (argparse's usage error for a choice), "
        "no traceback, nothing run", TEST)
+CLI_MORE = ("bad flags to miopy-run and to every primitive command of miopy-driver (negative or zero iteration "
+            "counts, negative seeds and batches, a --json path in no directory; a tensor over the device's largest "
+            "allocation); a miopy-tune --file with no driver line", "one error line naming the flag (or "
+            "OutOfResources, refused before any host data is made), exit status 1, no traceback, nothing run",
+            TEST)
 FILE = ("miopy-tune --file with bad driver lines (a non-number, a zero size, an unknown choice, an unclosed "
         "quote) among good ones", "each bad line skipped with its file:line number and reason, the good line "
         "tuned, exit status 1; comments and other commands passed over", TEST)
@@ -120,7 +125,8 @@ def _one_error_line(capsys, program: str, flag: str) -> str:
     return err[0]
 
 
-@pytest.mark.parametrize("flags, flag", [(["-i", "-5"], "-i"), (["-i", "0"], "-i"), (["-s", "-1"], "-s")])
+@pytest.mark.parametrize("flags, flag", [(["-i", "-5"], "-i"), (["-i", "0"], "-i"), (["-s", "-1"], "-s"),
+                                         (["-g", "3"], "-g"), (["-g", "0"], "-g")])
 def test_driver_refuses_bad_counts(capsys, flags, flag, report):
     assert driver_cli.main(["conv", *SMALL, *flags]) == 1
     _one_error_line(capsys, "miopy-driver", flag)
@@ -190,3 +196,180 @@ def test_driver_lines_parse_driver_commands_and_pass_over_others():
         (1, 2, 8, 3, 0, 1, "conv", "FP32"), (2, 1, 4, 1, 2, 1, "conv", "FP32"), (4, 1, 4, 3, 0, 2, "trans", "FP32"),
         (5, 1, 3, 3, 0, 1, "conv", "FP16")]
     assert [n for n, _ in bad] == [7]
+
+
+# -- booleans on warm paths, flags, the ONNX session, miopy-run and the primitive drivers ----------------------
+WARM = ("a boolean where a number or a mode belongs, on a call whose int twin already ran (a memo key cannot tell "
+        "True from 1); flags given as 0 / 1 / a string", "BadParam naming the argument, as on a cold call; "
+        "nothing enqueued", TEST)
+
+
+def _array(handle, *shape, seed=0):
+    return handle.to_device((np.random.default_rng(seed).random(shape) + 0.5).astype(np.float32))
+
+
+def _warm_then_bool(handle):
+    """(name, the int call, the same call with a bool in its place) for every memoised call path."""
+    x, w = _array(handle, 1, 4, 6, 6), _array(handle, 4, 4, 3, 3)
+    d, y = TensorDesc("FP32", (1, 4, 6, 6)), _array(handle, 1, 4, 6, 6, seed=1)
+    bn = TensorDesc("FP32", (1, 4, 1, 1))
+    stats = [_array(handle, 1, 4, 1, 1, seed=s) for s in range(4)]
+    bias = _array(handle, 1, 4, 1, 1)
+    return {
+        "conv2d stride": (lambda v: miopy.conv2d(x, w, stride=v, padding=1, handle=handle), 1, True),
+        "conv2d groups": (lambda v: miopy.conv2d(x, w, groups=v, handle=handle), 1, np.bool_(True)),
+        "conv2d padding": (lambda v: miopy.conv2d(x, w, padding=v, handle=handle), (0, 0), (False, 0)),
+        "softmax dim": (lambda v: miopy.softmax.softmax(x, v, handle=handle), 1, True),
+        "log_softmax dim": (lambda v: miopy.softmax.log_softmax(x, v, handle=handle), 1, True),
+        "max_pool2d stride": (lambda v: miopy.max_pool2d(x, 2, stride=v, handle=handle), 1, True),
+        "max_pool2d ceil_mode": (lambda v: miopy.max_pool2d(x, 2, ceil_mode=v, handle=handle), False, 0),
+        "avg_pool2d kernel": (lambda v: miopy.avg_pool2d(x, v, handle=handle), 1, True),
+        "local_response_norm size": (lambda v: miopy.local_response_norm(x, v, handle=handle), 1, True),
+        "local_response_norm return_scale": (
+            lambda v: miopy.local_response_norm(x, 3, return_scale=v, handle=handle), False, 0),
+        "op_tensor op": (lambda v: miopy.op_tensor(handle, v, 1.0, d, x, 1.0, d, x, 0.0, d, y), 1, True),
+        "activation mode": (lambda v: miopy.activation_forward(handle, v, 1.0, 0.0, 0.0, d, x, d, y), 1, True),
+        "softmax_forward algorithm": (lambda v: miopy.softmax_forward(handle, 1.0, d, x, 0.0, d, y, v), 1, True),
+        "batch norm mode": (lambda v: miopy.batch_normalization_forward_inference(
+            handle, v, 1.0, 0.0, d, x, d, y, bn, *stats, 1e-5), 1, True),
+        "conv_bias_activation mode": (lambda v: miopy.conv_bias_activation_forward(
+            handle, d, x, TensorDesc("FP32", (4, 4, 3, 3)), w, ConvDesc(1), bn, bias, v, 0.0, 0.0, 0.0, d, y),
+            3, True),
+        "pooling_forward do_backward": (lambda v: miopy.pooling_forward(
+            handle, miopy.PoolingDesc("average", 2), 1.0, d, x, 0.0, TensorDesc("FP32", (1, 4, 3, 3)),
+            _array(handle, 1, 4, 3, 3), v), False, 0),
+        "lrn_forward do_backward": (lambda v: miopy.lrn_forward(
+            handle, miopy.LRNDesc("cross", 3), 1.0, d, x, 0.0, d, y, v), False, "no"),
+        "tensor_ops.add alpha": (lambda v: miopy.tensor_ops.add(x, y, alpha=v, handle=handle), 1.0, True),
+        "dropout p": (lambda v: miopy.dropout.dropout(x, v, handle=handle), 0.0, False),
+        "dropout training": (lambda v: miopy.dropout.dropout(x, 0.5, training=v, handle=handle), False, 0),
+        "batch_norm training": (lambda v: miopy.batch_norm(x, stats[0].reshape(4), stats[1].reshape(4), training=v,
+                                                           handle=handle), False, 0),
+    }
+
+
+WARM_CASES = ["conv2d stride", "conv2d groups", "conv2d padding", "softmax dim", "log_softmax dim",
+              "max_pool2d stride", "max_pool2d ceil_mode", "avg_pool2d kernel", "local_response_norm size",
+              "local_response_norm return_scale", "op_tensor op", "activation mode", "softmax_forward algorithm",
+              "batch norm mode", "conv_bias_activation mode", "pooling_forward do_backward", "lrn_forward do_backward",
+              "tensor_ops.add alpha", "dropout p", "dropout training", "batch_norm training"]
+
+
+@pytest.mark.parametrize("name", WARM_CASES)
+def test_a_bool_is_refused_on_a_warm_path_too(handle, name, report):
+    cases = _warm_then_bool(handle)
+    assert sorted(cases) == sorted(WARM_CASES)
+    call, good, bad = cases[name]
+    call(good)   # builds the plan the bool's key would find
+    handle.finish()
+    with pytest.raises(BadParam):
+        call(bad)
+    report.tally(*WARM)
+
+
+ONNX = ("bad arguments to the ONNX InferenceSession (batch and input shapes as booleans, floats, strings; find "
+        "as a string; feeds of a list, of another context, of the session's own input array)", "BadParam naming "
+        "the argument; the session's own input array fed back runs (nothing to copy) and matches a NumPy feed",
+        TEST)
+
+
+def _onnx_model():
+    pytest.importorskip("onnx")
+    from tests.onnx_models import GraphMaker
+    g = GraphMaker(3)
+    out = g.node("Relu", [g.conv("x", 3, 4)])
+    return g.model({"x": ["N", 3, 8, 8]}, [out])
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"batch": True}, "batch"), ({"batch": 1.5}, "batch"), ({"batch": "2"}, "batch"), ({"batch": 0}, "batch"),
+    ({"input_shapes": {"x": (True, 3, 8, 8)}}, "input_shapes['x']"),
+    ({"input_shapes": {"x": "abc"}}, "input_shapes['x']"), ({"input_shapes": {"x": (0, 3, 8, 8)}}, "input_shapes['x']"),
+    ({"batch": 1, "find": "yes"}, "find")])
+def test_onnx_session_arguments_are_checked(handle, kwargs, field, report):
+    from miopy.onnx import InferenceSession
+    with pytest.raises(BadParam) as info:
+        InferenceSession(_onnx_model(), handle, **kwargs)
+    assert info.value.field == field
+    report.tally(*ONNX)
+
+
+def test_onnx_feeds_are_checked_and_the_sessions_own_input_may_be_fed_back(handle, report):
+    import pyopencl as cl
+    import pyopencl.array as cl_array
+
+    from miopy.onnx import InferenceSession
+    session = InferenceSession(_onnx_model(), handle, batch=1)
+    x = np.random.default_rng(4).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    expect = session.run(None, {"x": x})[0]
+    for feed in (x.tolist(), cl_array.to_device(cl.CommandQueue(cl.Context(devices=[handle.device])), x)):
+        with pytest.raises(BadParam, match="input_feed\\['x'\\]"):
+            session.run(None, {"x": feed})
+    session.input_array("x").set(x)
+    got = session.run_device(None, {"x": session.input_array("x")})[0].get()
+    assert np.array_equal(got, expect)
+    report.tally(*ONNX, repetitions=3)
+
+
+@pytest.mark.parametrize("flags, flag", [(["--iters", "-3"], "--iters"), (["--iters", "0"], "--iters"),
+                                         (["--seed", "-1"], "--seed"), (["--batch", "0"], "--batch"),
+                                         (["--json", "/nonexistent/dir/out.json"], "--json")])
+def test_miopy_run_refuses_bad_flags_in_one_line(tmp_path, capsys, flags, flag, report):
+    import onnx
+
+    from miopy.cli import run as run_cli
+    path = tmp_path / "m.onnx"
+    onnx.save(_onnx_model(), str(path))
+    assert run_cli.main([str(path), "--batch", "1", *flags]) == 1
+    _one_error_line(capsys, "miopy-run", flag)
+    report.tally(*CLI_MORE)
+
+
+PRIMITIVES = ["pool", "softmax", "lrn", "bnorm", "tensorop", "dropout"]
+
+
+@pytest.mark.parametrize("command", PRIMITIVES)
+@pytest.mark.parametrize("flags, flag", [(["-i", "-5"], "-i"), (["-i", "0"], "-i")])
+def test_primitive_drivers_refuse_bad_counts(capsys, command, flags, flag, report):
+    assert driver_cli.main([command, "-t", "1", *flags]) == 1
+    _one_error_line(capsys, "miopy-driver", flag)
+    report.tally(*CLI_MORE)
+
+
+@pytest.mark.parametrize("command, seed", [("pool", "-s"), ("softmax", "-s"), ("lrn", "-s"), ("bnorm", "--seed"),
+                                           ("tensorop", "--seed"), ("dropout", "-l"), ("dropout", "-m")])
+def test_primitive_drivers_refuse_a_negative_seed(capsys, command, seed, report):
+    assert driver_cli.main([command, seed, "-1"]) == 1
+    _one_error_line(capsys, "miopy-driver", seed)
+    report.tally(*CLI_MORE)
+
+
+@pytest.mark.parametrize("command", PRIMITIVES)
+def test_primitive_drivers_refuse_a_tensor_the_device_cannot_hold_before_making_data(capsys, handle, monkeypatch,
+                                                                                    command, report):
+    c = handle.info.max_alloc_bytes // 4 // (1024 * 1024) + 1   # x just over the largest allocation
+    monkeypatch.setattr(np.random, "default_rng", None)   # making host data for it would fail loudly
+    dims = ["--input_dim", f"{c},1024,1024"] if command == "dropout" else ["-n", "1", "-c", str(c), "-H", "1024",
+                                                                           "-W", "1024"]
+    assert driver_cli.main([command, *dims]) == 1
+    line = _one_error_line(capsys, "miopy-driver", "OutOfResources")
+    assert "largest allocation" in line
+    report.tally(*CLI_MORE)
+
+
+def test_tune_file_without_a_driver_line_stops_with_one_line(tmp_path, capsys, report):
+    path = tmp_path / "commands.txt"
+    path.write_text("conv -n 1 -c 4 -H 6 -W 6 -k 4\n# a comment\n")
+    assert tune_cli.main(["--file", str(path)]) == 1
+    line = _one_error_line(capsys, "miopy-tune", "--file")
+    assert "holds no driver line" in line
+    report.tally(*CLI_MORE)
+
+
+@pytest.mark.parametrize("kwargs, field", [({"device": "gpu"}, "device"), ({"device": 0}, "device"),
+                                           ({"context": 3}, "context"), ({"math_mode": "x"}, "math_mode")])
+def test_handle_arguments_are_checked(kwargs, field, report):
+    with pytest.raises(BadParam) as info:
+        miopy.Handle(**kwargs)
+    assert info.value.field == field
+    report.tally(*ARGS)

@@ -65,10 +65,13 @@ class ConvDepthwise(ConvSolver):
     registers, its filter in registers, its input window staged in local memory or read through the
     cache; backward-data with stride > 1 skips the taps that land between outputs. Backward-weights:
     SPLIT work-groups per channel each sum a chunk of the N*P rows into R*S registers per work-item, add
-    them in a fixed tree in local memory, and a second kernel adds the SPLIT partial sums in order
-    (deterministic; rounding grows with the log of N*P*Q, not with it).
+    them in a fixed tree in local memory, and a second kernel adds the SPLIT partial sums in blocks of 16
+    (deterministic; each work-item sums only N*P*Q / (SPLIT * work-group) terms, so rounding stays near
+    that of a short sum).
 
-    Wins: MobileNet-style depthwise layers, which a GEMM formulation turns into C tiny GEMMs of one row.
+    Meant for MobileNet-style depthwise layers (also C = groups = 1), which a GEMM formulation turns into
+    C tiny GEMMs of one row; memory-bound, so its GPU time should approach the traffic of x and y (not yet
+    measured on a GPU: benchmarks/weak_families.py).
     Does not apply to ordinary or grouped convolutions with more than one input channel per group, to
     filters of more than 64 taps, or to tensors spanning 2^31 elements or more (32-bit indices).
     """

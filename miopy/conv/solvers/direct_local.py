@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...device import (
+    ACCURATE_SPLIT_CHUNK,
     MAX_GRID_DIM,
     SPLIT_WORKSPACE_CAP,
     DeviceInfo,
@@ -73,6 +74,16 @@ def min_split(p: ConvProblem) -> int:
     if p.direction is not Direction.BACKWARD_WEIGHTS:
         return 1
     return accurate_split(gemm_shape(p).k, ConvDirectLocal.grid["SPLIT"], max_split(p))
+
+
+def sum_steps(p: ConvProblem, params: Params) -> int:
+    """Backward-weights: slices per register block before the running total, where a split's chunk is longer
+    than ACCURATE_SPLIT_CHUNK (a second register tile costs occupancy, so short chunks sum directly); else 0."""
+    if p.direction is not Direction.BACKWARD_WEIGHTS:
+        return 0
+    if split_chunk(p, params["SPLIT"], params["K_BLK"]) <= ACCURATE_SPLIT_CHUNK:
+        return 0
+    return max(1, SUM_BLOCK // params["K_BLK"])
 
 
 def split_chunk(p: ConvProblem, split: int, k_blk: int) -> int:
@@ -165,7 +176,7 @@ class ConvDirectLocal(ConvSolver):
         defines = {**problem_defines(problem), **stride_defines(problem), "DIRECTION": int(problem.direction),
                    **{name: params[name] for name in self.grid},
                    "SPLIT_CHUNK": split_chunk(problem, split, params["K_BLK"]),
-                   "SUM_STEPS": max(1, SUM_BLOCK // params["K_BLK"])}
+                   "SUM_STEPS": sum_steps(problem, params)}
         args = ("x", "w", "y") + (("workspace",) if split > 1 else ())
         if epilogue is not None:
             defines.update(epilogue.defines())

@@ -54,22 +54,24 @@ class WinogradLayout:
     out_strides: tuple[int, ...]
     filter_addressing: tuple[int, int, int, int, int]   # base, per out channel, per in channel, per r, per s
     dtype: DataType   # of the tensors (the workspace is float whatever it is)
+    r: int = 3                                          # filter size (r x r)
 
     @classmethod
     def of(cls, p: ConvProblem, m: int) -> WinogradLayout:
         ws_k, ws_c, ws_r, ws_s = p.w.strides
-        common = dict(m=m, batch=p.n, dtype=p.dtype)
+        common = dict(m=m, batch=p.n, dtype=p.dtype, r=p.r)
+        back = p.r - 1   # backward-data: pad r-1-pad, filters read from their last tap backwards
         if p.direction is Direction.FORWARD:
             return cls(**common, in_role="x", out_role="y", in_c=p.c, out_c=p.k, in_hw=(p.in_h, p.in_w),
                        out_hw=(p.out_h, p.out_w), pad=(p.pad_h, p.pad_w), in_strides=p.x.strides,
                        out_strides=p.y.strides, filter_addressing=(0, ws_k, ws_c, ws_r, ws_s))
         return cls(**common, in_role="y", out_role="x", in_c=p.k, out_c=p.c, in_hw=(p.out_h, p.out_w),
-                   out_hw=(p.in_h, p.in_w), pad=(2 - p.pad_h, 2 - p.pad_w), in_strides=p.y.strides,
-                   out_strides=p.x.strides, filter_addressing=(2 * ws_r + 2 * ws_s, ws_c, ws_k, -ws_r, -ws_s))
+                   out_hw=(p.in_h, p.in_w), pad=(back - p.pad_h, back - p.pad_w), in_strides=p.y.strides,
+                   out_strides=p.x.strides, filter_addressing=(back * (ws_r + ws_s), ws_c, ws_k, -ws_r, -ws_s))
 
     @property
     def alpha(self) -> int:
-        return self.m + 2
+        return self.m + self.r - 1
 
     @property
     def tiles_hw(self) -> tuple[int, int]:
@@ -95,7 +97,8 @@ class WinogradLayout:
     def transform_defines(self) -> dict[str, int]:
         in_cp, out_cp, tiles_p = self.padded
         u_off, v_off, m_off, _ = self.offsets
-        defines = {**self.dtype.defines, "WINO_M": self.m, "N": self.batch, "IN_C": self.in_c, "IN_H": self.in_hw[0],
+        defines = {**self.dtype.defines, "WINO_M": self.m, "WINO_R": self.r, "N": self.batch, "IN_C": self.in_c,
+                   "IN_H": self.in_hw[0],
                    "IN_W": self.in_hw[1], "OUT_C": self.out_c, "OUT_H": self.out_hw[0], "OUT_W": self.out_hw[1],
                    "PAD_H": self.pad[0], "PAD_W": self.pad[1], "TILES_H": self.tiles_hw[0],
                    "TILES_W": self.tiles_hw[1], "TILES": self.tiles, "IN_CP": in_cp, "OUT_CP": out_cp,
@@ -146,9 +149,12 @@ class WinogradTiling:
 
 
 class _ConvWinograd3x3(ConvSolver):
-    """Shared machinery of the F(m x m, 3 x 3) solvers; subclasses set ``tile`` (m) and ``id``."""
+    """Shared machinery of the F(m x m, r x r) solvers; subclasses set ``tile`` (m) and ``id``, and for
+    filters other than 3x3 ``filter_size`` (r) and the ``transform_file`` holding their transforms."""
 
     tile: ClassVar[int]
+    filter_size: ClassVar[int] = 3
+    transform_file: ClassVar[str] = "conv_winograd.cl"
     algorithm = "winograd"
     directions = frozenset({Direction.FORWARD, Direction.BACKWARD_DATA})
     supports_epilogue = True
@@ -162,10 +168,11 @@ class _ConvWinograd3x3(ConvSolver):
 
     def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
         super().applicability(problem, dev)
-        require((problem.r, problem.s) == (3, 3), f"filter is {problem.r}x{problem.s}, not 3x3")
+        f = self.filter_size
+        require((problem.r, problem.s) == (f, f), f"filter is {problem.r}x{problem.s}, not {f}x{f}")
         require((problem.stride_h, problem.stride_w) == (1, 1), f"stride {problem.conv.stride} is not 1x1")
         require((problem.dil_h, problem.dil_w) == (1, 1), f"dilation {problem.conv.dilation} is not 1x1")
-        require(max(problem.conv.pads) <= 2, f"padding {problem.conv.pad_text()} is over 2")
+        require(max(problem.conv.pads) <= f - 1, f"padding {problem.conv.pad_text()} is over {f - 1}")
         require(problem.groups == 1, "grouped convolution is not implemented")
         require_none(index_reason(*(d.element_span for d in (problem.x, problem.w, problem.y)),
                                   self.workspace_bytes(problem) // FLOAT_BYTES))
@@ -196,8 +203,9 @@ class _ConvWinograd3x3(ConvSolver):
 
     def solution(self, problem: ConvProblem, params: Params, epilogue=None) -> Solution:
         plan = WinogradLayout.of(problem, self.tile)
-        launches = (_filter_launch(plan), _input_launch(plan), _gemm_launch(plan, WinogradTiling.of(params)),
-                    _output_launch(plan, epilogue))
+        file = self.transform_file
+        launches = (_filter_launch(plan, file), _input_launch(plan, file),
+                    _gemm_launch(plan, WinogradTiling.of(params)), _output_launch(plan, epilogue, file))
         return Solution(self.id, dict(params), launches, self.workspace_bytes(problem))
 
 
@@ -220,15 +228,15 @@ def _gpu_defaults(plan: WinogradLayout, dev: DeviceInfo) -> tuple[Params, ...]:
     return ({"TILE_M": 64, "TILE_N": 64, "WORK_M": 4, "WORK_N": 4, "K_BLK": 16},)
 
 
-def _filter_launch(plan: WinogradLayout) -> KernelLaunch:
+def _filter_launch(plan: WinogradLayout, file: str) -> KernelLaunch:
     in_cp, out_cp, _ = plan.padded
-    spec = KernelSpec.make("conv_winograd.cl", "wino_filter_transform", plan.transform_defines(), ("-cl-mad-enable",))
+    spec = KernelSpec.make(file, "wino_filter_transform", plan.transform_defines(), ("-cl-mad-enable",))
     return KernelLaunch(spec, (out_cp, in_cp), (TRANSFORM_WG, 1), ("w", "workspace"))
 
 
-def _input_launch(plan: WinogradLayout) -> KernelLaunch:
+def _input_launch(plan: WinogradLayout, file: str) -> KernelLaunch:
     in_cp, _, tiles_p = plan.padded
-    spec = KernelSpec.make("conv_winograd.cl", "wino_input_transform", plan.transform_defines(), ("-cl-mad-enable",))
+    spec = KernelSpec.make(file, "wino_input_transform", plan.transform_defines(), ("-cl-mad-enable",))
     return KernelLaunch(spec, (tiles_p, in_cp), (TRANSFORM_WG, 1), (plan.in_role, "workspace"))
 
 
@@ -242,12 +250,12 @@ def _gemm_launch(plan: WinogradLayout, shape: WinogradTiling) -> KernelLaunch:
     return KernelLaunch(spec, global_size, (local_n, local_m, 1), ("workspace",))
 
 
-def _output_launch(plan: WinogradLayout, epilogue) -> KernelLaunch:
+def _output_launch(plan: WinogradLayout, epilogue, file: str) -> KernelLaunch:
     defines, args = plan.transform_defines(), ("workspace", plan.out_role)
     if epilogue is not None:
         defines.update(epilogue.defines())
         args = args + tuple(epilogue.args)
-    spec = KernelSpec.make("conv_winograd.cl", "wino_output_transform", defines, ("-cl-mad-enable",))
+    spec = KernelSpec.make(file, "wino_output_transform", defines, ("-cl-mad-enable",))
     global_size = (round_up(plan.tiles, TRANSFORM_WG), plan.out_c)
     return KernelLaunch(spec, global_size, (TRANSFORM_WG, 1), args)
 

@@ -1,10 +1,11 @@
 """DropoutGeneric: any strides, one element per work-item."""
 from __future__ import annotations
 
+from ...device import DeviceInfo
 from ...pointwise import pointwise_defines
 from ...solver import Params, Solution, Solver
 from ..problem import DTYPES, DropoutProblem
-from .common import launches
+from .common import launches, require_index_range
 
 
 class DropoutGeneric(Solver[DropoutProblem]):
@@ -14,6 +15,10 @@ class DropoutGeneric(Solver[DropoutProblem]):
     id = "DropoutGeneric"
     algorithm = "elementwise_strided"
     dtypes = DTYPES
+
+    def applicability(self, problem: DropoutProblem, dev: DeviceInfo) -> None:
+        super().applicability(problem, dev)
+        require_index_range(problem)
 
     def solution(self, problem: DropoutProblem, params: Params) -> Solution:
         defines = {"PACKED": 0, **pointwise_defines(problem.x.dims, {"X": problem.x, "Y": problem.y})}

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ...device import DeviceInfo
 from ...solver import Params, Solution, Solver, require
 from ..problem import DTYPES, DropoutProblem
-from .common import launches
+from .common import launches, require_index_range
 
 
 class DropoutPacked(Solver[DropoutProblem]):
@@ -18,6 +18,7 @@ class DropoutPacked(Solver[DropoutProblem]):
     def applicability(self, problem: DropoutProblem, dev: DeviceInfo) -> None:
         super().applicability(problem, dev)
         require(problem.packed, "x or y is not packed (DropoutGeneric handles strides)")
+        require_index_range(problem)
 
     def solution(self, problem: DropoutProblem, params: Params) -> Solution:
         blocks = (problem.x.element_count + 3) // 4

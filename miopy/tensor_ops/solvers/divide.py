@@ -6,7 +6,7 @@ from ...kernel_cache import KernelSpec
 from ...pointwise import pointwise_defines
 from ...solver import KernelLaunch, Params, Solution, Solver, require, round_up
 from ..problem import DTYPES, TensorOp, TensorOpProblem
-from .packed import SCALARS, WG
+from .packed import SCALARS, WG, require_index_range
 
 
 class OpTensorDivide(Solver[TensorOpProblem]):
@@ -22,6 +22,7 @@ class OpTensorDivide(Solver[TensorOpProblem]):
     def applicability(self, problem: TensorOpProblem, dev: DeviceInfo) -> None:
         super().applicability(problem, dev)
         require(problem.op is TensorOp.DIV, f"op {problem.op.name} (OpTensorDivide divides only)")
+        require_index_range(problem)
 
     def solution(self, problem: TensorOpProblem, params: Params) -> Solution:
         b = problem.b

@@ -8,7 +8,7 @@ from ...kernel_cache import KernelSpec
 from ...pointwise import pointwise_defines
 from ...solver import KernelLaunch, Params, Solution, Solver, require, round_up
 from ..problem import DTYPES, TensorOp, TensorOpProblem
-from .packed import SCALARS, WG
+from .packed import SCALARS, WG, require_index_range
 
 
 class OpTensorGeneric(Solver[TensorOpProblem]):
@@ -23,6 +23,7 @@ class OpTensorGeneric(Solver[TensorOpProblem]):
     def applicability(self, problem: TensorOpProblem, dev: DeviceInfo) -> None:
         super().applicability(problem, dev)
         require(problem.op is not TensorOp.DIV, "division runs on OpTensorDivide")
+        require_index_range(problem)
 
     def solution(self, problem: TensorOpProblem, params: Params) -> Solution:
         b = problem.b

@@ -3,13 +3,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...device import DeviceInfo
+from ...device import DeviceInfo, index_reason
 from ...kernel_cache import KernelSpec
-from ...solver import KernelLaunch, Params, Solution, Solver, require, round_up
+from ...solver import KernelLaunch, Params, Solution, Solver, require, require_none, round_up
 from ..problem import DTYPES, TensorOp, TensorOpProblem
 
 WG = 256
 SCALARS = ("alpha1", "alpha2", "beta")
+
+
+def require_index_range(problem: TensorOpProblem) -> None:
+    """tensor_ops.cl's element indices and work-item ids are 32-bit ints: NotApplicable past 2^31 elements."""
+    require_none(index_reason(*(d.element_span for d in (problem.a, problem.b, problem.c))))
 
 
 class OpTensorPacked(Solver[TensorOpProblem]):
@@ -27,6 +32,7 @@ class OpTensorPacked(Solver[TensorOpProblem]):
         require(problem.op is not TensorOp.DIV, "division runs on OpTensorDivide")
         require(not problem.broadcast, "B is broadcast (OpTensorGeneric handles it)")
         require(all(d.is_packed for d in (problem.a, problem.b, problem.c)), "a tensor is not packed")
+        require_index_range(problem)
 
     def invalid_reason(self, problem: TensorOpProblem, params: Params, dev: DeviceInfo) -> str | None:
         reason = super().invalid_reason(problem, params, dev)

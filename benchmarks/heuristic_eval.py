@@ -1,0 +1,51 @@
+"""Immediate mode against find: how often the shape rule's and the trained model's first choice is within
+1.1x of find's best, on the find records of a DB (the model evaluated on held-out layers: 5 folds split by
+layer, each layer's three directions together). Optionally trains on every record and writes the model.
+
+    python benchmarks/heuristic_eval.py --db miopy/data/system_perf.db [--device NAME] \\
+        [--out miopy/data/heuristic_pocl.json --match pthread] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from miopy.conv import heuristic, heuristic_model, registry
+
+
+def shape_choice(problem, ran):
+    """The shape rule's first choice among the solvers that ran on problem."""
+    known = [registry.get(s) for s in ran if s in {x.id for x in registry.ALL}]
+    order = heuristic.shape_rank(problem, known)
+    return order[0].id if order else ran[0]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--db", type=Path, default=Path(heuristic_model.DATA_DIR / "system_perf.db"))
+    ap.add_argument("--device", default=None, help="records of devices whose id contains this (default all)")
+    ap.add_argument("--out", type=Path, default=None, help="train on every record and write the model here")
+    ap.add_argument("--match", default=None, help="device-name substrings the written model serves")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    records = heuristic_model.records_from_db(args.db, args.device)
+    shape = heuristic_model.evaluate(shape_choice, records)
+    model = heuristic_model.cross_validate(records)
+    for name, q in (("shape rule", shape), ("model, held out", model)):
+        print(f"{name:16s}: {q['problems']} problems, {100 * q.get('within_1.1x', 0):.0f}% within 1.1x, "
+              f"{100 * q.get('within_1.3x', 0):.0f}% within 1.3x, geomean {q.get('geomean', 0):.3f}x, "
+              f"worst {q.get('worst', 0):.2f}x")
+    if args.out:
+        trained = heuristic_model.train(records, (args.match or args.device or "").split(","))
+        heuristic_model.write_model(trained, args.out)
+        print(f"wrote {args.out}: {trained.trained_on} problems, solvers {sorted(trained.solvers)}")
+    if args.json:
+        args.json.write_text(json.dumps({"db": str(args.db), "device": args.device, "shape_rule": shape,
+                                         "model_held_out": model}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,385 @@
+"""Tensor-core solver (ConvImplicitGemmMma) against cuDNN, TF32 and fp16, on one GPU in one run.
+
+    python benchmarks/tensor_cores.py --out DIR [--budget-s 270] [--parts probe,accuracy,timing]
+                                      [--variants N] [--iters 20]
+
+probe     which PTX mma families the device compiles (miopy.ptx_probe), and how long the probe takes
+accuracy  every direction x {fp32 data under TF32, fp16 data} on small and odd problems (pad, stride,
+          dilation, groups, ragged tiles), default params and sampled grid points, outputs NaN-poisoned;
+          error against a float64 reference as a fraction of the format's bound (docs/tensor_cores.md):
+              |a - e| <= (2*u_in + (L + 2) * 2^-23) * sum|x||w| + u_out * |e|
+          (u_in = 2^-11 for TF32 operands, 0 for fp16 data; u_out = 2^-11 for fp16 outputs, 0 for fp32;
+          L the reduction length), and cuDNN's error on the same inputs in the same mode, for scale
+timing   real layers (ResNet-50, VGG-16, AlexNet, 1x1) in every direction: miopy's default params and
+          grid variants beside cuDNN (cudnn.benchmark, allow_tf32 for TF32, fp16 tensors for fp16);
+          efficiency against the dense tensor-core peak (H100 SXM: 495 TFLOP/s TF32, 990 fp16)
+
+DIR receives tensor-cores-<device>.json, rewritten after every measurement (a timeout keeps what was done).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pyopencl as cl  # noqa: E402
+
+import miopy  # noqa: E402
+from miopy import ptx_probe  # noqa: E402
+from miopy.conv import networks, reference  # noqa: E402
+from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction  # noqa: E402
+from miopy.conv.solvers.mma import ConvImplicitGemmMma  # noqa: E402
+from miopy.plan import plan_of  # noqa: E402
+from miopy.tensor import TensorDesc  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from crosscheck import torch_call  # noqa: E402
+
+SOLVER = ConvImplicitGemmMma()
+PEAK_TFLOPS = {"FP32": 495.0, "FP16": 990.0}   # dense tensor-core peaks, H100 SXM (TF32, fp16 with fp32 sums)
+# (name, n, c, h, w, k, r, s, pad, stride, dilation, groups)
+ACCURACY = [
+    ("odd-3x3", 2, 6, 7, 9, 13, 3, 3, 1, 1, 1, 1),
+    ("pad-stride-dil", 2, 6, 11, 12, 10, 3, 3, (1, 2), (2, 1), (1, 2), 1),
+    ("5x5-s2", 3, 16, 17, 15, 24, 5, 5, 2, 2, 1, 1),
+    ("groups", 2, 12, 9, 9, 18, 3, 3, 1, 1, 1, 3),
+    ("1x1", 4, 64, 14, 14, 96, 1, 1, 0, 1, 1, 1),
+    ("mid-3x3", 8, 64, 28, 28, 128, 3, 3, 1, 1, 1, 1),
+    ("deep-K", 2, 256, 14, 14, 64, 3, 3, 1, 1, 1, 1),
+]
+LAYERS = [
+    ("resnet50-3x3-256", 32, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1),
+    ("resnet50-1x1-64-256", 32, 64, 56, 56, 256, 1, 1, 0, 1, 1, 1),
+    ("vgg16-3x3-128", 32, 128, 112, 112, 128, 3, 3, 1, 1, 1, 1),
+    ("alexnet-conv2-5x5", 32, 96, 27, 27, 256, 5, 5, 2, 1, 1, 1),
+]
+DIRECTIONS = {"F": Direction.FORWARD, "B": Direction.BACKWARD_DATA, "W": Direction.BACKWARD_WEIGHTS}
+LETTERS = "FBW"
+
+
+def make(direction: Direction, dtype: str, shape) -> ConvProblem:
+    _, n, c, h, w, k, r, s, pad, stride, dil, groups = shape
+    x, wd = TensorDesc(dtype, (n, c, h, w)), TensorDesc(dtype, (k, c // groups, r, s))
+    try:
+        conv = ConvDesc(pad, stride, dil, groups, math_mode="tf32")  # type: ignore[call-arg]
+        return ConvProblem.create(direction, x, wd, conv)
+    except TypeError:   # a tree without math modes yet: mark the problem by hand
+        problem = ConvProblem.create(direction, x, wd, ConvDesc(pad, stride, dil, groups))
+        object.__setattr__(problem, "math_mode", "tf32")
+        return problem
+
+
+def tensors(problem: ConvProblem, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {r: rng.standard_normal(d.dims).astype(d.dtype.numpy) for r, d in problem.tensors().items()}
+
+
+def torch_result(problem, t, dtype, tf32: bool) -> np.ndarray:
+    import torch
+    torch.backends.cudnn.allow_tf32 = tf32
+    args = (torch.from_numpy(np.ascontiguousarray(t[r])).to("cuda", dtype) for r in "xwy")
+    return torch_call(problem, *args)().float().cpu().numpy()
+
+
+def bound(problem, t) -> tuple[np.ndarray, np.ndarray]:
+    """float64 exact result and the format's elementwise error bound (see the module docstring)."""
+    import torch
+    exact = torch_result(problem, t, torch.float64, False).astype(np.float64)
+    magnitude = torch_result(problem, {r: np.abs(a) for r, a in t.items()}, torch.float64, False)
+    half = problem.dtype.value == "FP16"
+    u_in, u_out = (0.0, 2.0**-11) if half else (2.0**-11, 0.0)
+    terms = problem.reduction_length()
+    return exact, (2 * u_in + (terms + 2) * 2.0**-23) * magnitude + u_out * np.abs(exact) + 1e-30
+
+
+def buffers(handle, t):
+    mf = cl.mem_flags
+    return {r: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for r, a in t.items()}
+
+
+def run_once(handle, problem, params, t, bufs) -> tuple[np.ndarray, object]:
+    role = OUTPUT_ROLE[problem.direction]
+    cl.enqueue_copy(handle.queue, bufs[role], np.full(t[role].shape, np.nan, t[role].dtype))
+    solution = SOLVER.solution(problem, params)
+    plan = plan_of(handle, problem, solution)
+    ws = handle.alloc(max(solution.workspace_bytes, 4))
+    call = lambda: plan.enqueue({**bufs, "workspace": ws})  # noqa: E731
+    call()
+    out = np.empty_like(t[role])
+    cl.enqueue_copy(handle.queue, out, bufs[role])
+    handle.finish()
+    return out, call
+
+
+def accuracy(handle, record, save, deadline, samples: int) -> None:
+    import torch
+    rows = record.setdefault("accuracy", [])
+    for dtype in ("FP32", "FP16"):
+        tdtype = torch.float16 if dtype == "FP16" else torch.float32
+        for letter, direction in DIRECTIONS.items():
+            for shape in ACCURACY:
+                if time.monotonic() > deadline:
+                    return
+                problem = make(direction, dtype, shape)
+                t = tensors(problem, 1)
+                exact, limit = bound(problem, t)
+                cudnn = torch_result(problem, t, tdtype, True).astype(np.float64)
+                default = SOLVER.default_params(problem, handle.info)
+                points = [default] + SOLVER.sample_space(problem, handle.info, count=samples, seed=3)
+                bufs = buffers(handle, t)
+                for params in points:
+                    row = {"case": shape[0], "dtype": dtype, "direction": letter, "params": params,
+                           "default": params == default}
+                    try:
+                        out, _ = run_once(handle, problem, params, t, bufs)
+                        got = out.astype(np.float64)
+                        row.update(nan=int(np.isnan(got).sum()),
+                                   worst_vs_bound=float(np.nanmax(np.abs(got - exact) / limit)),
+                                   max_error=float(reference.max_error(out, exact)),
+                                   cudnn_worst_vs_bound=float(np.max(np.abs(cudnn - exact) / limit)),
+                                   cudnn_max_error=float(reference.max_error(cudnn.astype(np.float32), exact)))
+                        row["ok"] = row["nan"] == 0 and row["worst_vs_bound"] <= 1.0
+                    except Exception as exc:  # noqa: BLE001 -- failures are data
+                        row["error"] = f"{type(exc).__name__}: {str(exc)[:2000]}"
+                        row["ok"] = False
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+                save()
+
+
+def cudnn_ms(problem, t, iters: int) -> float:
+    import torch
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = True
+    dtype = torch.float16 if problem.dtype.value == "FP16" else torch.float32
+    call = torch_call(problem, *(torch.from_numpy(t[r]).to("cuda", dtype) for r in "xwy"))
+    for _ in range(3):
+        call()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end))
+    return statistics.median(samples)
+
+
+# Overrides tried on top of the default params, in this order (a feature the override makes invalid is
+# switched off again; points still invalid are dropped).
+OVERRIDES = [
+    {}, {"VECTOR_A": False}, {"LDMATRIX": False}, {"TRANSFORM_W": False},
+    {"M_BLK": 128, "N_BLK": 128, "WARPS_M": 2, "WARPS_N": 2, "STAGES": 2},
+    {"M_BLK": 128, "N_BLK": 128, "WARPS_M": 2, "WARPS_N": 4, "STAGES": 2},
+    {"M_BLK": 128, "N_BLK": 128, "K_BLK": 32, "WARPS_M": 2, "WARPS_N": 2, "STAGES": 1},
+    {"M_BLK": 64, "N_BLK": 128, "WARPS_M": 2, "WARPS_N": 2}, {"M_BLK": 128, "N_BLK": 64, "WARPS_M": 2, "WARPS_N": 2},
+    {"M_BLK": 256, "N_BLK": 128, "WARPS_M": 4, "WARPS_N": 2, "STAGES": 1},
+    {"M_BLK": 64, "N_BLK": 64, "WARPS_M": 2, "WARPS_N": 2, "SPLIT": 16},
+    {"M_BLK": 128, "N_BLK": 64, "WARPS_M": 2, "WARPS_N": 2, "SPLIT": 32},
+]
+
+
+def _repaired(problem, handle, params: dict) -> dict | None:
+    """params, or params with VECTOR_A, LDMATRIX, then two stages switched off until valid; None if never."""
+    for fix in ({}, {"VECTOR_A": False}, {"LDMATRIX": False}, {"STAGES": 1}):
+        params = dict(params, **fix)
+        if SOLVER.is_valid(problem, params, handle.info):
+            return params
+    return None
+
+
+def variants(problem, handle, count: int) -> list[dict]:
+    """Default params, then OVERRIDES of them, then random valid grid points (deduplicated)."""
+    base = SOLVER.default_params(problem, handle.info)
+    out: list[dict] = []
+    for params in [dict(base, **o) for o in OVERRIDES] + SOLVER.sample_space(problem, handle.info, count, seed=11):
+        fixed = _repaired(problem, handle, params)
+        if fixed is not None and fixed not in out:
+            out.append(fixed)
+    return out[:count]
+
+
+def kernel_info(handle, solution) -> dict:
+    """Private (spilled) and local memory of the main kernel as the driver reports them."""
+    import pyopencl as cl
+    kernel = handle.kernels.kernel(solution.launches[-1 if solution.launches[-1].spec.name == "conv_mma" else 0].spec)
+    info = cl.kernel_work_group_info
+    return {"private_bytes": kernel.get_work_group_info(info.PRIVATE_MEM_SIZE, handle.device),
+            "local_bytes": kernel.get_work_group_info(info.LOCAL_MEM_SIZE, handle.device)}
+
+
+def set_layers(names: str) -> list[tuple]:
+    """The layers of named sets (miopy.conv.networks) at their benchmark batch sizes, as LAYERS rows."""
+    out = []
+    for name in names.split(","):
+        batch = networks.DEFAULT_BATCH[name]
+        out += [(f"{name}-{ly.name}", batch, ly.c, ly.h, ly.w, ly.k, ly.r, ly.s, ly.pad, ly.stride, 1, 1)
+                for ly in networks.layer_set(name)]
+    return out
+
+
+def timing(handle, record, save, deadline, count: int, iters: int, verify: bool, letters: str,
+           layers: list[tuple]) -> None:
+    rows = record.setdefault("timing", [])
+    for letter in letters:
+        direction = DIRECTIONS[letter]
+        for shape in layers:
+            for dtype in ("FP32", "FP16"):
+                if time.monotonic() > deadline:
+                    return
+                problem = make(direction, dtype, shape)
+                t = tensors(problem, 0)
+                bufs = buffers(handle, t)
+                row = {"layer": shape[0], "dtype": dtype, "direction": letter, "flops": problem.flops(),
+                       "cudnn_ms": cudnn_ms(problem, t, iters), "variants": []}
+                check = None
+                if verify:
+                    exact, limit = bound(problem, t)
+                    check = lambda out, e=exact, lim=limit: float(np.max(np.abs(out.astype(np.float64) - e) / lim))  # noqa: E731
+                for params in variants(problem, handle, count):
+                    if time.monotonic() > deadline:
+                        break
+                    entry = {"params": params}
+                    try:
+                        started = time.monotonic()
+                        out, call = run_once(handle, problem, params, t, bufs)
+                        entry["first_call_s"] = time.monotonic() - started
+                        entry["nan"] = int(np.isnan(out.astype(np.float32)).sum())
+                        entry["ms"] = handle.time_ms(call, warmup=2, iters=iters)
+                        entry.update(kernel_info(handle, SOLVER.solution(problem, params)))
+                        if check:
+                            entry["worst_vs_bound"] = check(out)
+                    except Exception as exc:  # noqa: BLE001
+                        entry["error"] = f"{type(exc).__name__}: {str(exc)[:1000]}"
+                    row["variants"].append(entry)
+                timed = [v for v in row["variants"] if "ms" in v and v["nan"] == 0
+                         and v.get("worst_vs_bound", 0.0) <= 1.0]
+                if timed:
+                    best = min(timed, key=lambda v: v["ms"])
+                    row.update(default_ms=timed[0]["ms"] if row["variants"][0] is timed[0] else None,
+                               best_ms=best["ms"], best_params=best["params"],
+                               ratio_best=best["ms"] / row["cudnn_ms"],
+                               tflops_best=problem.flops() / best["ms"] / 1e9,
+                               pct_peak_best=100 * problem.flops() / best["ms"] / 1e9 / PEAK_TFLOPS[dtype],
+                               cudnn_tflops=problem.flops() / row["cudnn_ms"] / 1e9)
+                rows.append(row)
+                print(json.dumps({k: v for k, v in row.items() if k != "variants"}), flush=True)
+                save()
+
+
+def summarize(record) -> None:
+    for dtype in ("FP32", "FP16"):
+        ratios = [r["ratio_best"] for r in record.get("timing", []) if r["dtype"] == dtype and "ratio_best" in r]
+        if ratios:
+            record.setdefault("summary", {})[dtype] = {
+                "layers": len(ratios), "geomean_ratio_best": math.exp(sum(map(math.log, ratios)) / len(ratios)),
+                "worst_ratio": max(ratios)}
+
+
+def report(paths: list[str]) -> str:
+    """A markdown table of timed rows from result files (a later file's row replaces an earlier one's), with
+    the geometric-mean ratio per dtype and direction."""
+    rows: dict[tuple, tuple[str, dict]] = {}
+    for path in paths:
+        for row in json.loads(Path(path).read_text()).get("timing", []):
+            if "best_ms" in row:
+                rows[(row["layer"], row["dtype"], row["direction"])] = (Path(path).name, row)
+    lines = ["| layer | data | dir | miopy default ms | miopy best ms | cuDNN ms | best / cuDNN | TFLOP/s (best) "
+             "| % of peak | source |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for (layer, dtype, letter), (source, row) in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+        default = f"{row['default_ms']:.3f}" if row.get("default_ms") else "-"
+        lines.append(f"| {layer} | {'TF32' if dtype == 'FP32' else 'fp16'} | {letter} | {default} | "
+                     f"{row['best_ms']:.3f} | {row['cudnn_ms']:.3f} | {row['ratio_best']:.2f} | "
+                     f"{row['tflops_best']:.0f} | {row['pct_peak_best']:.1f} | {source} |")
+    lines.append("")
+    for dtype in ("FP32", "FP16"):
+        for letters in ("F", "B", "W", "FBW"):
+            ratios = [r["ratio_best"] for (_, d, dr), (_, r) in rows.items() if d == dtype and dr in letters]
+            if ratios:
+                geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
+                lines.append(f"- {'TF32' if dtype == 'FP32' else 'fp16'} {letters}: geomean best / cuDNN "
+                             f"{geo:.2f} over {len(ratios)} layer-directions, worst {max(ratios):.2f}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="benchmarks/results")
+    ap.add_argument("--budget-s", type=float, default=270)
+    ap.add_argument("--parts", default="probe,accuracy,timing")
+    ap.add_argument("--variants", type=int, default=6)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--accuracy-s", type=float, default=120)
+    ap.add_argument("--report", nargs="+", help="print a markdown table of these result files and exit")
+    ap.add_argument("--sets", default="", help="time these layer sets (alexnet,boda,resnet50,vgg16) at their "
+                    "benchmark batch sizes instead of the four default layers; --variants 1 times defaults only")
+    ap.add_argument("--dry-run", action="store_true", help="list the timing problems and default params; run nothing")
+    ap.add_argument("--directions", default="FBW", help="timing: directions in this order (F, B, W)")
+    ap.add_argument("--verify", action="store_true", help="check every timed variant against the float64 bound")
+    ap.add_argument("--ptx", action="store_true", help="write the PTX of the default forward kernels to --out")
+    ap.add_argument("--samples", type=int, default=1, help="grid points checked beside the defaults")
+    args = ap.parse_args(argv)
+    if args.report:
+        print(report(args.report))
+        return 0
+    deadline = time.monotonic() + args.budget_s
+    started = time.monotonic()
+    handle = miopy.Handle()
+    record: dict = {"device": handle.info.name, "device_id": handle.info.device_id, "ptx_mma": handle.info.ptx_mma,
+                    "handle_s": time.monotonic() - started, "command": " ".join(sys.argv)}
+    out = Path(args.out) / f"tensor-cores-{handle.info.name.replace(' ', '_')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:
+        summarize(record)
+        out.write_text(json.dumps(record, indent=1, default=str))
+
+    parts = args.parts.split(",")
+    if args.dry_run:
+        for shape in set_layers(args.sets) if args.sets else LAYERS:
+            for letter in args.directions:
+                for dtype in ("FP32", "FP16"):
+                    problem = make(DIRECTIONS[letter], dtype, shape)
+                    print(shape[0], letter, dtype, problem.key(), SOLVER.default_params(problem, handle.info))
+        return 0
+    if "probe" in parts:
+        ptx_probe._MEMO.clear()
+        record["probe"] = {}
+        for name in ptx_probe._PROBES:
+            t0 = time.monotonic()
+            ok = ptx_probe._compiles(handle.device, ptx_probe.probe_source(name))
+            record["probe"][name] = {"compiles": ok, "s": time.monotonic() - t0}
+        save()
+    if args.ptx:
+        for dtype in ("FP32", "FP16"):
+            problem = make(Direction.FORWARD, dtype, LAYERS[0])
+            params = dict(SOLVER.default_params(problem, handle.info), LDMATRIX=True)
+            spec = SOLVER.solution(problem, params).launches[-1].spec
+            try:
+                program = handle.kernels._compile(spec)
+                (Path(args.out) / f"conv_mma-{dtype}.ptx").write_bytes(program.binaries[0])
+            except Exception as exc:  # noqa: BLE001
+                record.setdefault("ptx_errors", {})[dtype] = str(exc)[:3000]
+    if "accuracy" in parts:
+        accuracy(handle, record, save, min(deadline, time.monotonic() + args.accuracy_s), args.samples)
+    if "timing" in parts:
+        layers = set_layers(args.sets) if args.sets else LAYERS
+        timing(handle, record, save, deadline, args.variants, args.iters, args.verify, args.directions, layers)
+    record["elapsed_s"] = time.monotonic() - started
+    save()
+    print(json.dumps(record.get("summary", {}), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

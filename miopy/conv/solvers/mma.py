@@ -1,0 +1,298 @@
+"""ConvImplicitGemmMma: implicit-GEMM convolution on NVIDIA tensor cores (inline PTX mma.sync), all directions."""
+from __future__ import annotations
+
+from ...device import DeviceInfo, grid_reason, index_reason, local_memory_reason, work_group_reason
+from ...kernel_cache import KernelSpec
+from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
+from ...tensor import DataType
+from ..problem import ConvProblem, Direction
+from ..solver import ConvSolver
+from .common import problem_defines, stride_defines
+from .direct_local import gemm_shape, inner_channels, max_split, split_chunk
+
+KERNEL_FILE = "conv_mma.cl"
+WARP = 32
+MAX_ACCUMULATORS = 128        # fp32 sums per lane (a 64x64 warp tile): beyond this registers spill
+MAX_PREFETCH = 64             # elements per lane fetched one step ahead (A and B together)
+REDUCE_WG = 64
+# Hybrid |a-e|/(1+|e|) bound vs float64 for find / tuning checks: 4 * 2^-11 * sqrt(L) at L = 1024 terms (the
+# registry grows it like sqrt(L) beyond): each TF32 operand rounds by up to 2^-11 (10-bit mantissa), so a sum of
+# L products of unit-size operands errs by about 2^-11 * sqrt(L), and the hybrid error is absolute where the
+# result is near 0. fp16 data (exact products, one rounding of the output) stays far below. docs/tensor_cores.md.
+TENSOR_CORE_TOLERANCE = 4 * 2.0**-11 * 32
+NEEDS_PTX = "needs NVIDIA OpenCL with PTX mma"
+
+
+def mma_k(dtype: DataType) -> int:
+    """Inner size of one mma: m16n8k8 for TF32, m16n8k16 for fp16."""
+    return 16 if dtype is DataType.FLOAT16 else 8
+
+
+def instruction(dtype: DataType) -> str:
+    """The ptx_probe name of the mma family dtype runs on."""
+    return "f16" if dtype is DataType.FLOAT16 else "tf32"
+
+
+def local_bytes(params: Params, dtype: DataType, direction: Direction) -> int:
+    """Local memory of one work-group: STAGES x (A tile + B tile), padded rows (see conv_mma.cl)."""
+    pad_k, pad_n = (8, 8) if dtype is DataType.FLOAT16 else (4, 8)
+    a_tile = params["M_BLK"] * (params["K_BLK"] + pad_k)
+    if direction is Direction.BACKWARD_WEIGHTS:
+        b_tile = params["N_BLK"] * (params["K_BLK"] + pad_k)
+    else:
+        b_tile = params["K_BLK"] * (params["N_BLK"] + pad_n)
+    return params["STAGES"] * (a_tile + b_tile) * (2 if dtype is DataType.FLOAT16 else 4)
+
+
+class ConvImplicitGemmMma(ConvSolver):
+    """Implicit-GEMM convolution (no im2col buffer) whose inner product is the tensor cores' mma.sync.
+
+    The GEMM of each direction is ConvDirectLocal's (forward K/G x N*P*Q over C/G*R*S, backward-data
+    C/G x N*H*W over K/G*R*S, backward-weights K/G x C/G*R*S over N*P*Q with deterministic split partials).
+    Slices are gathered with zero padding, converted once (fp32 -> TF32 rounding to nearest) and staged in
+    bank-conflict-free padded local tiles, double-buffered through registers; each warp keeps a block of
+    16x8 fp32 sum tiles. fp32 data runs m16n8k8 TF32 (only under math mode "tf32": products lose 13
+    mantissa bits); fp16 data runs m16n8k16 with fp32 sums. Forward applies the fusion epilogue.
+
+    Wins: large layers on NVIDIA GPUs, where it passes the fp32 pipes' peak. Does not apply off NVIDIA's
+    OpenCL (no inline PTX), to fp32 under math mode "strict", to non-packed tensors or to tensors spanning
+    2^31 elements. Backward-data with stride > 1 wastes the taps that land between outputs.
+    """
+
+    id = "ConvImplicitGemmMma"
+    algorithm = "implicit_gemm"
+    directions = frozenset(Direction)
+    dtypes = frozenset({DataType.FLOAT32, DataType.FLOAT16})
+    supports_epilogue = True
+    tensor_cores = True
+    tolerance = TENSOR_CORE_TOLERANCE
+    grid = {"M_BLK": (16, 32, 64, 128, 256), "N_BLK": (16, 32, 64, 128, 256), "K_BLK": (8, 16, 32, 64),
+            "WARPS_M": (1, 2, 4), "WARPS_N": (1, 2, 4), "STAGES": (1, 2), "CHANNEL_BLOCKS": (False, True),
+            "SPLIT": (1, 2, 4, 8, 16, 32), "TRANSFORM_W": (False, True), "LDMATRIX": (False, True),
+            "VECTOR_A": (False, True)}
+    param_doc = {
+        "M_BLK": "work-group tile rows (output channels; input channels in backward-data)",
+        "N_BLK": "work-group tile columns (output pixels; filter taps in backward-weights)",
+        "K_BLK": "slice of the inner dimension staged in local memory per step (a multiple of the mma's k)",
+        "WARPS_M": "warps along the tile's rows (each warp owns M_BLK/WARPS_M rows, a multiple of 16)",
+        "WARPS_N": "warps along the tile's columns (each warp owns N_BLK/WARPS_N columns, a multiple of 8)",
+        "STAGES": "local buffers: 2 stages the next slice while this one is multiplied (one barrier a step)",
+        "CHANNEL_BLOCKS": "forward / backward-data: loop over (K_BLK channels, one tap) slices, channels "
+                          "padded to K_BLK; else over the flat channel x tap index",
+        "SPLIT": "backward-weights only: partial sums over that many chunks of N*P*Q, then a fixed-order sum",
+        "TRANSFORM_W": "forward / backward-data with CHANNEL_BLOCKS: first copy the weights channel-fastest into "
+                       "the workspace, so the A slices are read coalesced",
+        "LDMATRIX": "read mma fragments from local memory with ldmatrix.x4 (B too when fp16 or backward-weights)",
+        "VECTOR_A": "fetch A as 16-byte vectors along k (needs k contiguous: transformed or 1x1 forward weights, "
+                    "dy planes; channel / plane sizes a multiple of the vector)",
+    }
+
+    def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
+        require(instruction(problem.dtype) in dev.ptx_mma, NEEDS_PTX)
+        require(problem.dtype is not DataType.FLOAT32 or problem.math_mode == "tf32", "math mode strict forbids TF32")
+        super().applicability(problem, dev)
+        require(problem.is_packed, "tensors must be packed NCHW")
+        require_none(index_reason(*(d.element_span for d in (problem.x, problem.w, problem.y))))
+
+    def invalid_reason(self, problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
+        reason = super().invalid_reason(problem, params, dev)
+        if reason is None:
+            reason = _warp_reason(problem, params) or _device_reason(problem, params, dev)
+        return reason or _shape_reason(problem, params)
+
+    def default_params(self, problem: ConvProblem, dev: DeviceInfo) -> Params:
+        valid = [c for c in _candidates(problem, dev) if self.is_valid(problem, c, dev)]
+        if not valid:
+            return dict(SMALLEST)
+        return max(valid, key=lambda c: _score(problem, c, dev))
+
+    def workspace_bytes(self, problem: ConvProblem) -> int:
+        """Backward-weights: fp32 split partials; otherwise room for the transformed weights (TRANSFORM_W)."""
+        if problem.direction is not Direction.BACKWARD_WEIGHTS:
+            return problem.w.element_count * problem.dtype.itemsize
+        split = max_split(problem)
+        return 4 * split * problem.w.element_count if split > 1 else 0
+
+    def solution(self, problem: ConvProblem, params: Params, epilogue=None) -> Solution:
+        shape, split = gemm_shape(problem), params["SPLIT"]
+        defines = {**problem_defines(problem), **stride_defines(problem), **problem.dtype.defines,
+                   "DIRECTION": int(problem.direction), **{name: params[name] for name in self.grid},
+                   "SPLIT_CHUNK": split_chunk(problem, split, params["K_BLK"])}
+        args = ("x", "w", "y") + (("workspace",) if split > 1 or params["TRANSFORM_W"] else ())
+        if epilogue is not None:
+            defines.update(epilogue.defines())
+            args = args + tuple(epilogue.args)
+        launches = []
+        if params["TRANSFORM_W"]:
+            transform = KernelSpec.make(KERNEL_FILE, "transform_weights", defines)
+            count = problem.w.element_count
+            launches.append(KernelLaunch(transform, (round_up(count, REDUCE_WG),), (REDUCE_WG,), ("w", "workspace")))
+        spec = KernelSpec.make(KERNEL_FILE, "conv_mma", defines)
+        threads = WARP * params["WARPS_M"] * params["WARPS_N"]
+        global_size = (-(-shape.n // params["N_BLK"]) * threads, -(-shape.m // params["M_BLK"]),
+                       problem.groups * split)
+        launches.append(KernelLaunch(spec, global_size, (threads, 1, 1), args))
+        if split > 1:
+            reduce = KernelSpec.make(KERNEL_FILE, "reduce_splits", defines)
+            count = problem.w.element_count
+            launches.append(KernelLaunch(reduce, (round_up(count, REDUCE_WG),), (REDUCE_WG,), ("workspace", "w")))
+        return Solution(self.id, dict(params), tuple(launches), self.workspace_bytes(problem))
+
+
+def _warp_reason(problem: ConvProblem, params: Params) -> str | None:
+    """The tile against the warps and the mma shape, and a lane's registers."""
+    m_blk, n_blk, k_blk = params["M_BLK"], params["N_BLK"], params["K_BLK"]
+    warps_m, warps_n = params["WARPS_M"], params["WARPS_N"]
+    if m_blk % (16 * warps_m) or n_blk % (8 * warps_n):
+        return f"{warps_m}x{warps_n} warps do not split a {m_blk}x{n_blk} tile into 16x8 mma tiles"
+    if k_blk % mma_k(problem.dtype):
+        return f"K_BLK={k_blk} is not a multiple of the mma's k ({mma_k(problem.dtype)})"
+    pairs_b = problem.dtype is DataType.FLOAT16 or problem.direction is Direction.BACKWARD_WEIGHTS
+    if params["LDMATRIX"] and pairs_b and n_blk % (16 * warps_n):
+        return f"LDMATRIX reads B two n-tiles at a time: N_BLK/WARPS_N={n_blk // warps_n} is not a multiple of 16"
+    sums = m_blk * n_blk // (WARP * warps_m * warps_n)
+    if sums > MAX_ACCUMULATORS:
+        return f"{sums} sums per lane > {MAX_ACCUMULATORS}"
+    prefetch = (m_blk + n_blk) * k_blk // (WARP * warps_m * warps_n)
+    if prefetch > MAX_PREFETCH:
+        return f"{prefetch} prefetched elements per lane > {MAX_PREFETCH}"
+    return None
+
+
+def _device_reason(problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
+    threads = WARP * params["WARPS_M"] * params["WARPS_N"]
+    return (work_group_reason(dev, (threads,))
+            or local_memory_reason(dev, local_bytes(params, problem.dtype, problem.direction)))
+
+
+def _fetch_divides(k_blk: int, blk: int, threads: int, kk_fast: bool) -> bool:
+    """Whether a K_BLK x blk slice splits into whole passes of `threads` work-items (see the kernel)."""
+    fast, slow = (k_blk, blk) if kk_fast else (blk, k_blk)
+    step = min(threads, fast)
+    return fast % step == 0 and slow % (threads // step) == 0 and threads % step == 0
+
+
+def _pow2_ceil(value: int) -> int:
+    return 1 << max(value - 1, 0).bit_length()
+
+
+def _shape_reason(problem: ConvProblem, params: Params) -> str | None:
+    """Tiles against the problem: whole fetch passes, no tile twice too big, SPLIT within bounds."""
+    shape, threads = gemm_shape(problem), WARP * params["WARPS_M"] * params["WARPS_N"]
+    m_blk, n_blk, k_blk = params["M_BLK"], params["N_BLK"], params["K_BLK"]
+    b_kk_fast = problem.direction is Direction.BACKWARD_WEIGHTS
+    if not (_fetch_divides(k_blk, m_blk, threads, True) and _fetch_divides(k_blk, n_blk, threads, b_kk_fast)):
+        return f"{threads} work-items do not split the {k_blk}x{m_blk} and {k_blk}x{n_blk} slices evenly"
+    if params["CHANNEL_BLOCKS"] and problem.direction is Direction.BACKWARD_WEIGHTS:
+        return "CHANNEL_BLOCKS applies to forward and backward-data only"
+    if params["TRANSFORM_W"] and not params["CHANNEL_BLOCKS"]:
+        return "TRANSFORM_W needs CHANNEL_BLOCKS (forward and backward-data)"
+    if params["VECTOR_A"]:
+        reason = _vector_a_reason(problem, params, threads)
+        if reason:
+            return reason
+    k_size = inner_channels(problem) if params["CHANNEL_BLOCKS"] else shape.k
+    for name, blk, size, least in (("M", m_blk, shape.m, 16), ("N", n_blk, shape.n, 16), ("K", k_blk, k_size, 16)):
+        if blk > max(least, _pow2_ceil(size)):
+            return f"{name} tile {blk} > {size} rounded up to a power of two"
+    if params["SPLIT"] > max_split(problem):
+        return f"SPLIT={params['SPLIT']} > {max_split(problem)} (1 unless backward-weights)"
+    return grid_reason((0, -(-shape.m // m_blk), problem.groups * params["SPLIT"]))
+
+
+def a_vector(dtype: DataType) -> int:
+    """Elements in one 16-byte VECTOR_A fetch."""
+    return 8 if dtype is DataType.FLOAT16 else 4
+
+
+def _vector_a_reason(problem: ConvProblem, params: Params, threads: int) -> str | None:
+    """Why A cannot be fetched in 16-byte vectors along k (see VECTOR_A in conv_mma.cl), or None."""
+    vec, p = a_vector(problem.dtype), problem
+    vectors = params["M_BLK"] * params["K_BLK"] // vec
+    if params["K_BLK"] % vec or vectors % threads:
+        return f"VECTOR_A: a {params['M_BLK']}x{params['K_BLK']} slice is not whole passes of {vec}-vectors"
+    if p.direction is Direction.BACKWARD_WEIGHTS:
+        size, what = p.out_h * p.out_w, "P*Q"
+    elif params["TRANSFORM_W"]:
+        size, what = inner_channels(p), "the inner channels"
+    elif p.direction is Direction.FORWARD and p.r * p.s == 1:
+        size, what = p.c_per_group, "C/G"
+    else:
+        return "VECTOR_A: k is not contiguous in the weights (needs TRANSFORM_W or a 1x1 forward)"
+    return None if size % vec == 0 else f"VECTOR_A: {what}={size} is not a multiple of {vec}"
+
+
+# -- default params ---------------------------------------------------------------------------------------
+SMALLEST = {"M_BLK": 16, "N_BLK": 16, "K_BLK": 16, "WARPS_M": 1, "WARPS_N": 1, "STAGES": 1,
+            "CHANNEL_BLOCKS": False, "SPLIT": 1, "TRANSFORM_W": False, "LDMATRIX": False, "VECTOR_A": False}
+# (M_BLK, N_BLK, WARPS_M, WARPS_N): 64x64 warp tiles where the problem is large, down to one warp on 16x16
+_TILES = ((128, 128, 2, 2), (128, 128, 2, 4), (256, 128, 4, 2), (128, 256, 2, 4), (128, 64, 2, 2), (64, 128, 2, 2),
+          (64, 64, 2, 2), (128, 32, 4, 1), (32, 128, 1, 4), (64, 32, 2, 1), (32, 64, 1, 2), (32, 32, 1, 1),
+          (16, 64, 1, 2), (16, 32, 1, 1), (16, 16, 1, 1))
+
+
+def _candidates(problem: ConvProblem, dev: DeviceInfo) -> list[Params]:
+    splits = [s for s in ConvImplicitGemmMma.grid["SPLIT"] if s <= max_split(problem)]
+    k_blks = (32, 16) if problem.dtype is DataType.FLOAT16 else (16, 32, 8)
+    blocks = (True, False) if problem.direction is not Direction.BACKWARD_WEIGHTS else (False,)
+    out = []
+    # backward-weights ([col][k] B tiles, ldmatrix on both) spilled registers with 128 sums a lane on an H100
+    most = MAX_ACCUMULATORS // 2 if problem.direction is Direction.BACKWARD_WEIGHTS else MAX_ACCUMULATORS
+    for m, n, wm, wn in (tile for tile in _TILES if tile[0] * tile[1] // (WARP * tile[2] * tile[3]) <= most):
+        for k in k_blks:
+            for cb in blocks:
+                for s in splits:
+                    base = {"M_BLK": m, "N_BLK": n, "K_BLK": k, "WARPS_M": wm, "WARPS_N": wn, "STAGES": 2,
+                            "CHANNEL_BLOCKS": cb, "SPLIT": s, "TRANSFORM_W": False, "LDMATRIX": False,
+                            "VECTOR_A": False}
+                    featured = _featured(problem, base, dev)
+                    if problem.dtype is DataType.FLOAT16 or featured["STAGES"] == 2 or k == min(k_blks):
+                        out.append(featured)   # fp32: one stage of 32 spilled or lost to two of 16 on the H100
+    return out
+
+
+def _featured(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
+    """params with what measured faster on an H100 switched on where valid: one stage when two do not fit,
+    the weight copy where the weights are strided along k, ldmatrix and vector fetches of A."""
+    solver = ConvImplicitGemmMma()
+    out = dict(params, TRANSFORM_W=params["CHANNEL_BLOCKS"] and (
+        problem.r * problem.s > 1 or problem.direction is Direction.BACKWARD_DATA))
+    if local_memory_reason(dev, local_bytes(out, problem.dtype, problem.direction)):
+        out["STAGES"] = 1
+    for name in ("LDMATRIX", "VECTOR_A"):
+        trial = dict(out, **{name: True})
+        if solver.is_valid(problem, trial, dev):
+            out = trial
+    return out
+
+
+def _score(problem: ConvProblem, params: Params, dev: DeviceInfo) -> float:
+    """Rough throughput model: useful fraction of tiles and inner loop x wave quantisation x tile reuse."""
+    shape = gemm_shape(problem)
+    m_blk, n_blk, k_blk = params["M_BLK"], params["N_BLK"], params["K_BLK"]
+    tiles_m, tiles_n = -(-shape.m // m_blk), -(-shape.n // n_blk)
+    fill = shape.m * shape.n / (tiles_m * m_blk * tiles_n * n_blk)
+    k_size = inner_channels(problem) if params["CHANNEL_BLOCKS"] else shape.k
+    k_fill = k_size / round_up(k_size, k_blk)
+    groups = tiles_m * tiles_n * problem.groups * params["SPLIT"]
+    threads = WARP * params["WARPS_M"] * params["WARPS_N"]
+    sums, warp_m, warp_n = m_blk * n_blk // threads, m_blk // params["WARPS_M"], n_blk // params["WARPS_N"]
+    registers = sums + (m_blk + n_blk) * k_blk // threads + 48    # per lane, roughly
+    lbytes = max(local_bytes(params, problem.dtype, problem.direction), 1)
+    per_cu = max(1, min(65536 // (threads * registers), 4 * dev.local_mem_bytes // lbytes, 2048 // threads))
+    slots = dev.compute_units * per_cu
+    waves = -(-groups // slots)
+    # one partial wave: the busy fraction of the compute units, a little more for more resident work-groups
+    # (latency hiding); several waves: the last wave's tail
+    if groups <= slots:
+        busy = min(1.0, groups / dev.compute_units) * (groups / slots) ** 0.15
+    else:
+        busy = groups / (waves * slots)
+    tile_reuse = min(1.0, m_blk * n_blk / (m_blk + n_blk) / 64) ** 0.5    # 1 for 128x128 tiles
+    tile_reuse *= min(1.0, warp_m * warp_n / (warp_m + warp_n) / 32) ** 0.3   # local reads per mma: 64x64 warps
+    # fp16 likes 32-deep slices, fp32 16 (32 with one stage spilled registers on an H100)
+    depth = min(1.0, k_blk / (32 if problem.dtype is DataType.FLOAT16 else 16)) ** 0.25
+    depth *= 1.0 if params["STAGES"] == 2 else 0.9
+    split_cost = 1 + 0.05 * (params["SPLIT"] - 1)
+    fetch_cost = 1.0 if params["CHANNEL_BLOCKS"] else 1.1
+    return fill * k_fill * busy * tile_reuse * depth / (split_cost * fetch_cost)

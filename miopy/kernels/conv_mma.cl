@@ -1,0 +1,719 @@
+/* Implicit-GEMM convolution on NVIDIA tensor cores through inline PTX mma.sync, all three directions.
+ *
+ * The GEMM per group g is the one of conv_direct_local.cl:  out[m][col] = sum_kk A[m][kk] * B[kk][col]
+ *   forward           m = k (K/G)   col = (n, p, q)   kk = (c, r, s)   A = w    B = x gathered (im2col)
+ *   backward-data     m = c (C/G)   col = (n, h, w)   kk = (k, r, s)   A = w    B = dy gathered
+ *   backward-weights  m = k (K/G)   col = (c, r, s)   kk = (n, p, q)   A = dy   B = x gathered
+ * A work-group of WARPS_M x WARPS_N warps computes an M_BLK x N_BLK tile; each warp a
+ * (M_BLK/WARPS_M) x (N_BLK/WARPS_N) block of 16x8 mma tiles whose sums stay in registers (fp32).
+ * Each step stages a K_BLK slice of A and B in local memory (fetched into registers one step ahead,
+ * converted once: fp32 -> TF32 with cvt.rna, fp16 kept as raw bits), and every warp runs K_BLK/MMA_K
+ * mma sub-steps over it. Local tiles are padded so every fragment read of a warp hits 32 distinct banks:
+ *   A as [m][kk], rows K_BLK + PAD_K long (PAD_K = 4 words);
+ *   B as [kk][col], rows N_BLK + 8 long (forward, backward-data: gathered along col), or as [col][kk]
+ *   like A (backward-weights: gathered along kk). Stores from the fetch pattern are conflict-free too.
+ *
+ * Data types (types.h): MIOPY_HALF=0: fp32 tensors, mma.m16n8k8 .tf32 (10-bit mantissa products, fp32
+ * sums); MIOPY_HALF=1: fp16 tensors, mma.m16n8k16 .f16 with fp32 sums, fp16 output rounded once.
+ * The hardware rounds each product's operands only; sums are fp32 (see docs/tensor_cores.md for the
+ * error bound the tests use).
+ *
+ * Defines (all ints):
+ *   N C H W K R S P Q G PAD_H PAD_W STRIDE_H STRIDE_W DIL_H DIL_W   problem (see conv_naive.cl)
+ *   XS_N XS_C XS_H XS_W, WS_K WS_C WS_R WS_S, YS_N YS_K YS_P YS_Q   element strides of x, w, y
+ *   DIRECTION        1 forward, 2 backward-data, 4 backward-weights
+ *   M_BLK N_BLK K_BLK   work-group tile and inner slice (K_BLK a multiple of MMA_K)
+ *   WARPS_M WARPS_N  warps per work-group along m and col; local size (32*WARPS_M*WARPS_N, 1, 1)
+ *   STAGES           local buffers: 2 = double buffering (one barrier per step), 1 = one buffer
+ *   CHANNEL_BLOCKS   forward / backward-data: 1 steps over (K_BLK channels, one tap); 0 the flat index
+ *   SPLIT, SPLIT_CHUNK  backward-weights: partial sums over SPLIT chunks of N*P*Q, summed by reduce_splits
+ *   TRANSFORM_W      forward / backward-data with CHANNEL_BLOCKS: 1 reads A from a copy of the weights
+ *                    that transform_weights lays out channel-fastest (forward wt[k][tap][c], backward-data
+ *                    wt[g][c][tap][k within g]), so a slice's rows are consecutive in memory (coalesced);
+ *                    0 reads w in place (rows R*S or C*R*S elements apart)
+ *   VECTOR_A         1: A slices fetched as 16-byte vectors of consecutive k (float4 / 8 halves) where k is
+ *                    contiguous in memory (transformed weights, 1x1 forward weights, dy planes in
+ *                    backward-weights) and the channel / plane sizes are multiples of the vector
+ *   LDMATRIX         1: fragments read with ldmatrix.x4 (A always; B when fp16 or laid out [col][kk]);
+ *                    0: one 32-bit local read per register
+ *   MIOPY_HALF       0 fp32 data with TF32 mma, 1 fp16 data with f16 mma
+ *   MMA_EMULATE      1: no PTX; each mma is computed by the warp through local memory with the same
+ *                    fragment layout and TF32 rounding (tests of the index mapping on any OpenCL device)
+ */
+#include "types.h"
+#include "epilogue.h"
+
+#if !defined(DIRECTION) || !defined(M_BLK) || !defined(N_BLK) || !defined(K_BLK) || !defined(WARPS_M) \
+    || !defined(WARPS_N) || !defined(STAGES) || !defined(CHANNEL_BLOCKS) || !defined(SPLIT)
+#error "conv_mma.cl needs DIRECTION, M_BLK, N_BLK, K_BLK, WARPS_M, WARPS_N, STAGES, CHANNEL_BLOCKS, SPLIT"
+#endif
+#ifndef MMA_EMULATE
+#define MMA_EMULATE 0
+#endif
+#ifndef TRANSFORM_W
+#define TRANSFORM_W 0
+#endif
+#ifndef LDMATRIX
+#define LDMATRIX 0
+#endif
+#ifndef VECTOR_A
+#define VECTOR_A 0
+#endif
+#if MMA_EMULATE
+#undef LDMATRIX
+#define LDMATRIX 0
+#endif
+#if TRANSFORM_W && (DIRECTION == 4 || !CHANNEL_BLOCKS)
+#error "TRANSFORM_W needs CHANNEL_BLOCKS (forward or backward-data)"
+#endif
+
+#define CG (C / G)
+#define KG (K / G)
+#define RS (R * S)
+#define X_AT(n, c, h, w) ((n) * XS_N + (c) * XS_C + (h) * XS_H + (w) * XS_W)
+#define W_AT(k, c, r, s) ((k) * WS_K + (c) * WS_C + (r) * WS_R + (s) * WS_S)
+#define Y_AT(n, k, p, q) ((n) * YS_N + (k) * YS_K + (p) * YS_P + (q) * YS_Q)
+
+#define THREADS (32 * WARPS_M * WARPS_N)
+#define WARP_M (M_BLK / WARPS_M)
+#define WARP_N (N_BLK / WARPS_N)
+#define TILES_M (WARP_M / 16)
+#define TILES_N (WARP_N / 8)
+#define OFF_IMAGE (-(1 << 28))
+
+#if MIOPY_HALF
+#define MMA_K 16
+typedef ushort src_t;        /* what is read from global memory: fp16 bits */
+typedef ushort raw_t;        /* what local memory holds */
+#define PAD_K 8              /* halves: 4 words */
+#else
+#define MMA_K 8
+typedef float src_t;
+typedef uint raw_t;          /* TF32 bits */
+#define PAD_K 4
+#endif
+#define PAD_N 8
+
+#if DIRECTION == 1
+#define GEMM_M KG
+#define GEMM_N (N * P * Q)
+#define GEMM_K (CG * RS)
+#define B_KK_FAST 0
+#elif DIRECTION == 2
+#define GEMM_M CG
+#define GEMM_N (N * H * W)
+#define GEMM_K (KG * RS)
+#define B_KK_FAST 0
+#else
+#define GEMM_M KG
+#define GEMM_N (CG * RS)
+#define GEMM_K (N * P * Q)
+#define B_KK_FAST 1
+#endif
+
+/* Local tiles: element (kk, idx) of a slice. */
+#define A_LD (K_BLK + PAD_K)
+#define A_AT(kk, m) ((m) * A_LD + (kk))
+#define A_TILE (M_BLK * A_LD)
+#if B_KK_FAST
+#define B_LD (K_BLK + PAD_K)
+#define B_AT(kk, n) ((n) * B_LD + (kk))
+#define B_TILE (N_BLK * B_LD)
+#else
+#define B_LD (N_BLK + PAD_N)
+#define B_AT(kk, n) ((kk) * B_LD + (n))
+#define B_TILE (K_BLK * B_LD)
+#endif
+
+/* How a work-item fetches a K_BLK x BLK slice (as in conv_direct_local.cl): the fast index varies across
+ * neighbouring work-items. Per work-item NKK rows kk = T_KK + i * KK_STEP, NIDX columns T_IDX + j * IDX_STEP. */
+#define A_KK_STEP (THREADS < K_BLK ? THREADS : K_BLK)
+#define A_IDX_STEP (THREADS / A_KK_STEP)
+#define A_T_KK (t % A_KK_STEP)
+#define A_T_IDX (t / A_KK_STEP)
+#if B_KK_FAST
+#define B_KK_STEP (THREADS < K_BLK ? THREADS : K_BLK)
+#define B_IDX_STEP (THREADS / B_KK_STEP)
+#define B_T_KK (t % B_KK_STEP)
+#define B_T_IDX (t / B_KK_STEP)
+#else
+#define B_IDX_STEP (THREADS < N_BLK ? THREADS : N_BLK)
+#define B_KK_STEP (THREADS / B_IDX_STEP)
+#define B_T_KK (t / B_IDX_STEP)
+#define B_T_IDX (t % B_IDX_STEP)
+#endif
+#define A_NKK (K_BLK / A_KK_STEP)
+#define A_NIDX (M_BLK / A_IDX_STEP)
+#define B_NKK (K_BLK / B_KK_STEP)
+#define B_NIDX (N_BLK / B_IDX_STEP)
+
+/* -- the inner dimension (as conv_direct_local.cl) ----------------------------------------------------- */
+typedef struct { int chan, tap, valid; } inner_t;
+
+#define TAP_R(tap) ((int)((uint)(tap) / S))
+#define TAP_S(tap) ((int)((uint)(tap) % S))
+
+inline inner_t make_inner(int chan, int tap, int valid)
+{
+    inner_t in;
+    in.chan = chan, in.tap = tap, in.valid = valid;
+    return in;
+}
+
+#if DIRECTION == 4
+#define STEPS(k_begin, k_end) (((k_end) - (k_begin) + K_BLK - 1) / K_BLK)
+inline inner_t inner_at(int step, int row, int k_begin, int k_end)
+{
+    const int kk = k_begin + step * K_BLK + row;
+    return make_inner(kk, 0, kk < k_end);
+}
+#elif CHANNEL_BLOCKS
+#define CHANS (DIRECTION == 1 ? CG : KG)
+#define STEPS(k_begin, k_end) (((CHANS + K_BLK - 1) / K_BLK) * RS)
+inline inner_t inner_at(int step, int row, int k_begin, int k_end)
+{
+    const int block = (int)((uint)step / RS), chan = block * K_BLK + row;
+    return make_inner(chan, step - block * RS, CHANS % K_BLK == 0 || chan < CHANS);
+}
+#else
+#define STEPS(k_begin, k_end) ((GEMM_K + K_BLK - 1) / K_BLK)
+inline inner_t inner_at(int step, int row, int k_begin, int k_end)
+{
+    const int kk = step * K_BLK + row, chan = (int)((uint)kk / RS);
+    return make_inner(chan, kk - chan * RS, GEMM_K % K_BLK == 0 || kk < GEMM_K);
+}
+#endif
+
+typedef struct { int off, h, w; } tap_t;
+
+inline tap_t make_tap(int off, int h, int w)
+{
+    tap_t tap;
+    tap.off = off, tap.h = h, tap.w = w;
+    return tap;
+}
+
+/* -- operand addressing, per direction (as conv_direct_local.cl) --------------------------------------- */
+#if DIRECTION == 1
+#if TRANSFORM_W
+inline int a_col(int g, int m) { return (g * KG + m) * RS * CG; }
+inline int a_row(inner_t in) { return in.tap * CG + in.chan; }
+#else
+inline int a_col(int g, int m) { return (g * KG + m) * WS_K; }
+inline int a_row(inner_t in) { return W_AT(0, in.chan, TAP_R(in.tap), TAP_S(in.tap)); }
+#endif
+inline tap_t b_col(int g, int col)
+{
+    const int n = col / (P * Q), pq = col % (P * Q);
+    const int h = (pq / Q) * STRIDE_H - PAD_H, w = (pq % Q) * STRIDE_W - PAD_W;
+    return make_tap(X_AT(n, g * CG, h, w), col < GEMM_N ? h : OFF_IMAGE, w);
+}
+inline tap_t b_row(inner_t in)
+{
+    const int dh = TAP_R(in.tap) * DIL_H, dw = TAP_S(in.tap) * DIL_W;
+    return make_tap(X_AT(0, in.chan, dh, dw), dh, dw);
+}
+/* Offset of B's element at (row, col), or -1 where it reads zero (padding) */
+inline int b_offset(tap_t row, tap_t col)
+{
+    const int h = col.h + row.h, w = col.w + row.w;
+    return ((uint)h < H && (uint)w < W) ? col.off + row.off : -1;
+}
+#elif DIRECTION == 2
+#if TRANSFORM_W
+inline int a_col(int g, int m) { return (g * CG + m) * RS * KG; }
+inline int a_row(inner_t in) { return in.tap * KG + in.chan; }
+#else
+inline int a_col(int g, int m) { return W_AT(g * KG, m, 0, 0); }
+inline int a_row(inner_t in) { return W_AT(in.chan, 0, TAP_R(in.tap), TAP_S(in.tap)); }
+#endif
+inline tap_t b_col(int g, int col)
+{
+    const int n = col / (H * W), hw = col % (H * W);
+    return make_tap(Y_AT(n, g * KG, 0, 0), col < GEMM_N ? hw / W + PAD_H : OFF_IMAGE, hw % W + PAD_W);
+}
+inline tap_t b_row(inner_t in)
+{
+    return make_tap(Y_AT(0, in.chan, 0, 0), -TAP_R(in.tap) * DIL_H, -TAP_S(in.tap) * DIL_W);
+}
+/* Offset of B's element at (row, col), or -1 where the tap misses every output (zero) */
+inline int b_offset(tap_t row, tap_t col)
+{
+    const uint ph = col.h + row.h, qw = col.w + row.w;
+    const bool inside = ph < P * STRIDE_H && qw < Q * STRIDE_W && ph % STRIDE_H == 0 && qw % STRIDE_W == 0;
+    return inside ? col.off + row.off + Y_AT(0, 0, (int)(ph / STRIDE_H), (int)(qw / STRIDE_W)) : -1;
+}
+#else
+inline int a_col(int g, int m) { return (g * KG + m) * YS_K; }
+inline int a_row(inner_t in)
+{
+    const int n = (int)((uint)in.chan / (P * Q)), pq = in.chan - n * (P * Q);
+    return Y_AT(n, 0, pq / Q, pq % Q);
+}
+inline tap_t b_col(int g, int col)
+{
+    const int c = col / RS, rs = col % RS;
+    const int h = (rs / S) * DIL_H - PAD_H, w = (rs % S) * DIL_W - PAD_W;
+    return make_tap(X_AT(0, g * CG + c, h, w), col < GEMM_N ? h : OFF_IMAGE, w);
+}
+inline tap_t b_row(inner_t in)
+{
+    const int n = (int)((uint)in.chan / (P * Q)), pq = in.chan - n * (P * Q);
+    const int h = (int)((uint)pq / Q) * STRIDE_H, w = (int)((uint)pq % Q) * STRIDE_W;
+    return make_tap(X_AT(n, 0, h, w), h, w);
+}
+/* Offset of B's element at (row, col), or -1 where it reads zero (padding) */
+inline int b_offset(tap_t row, tap_t col)
+{
+    const int h = col.h + row.h, w = col.w + row.w;
+    return ((uint)h < H && (uint)w < W) ? col.off + row.off : -1;
+}
+#endif
+
+/* -- slice fetch (global -> registers), conversion and stage (registers -> local) ---------------------- */
+#if VECTOR_A
+#if MIOPY_HALF
+#define A_VEC 8
+typedef uint4 a_reg_t;           /* 8 halves */
+#else
+#define A_VEC 4
+typedef float4 a_reg_t;
+#endif
+#define A_GROUPS (K_BLK / A_VEC)           /* vectors across a slice's k */
+#define A_VROWS (THREADS / A_GROUPS)       /* rows m one pass fetches */
+#define A_REGS (M_BLK / A_VROWS)
+#define A_COL_OF(t, j) ((t) / A_GROUPS + (j) * A_VROWS)
+/* Work-item t fetches k = (t % A_GROUPS) * A_VEC ... + A_VEC - 1 of rows A_COL_OF(t, j): all valid or none
+ * (the solver checks that channel, plane and split sizes are multiples of A_VEC). */
+inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t* reg, int t, int step,
+                    int k_begin, int k_end)
+{
+    const inner_t in = inner_at(step, (t % A_GROUPS) * A_VEC, k_begin, k_end);
+    const int row = a_row(in);
+    #pragma unroll
+    for (int j = 0; j < A_REGS; ++j)
+        reg[j] = (a_cols[j] >= 0 && in.valid) ? *(__global const a_reg_t*)(a + a_cols[j] + row) : (a_reg_t)(0);
+}
+#else
+typedef src_t a_reg_t;
+#define A_REGS (A_NKK * A_NIDX)
+#define A_COL_OF(t, j) (A_T_IDX + (j) * A_IDX_STEP)
+inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t* reg, int t, int step,
+                    int k_begin, int k_end)
+{
+    #pragma unroll
+    for (int i = 0; i < A_NKK; ++i) {
+        const inner_t in = inner_at(step, A_T_KK + i * A_KK_STEP, k_begin, k_end);
+        const int row = a_row(in);
+        #pragma unroll
+        for (int j = 0; j < A_NIDX; ++j)
+            reg[i * A_NIDX + j] = (a_cols[j] >= 0 && in.valid) ? a[a_cols[j] + row] : (src_t)0;
+    }
+}
+#endif
+#define A_NCOLS (VECTOR_A ? A_REGS : A_NIDX)
+
+#if CHANNEL_BLOCKS && DIRECTION != 4
+/* A step is one tap: every row's element sits a whole number of channels from row B_T_KK's, inside or
+ * outside the image alike, so offsets and bounds are worked out once per column. */
+#define CHAN_STRIDE (DIRECTION == 1 ? XS_C : YS_K)
+inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, int t, int step,
+                    int k_begin, int k_end)
+{
+    const inner_t in0 = inner_at(step, B_T_KK, k_begin, k_end);
+    const tap_t row0 = b_row(in0);
+    int offs[B_NIDX];
+    #pragma unroll
+    for (int j = 0; j < B_NIDX; ++j)
+        offs[j] = b_offset(row0, b_cols[j]);
+    #pragma unroll
+    for (int i = 0; i < B_NKK; ++i) {
+        const bool chan_ok = CHANS % K_BLK == 0 || in0.chan + i * B_KK_STEP < CHANS;
+        #pragma unroll
+        for (int j = 0; j < B_NIDX; ++j)
+            reg[i * B_NIDX + j] = (chan_ok && offs[j] >= 0) ? b[offs[j] + i * B_KK_STEP * CHAN_STRIDE] : (src_t)0;
+    }
+}
+#else
+inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, int t, int step,
+                    int k_begin, int k_end)
+{
+    #pragma unroll
+    for (int i = 0; i < B_NKK; ++i) {
+        const inner_t in = inner_at(step, B_T_KK + i * B_KK_STEP, k_begin, k_end);
+        tap_t row = b_row(in);
+        row.h = in.valid ? row.h : OFF_IMAGE;
+        #pragma unroll
+        for (int j = 0; j < B_NIDX; ++j) {
+            const int off = b_offset(row, b_cols[j]);
+            reg[i * B_NIDX + j] = off >= 0 ? b[off] : (src_t)0;
+        }
+    }
+}
+#endif
+
+#if MIOPY_HALF
+inline raw_t to_raw(src_t v) { return v; }
+#elif MMA_EMULATE
+/* cvt.rna.tf32.f32: round the magnitude to 10 mantissa bits, ties away from zero */
+inline raw_t to_raw(src_t v) { return (as_uint(v) + 0x1000u) & 0xffffe000u; }
+#else
+inline raw_t to_raw(src_t v)
+{
+    uint r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+}
+#endif
+
+inline void stage(__local raw_t* a_tile, __local raw_t* b_tile, const a_reg_t* a_reg, const src_t* b_reg, int t)
+{
+#if VECTOR_A
+    #pragma unroll
+    for (int j = 0; j < A_REGS; ++j) {
+        __local uint4* at = (__local uint4*)(a_tile + A_AT((t % A_GROUPS) * A_VEC, A_COL_OF(t, j)));
+#if MIOPY_HALF
+        *at = a_reg[j];
+#else
+        *at = (uint4)(to_raw(a_reg[j].x), to_raw(a_reg[j].y), to_raw(a_reg[j].z), to_raw(a_reg[j].w));
+#endif
+    }
+#else
+    #pragma unroll
+    for (int i = 0; i < A_NKK; ++i)
+        #pragma unroll
+        for (int j = 0; j < A_NIDX; ++j)
+            a_tile[A_AT(A_T_KK + i * A_KK_STEP, A_T_IDX + j * A_IDX_STEP)] = to_raw(a_reg[i * A_NIDX + j]);
+#endif
+    #pragma unroll
+    for (int i = 0; i < B_NKK; ++i)
+        #pragma unroll
+        for (int j = 0; j < B_NIDX; ++j)
+            b_tile[B_AT(B_T_KK + i * B_KK_STEP, B_T_IDX + j * B_IDX_STEP)] = to_raw(b_reg[i * B_NIDX + j]);
+}
+
+/* -- the mma and its fragments -------------------------------------------------------------------------
+ * Lane = 4 * gid + tig. TF32 m16n8k8: a0 (row gid, k tig), a1 (gid+8, tig), a2 (gid, tig+4), a3 (gid+8,
+ * tig+4); b0 (k tig, col gid), b1 (tig+4, gid). F16 m16n8k16: each register holds the pair k, k+1 (low half
+ * first) at k = 2*tig (a0, a1, b0) or 2*tig+8 (a2, a3, b1). Sums: c0 (gid, 2*tig), c1 (gid, 2*tig+1),
+ * c2 (gid+8, 2*tig), c3 (gid+8, 2*tig+1). */
+#if MIOPY_HALF
+#define PAIR(tile, at0, at1) ((uint)(tile)[at0] | ((uint)(tile)[at1] << 16))
+#define A_FRAG(tile, kk, m) (*(__local const uint*)((tile) + A_AT(kk, m)))
+#define A_K0 (2 * tig)
+#define A_K1 (2 * tig + 8)
+#if B_KK_FAST
+#define B_FRAG(tile, kk, n) (*(__local const uint*)((tile) + B_AT(kk, n)))
+#else
+#define B_FRAG(tile, kk, n) PAIR(tile, B_AT(kk, n), B_AT((kk) + 1, n))
+#endif
+#else
+#define A_FRAG(tile, kk, m) ((tile)[A_AT(kk, m)])
+#define B_FRAG(tile, kk, n) ((tile)[B_AT(kk, n)])
+#define A_K0 tig
+#define A_K1 (tig + 4)
+#endif
+
+#if MMA_EMULATE
+#define EMU_A (16 * MMA_K)
+#define EMU_WARP (EMU_A + MMA_K * 8)
+#define EMU_PARAM , __local float* emu
+#define EMU_ARG , emu
+
+#if MIOPY_HALF
+inline float emu_half(uint bits)
+{
+    const ushort h = (ushort)bits;
+    return vload_half(0, (const __private half*)&h);
+}
+inline void emu_put(__local float* at, uint reg, int stride)
+{
+    at[0] = emu_half(reg & 0xffffu);
+    at[stride] = emu_half(reg >> 16);
+}
+#define EMU_PUT(at, reg, stride) emu_put((at), (reg), (stride))
+#else
+#define EMU_PUT(at, reg, stride) (*(at) = as_float(reg))
+#endif
+
+/* The warp's A (16 x MMA_K, row-major) and B (MMA_K x 8, row-major) written from the fragments, then each
+ * lane sums its four outputs. Every work-item of the work-group calls it alike (barriers). */
+inline void mma(float* c, uint a0, uint a1, uint a2, uint a3, uint b0, uint b1, __local float* emu)
+{
+    const int lane = get_local_id(0) % 32, gid = lane / 4, tig = lane % 4;
+    __local float* a = emu + (get_local_id(0) / 32) * EMU_WARP;
+    __local float* b = a + EMU_A;
+#if MIOPY_HALF
+    EMU_PUT(a + gid * MMA_K + 2 * tig, a0, 1);
+    EMU_PUT(a + (gid + 8) * MMA_K + 2 * tig, a1, 1);
+    EMU_PUT(a + gid * MMA_K + 2 * tig + 8, a2, 1);
+    EMU_PUT(a + (gid + 8) * MMA_K + 2 * tig + 8, a3, 1);
+    EMU_PUT(b + (2 * tig) * 8 + gid, b0, 8);
+    EMU_PUT(b + (2 * tig + 8) * 8 + gid, b1, 8);
+#else
+    EMU_PUT(a + gid * MMA_K + tig, a0, 1);
+    EMU_PUT(a + (gid + 8) * MMA_K + tig, a1, 1);
+    EMU_PUT(a + gid * MMA_K + tig + 4, a2, 1);
+    EMU_PUT(a + (gid + 8) * MMA_K + tig + 4, a3, 1);
+    EMU_PUT(b + tig * 8 + gid, b0, 8);
+    EMU_PUT(b + (tig + 4) * 8 + gid, b1, 8);
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int k = 0; k < MMA_K; ++k) {
+        c[0] = fma(a[gid * MMA_K + k], b[k * 8 + 2 * tig], c[0]);
+        c[1] = fma(a[gid * MMA_K + k], b[k * 8 + 2 * tig + 1], c[1]);
+        c[2] = fma(a[(gid + 8) * MMA_K + k], b[k * 8 + 2 * tig], c[2]);
+        c[3] = fma(a[(gid + 8) * MMA_K + k], b[k * 8 + 2 * tig + 1], c[3]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+#else
+#define EMU_PARAM
+#define EMU_ARG
+inline void mma(float* c, uint a0, uint a1, uint a2, uint a3, uint b0, uint b1)
+{
+#if MIOPY_HALF
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+        : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+#else
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+        : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+#endif
+}
+#endif
+
+#if LDMATRIX
+/* Four 8x8 matrices of 16-bit elements (8 rows of 16 bytes each; lane l gives the address of row l % 8 of
+ * matrix l / 8): lane 4*gid + tig receives elements (gid, 2*tig) and (gid, 2*tig + 1) of each, or with .trans
+ * elements (2*tig, gid) and (2*tig + 1, gid). A 32-bit element counts as two 16-bit ones (TF32 rows). */
+inline uint local_address(__local const raw_t* p) { return (uint)(size_t)p; }
+
+inline void ldmatrix_x4(uint* r, __local const raw_t* row)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(local_address(row)) : "memory");
+}
+
+inline void ldmatrix_x4_trans(uint* r, __local const raw_t* row)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(local_address(row)) : "memory");
+}
+#define HALF_K (MMA_K / 2)          /* the second half of an mma's k: 4 TF32 words or 8 halves, 16 bytes */
+#define B_LDMATRIX (MIOPY_HALF || B_KK_FAST)
+#if B_LDMATRIX && TILES_N % 2
+#error "LDMATRIX reads B fragments two n-tiles at a time: WARP_N must be a multiple of 16"
+#endif
+#endif
+
+/* One staged slice: K_BLK / MMA_K sub-steps of TILES_M x TILES_N mmas per warp. */
+inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_tile, float* acc, int wm, int wn,
+                           int gid, int tig EMU_PARAM)
+{
+#if LDMATRIX
+    const int lane = 4 * gid + tig, row8 = lane % 8, quad = lane / 8;
+#endif
+    #pragma unroll
+    for (int kb = 0; kb < K_BLK; kb += MMA_K) {
+        uint a[TILES_M][4], b[TILES_N][2];
+        #pragma unroll
+        for (int i = 0; i < TILES_M; ++i) {
+#if LDMATRIX   /* matrices: rows 0-7 / 8-15 (quad & 1) x k low / high half (quad >> 1) = a0, a1, a2, a3 */
+            ldmatrix_x4(a[i], a_tile + A_AT(kb + (quad >> 1) * HALF_K, wm + i * 16 + (quad & 1) * 8 + row8));
+#else
+            const int m = wm + i * 16 + gid;
+            a[i][0] = A_FRAG(a_tile, kb + A_K0, m);
+            a[i][1] = A_FRAG(a_tile, kb + A_K0, m + 8);
+            a[i][2] = A_FRAG(a_tile, kb + A_K1, m);
+            a[i][3] = A_FRAG(a_tile, kb + A_K1, m + 8);
+#endif
+        }
+#if LDMATRIX && B_LDMATRIX
+        /* two n-tiles per ldmatrix: matrices (tile j, k low), (j, k high), (j+1, k low), (j+1, k high) */
+        #pragma unroll
+        for (int j = 0; j < TILES_N; j += 2) {
+            uint r[4];
+            const int n = wn + (j + (quad >> 1)) * 8;
+#if B_KK_FAST   /* [col][kk]: rows are columns, as A */
+            ldmatrix_x4(r, b_tile + B_AT(kb + (quad & 1) * HALF_K, n + row8));
+#else           /* [kk][col] fp16: rows are k, transposed on the way */
+            ldmatrix_x4_trans(r, b_tile + B_AT(kb + (quad & 1) * 8 + row8, n));
+#endif
+            b[j][0] = r[0], b[j][1] = r[1], b[j + 1][0] = r[2], b[j + 1][1] = r[3];
+        }
+#else
+        #pragma unroll
+        for (int j = 0; j < TILES_N; ++j) {
+            const int n = wn + j * 8 + gid;
+            b[j][0] = B_FRAG(b_tile, kb + A_K0, n);
+            b[j][1] = B_FRAG(b_tile, kb + A_K1, n);
+        }
+#endif
+        #pragma unroll
+        for (int i = 0; i < TILES_M; ++i)
+            #pragma unroll
+            for (int j = 0; j < TILES_N; ++j)
+                mma(acc + (i * TILES_N + j) * 4, a[i][0], a[i][1], a[i][2], a[i][3], b[j][0], b[j][1] EMU_ARG);
+    }
+}
+
+#if DIRECTION == 4 && SPLIT > 1
+#define PARTIAL_PARAM , __global float* restrict partial
+#elif TRANSFORM_W
+#define PARTIAL_PARAM , __global const src_t* restrict wt
+#else
+#define PARTIAL_PARAM
+#endif
+
+/* Store one sum at (m, col) of the tile's group: the epilogue forward, a scatter otherwise. */
+#if DIRECTION == 1
+#define STORE_SUM(m, col, v) do { const int n_ = (col) / (P * Q), pq_ = (col) % (P * Q), k_ = g * KG + (m); \
+    const int yi_ = Y_AT(n_, k_, pq_ / Q, pq_ % Q); STORE(y, yi_, MIOPY_EPILOGUE((v), k_, pq_, yi_)); } while (0)
+#elif DIRECTION == 2
+#define STORE_SUM(m, col, v) do { const int n_ = (col) / (H * W), hw_ = (col) % (H * W); \
+    STORE(x, X_AT(n_, g * CG + (m), hw_ / W, hw_ % W), (v)); } while (0)
+#elif SPLIT > 1
+#define STORE_SUM(m, col, v) (partial[(split * K + g * KG + (m)) * GEMM_N + (col)] = (v))
+#else
+#define STORE_SUM(m, col, v) do { const int rs_ = (col) % RS; \
+    STORE(w, W_AT(g * KG + (m), (col) / RS, rs_ / S, rs_ % S), (v)); } while (0)
+#endif
+
+#if DIRECTION == 1
+#define X_CONST const
+#define W_CONST const
+#define Y_CONST
+#elif DIRECTION == 2
+#define X_CONST
+#define W_CONST const
+#define Y_CONST const
+#else
+#define X_CONST const
+#define W_CONST
+#define Y_CONST const
+#endif
+
+__kernel __attribute__((reqd_work_group_size(THREADS, 1, 1)))
+void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* restrict w,
+              __global Y_CONST DATA_T* restrict y PARTIAL_PARAM MIOPY_EPILOGUE_PARAMS)
+{
+    __local raw_t a_tiles[STAGES * A_TILE] __attribute__((aligned(16)));
+    __local raw_t b_tiles[STAGES * B_TILE] __attribute__((aligned(16)));
+#if MMA_EMULATE
+    __local float emu[WARPS_M * WARPS_N * EMU_WARP];
+#endif
+    const int t = get_local_id(0), lane = t % 32, warp = t / 32, gid = lane / 4, tig = lane % 4;
+    const int wm = (warp / WARPS_N) * WARP_M, wn = (warp % WARPS_N) * WARP_N;
+    const int n0 = get_group_id(0) * N_BLK, m0 = get_group_id(1) * M_BLK;
+#if DIRECTION == 4 && SPLIT > 1
+    const int g = get_group_id(2) / SPLIT, split = get_group_id(2) % SPLIT;
+    const int k_begin = split * SPLIT_CHUNK, k_end = min(GEMM_K, k_begin + SPLIT_CHUNK);
+#else
+    const int g = get_group_id(2), k_begin = 0, k_end = GEMM_K;
+#endif
+#if TRANSFORM_W
+    __global const src_t* restrict a_src = wt;
+#elif DIRECTION != 4
+    __global const src_t* restrict a_src = (__global const src_t*)w;
+#endif
+#if DIRECTION == 1
+    __global const src_t* restrict b_src = (__global const src_t*)x;
+#elif DIRECTION == 2
+    __global const src_t* restrict b_src = (__global const src_t*)y;
+#else
+    __global const src_t* restrict a_src = (__global const src_t*)y;
+    __global const src_t* restrict b_src = (__global const src_t*)x;
+#endif
+
+    int a_cols[A_NCOLS];
+    #pragma unroll
+    for (int j = 0; j < A_NCOLS; ++j) {
+        const int m = m0 + A_COL_OF(t, j);
+        a_cols[j] = m < GEMM_M ? a_col(g, m) : -1;
+    }
+    tap_t b_cols[B_NIDX];
+    #pragma unroll
+    for (int j = 0; j < B_NIDX; ++j)
+        b_cols[j] = b_col(g, n0 + B_T_IDX + j * B_IDX_STEP);
+
+    float acc[TILES_M * TILES_N * 4];
+    #pragma unroll
+    for (int i = 0; i < TILES_M * TILES_N * 4; ++i)
+        acc[i] = 0.0f;
+
+    /* Iteration i fetches slice i into registers, multiplies slice i-1 from local memory (the global
+     * reads in flight meanwhile), then stages slice i. */
+    a_reg_t a_reg[A_REGS];
+    src_t b_reg[B_NKK * B_NIDX];
+    const int steps = STEPS(k_begin, k_end);
+    for (int step = 0; step <= steps; ++step) {
+        if (step < steps) {
+            fetch_a(a_src, a_cols, a_reg, t, step, k_begin, k_end);
+            fetch_b(b_src, b_cols, b_reg, t, step, k_begin, k_end);
+        }
+        if (step > 0) {
+            const int prev = STAGES == 2 ? (step - 1) & 1 : 0;
+            multiply_slice(a_tiles + prev * A_TILE, b_tiles + prev * B_TILE, acc, wm, wn, gid, tig EMU_ARG);
+        }
+        if (step < steps) {
+#if STAGES == 1
+            barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+            const int cur = STAGES == 2 ? step & 1 : 0;
+            stage(a_tiles + cur * A_TILE, b_tiles + cur * B_TILE, a_reg, b_reg, t);
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+    }
+
+    #pragma unroll
+    for (int i = 0; i < TILES_M; ++i) {
+        #pragma unroll
+        for (int half_m = 0; half_m < 2; ++half_m) {
+            const int m = m0 + wm + i * 16 + gid + half_m * 8;
+            if (m >= GEMM_M) continue;
+            #pragma unroll
+            for (int j = 0; j < TILES_N; ++j) {
+                #pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int col = n0 + wn + j * 8 + 2 * tig + e;
+                    if (col < GEMM_N)
+                        STORE_SUM(m, col, acc[(i * TILES_N + j) * 4 + half_m * 2 + e]);
+                }
+            }
+        }
+    }
+}
+
+#if DIRECTION == 4 && SPLIT > 1
+/* dw[k][c][r][s] = sum over splits, in order, of the partial sums (deterministic). One work-item each. */
+__kernel void reduce_splits(__global const float* restrict partial, __global DATA_T* restrict w)
+{
+    const int i = get_global_id(0);
+    if (i >= K * CG * RS) return;
+    float sum = 0.0f;
+    for (int s = 0; s < SPLIT; ++s)
+        sum += partial[s * (K * CG * RS) + i];
+    const int k = i / (CG * RS), crs = i % (CG * RS), rs = crs % RS;
+    STORE(w, W_AT(k, crs / RS, rs / S, rs % S), sum);
+}
+#endif
+
+#if TRANSFORM_W
+/* The weights, channel-fastest for the A operand (see TRANSFORM_W). One work-item per element of w. */
+__kernel void transform_weights(__global const DATA_T* restrict w, __global src_t* restrict wt)
+{
+    const int i = get_global_id(0);
+    if (i >= K * CG * RS) return;
+    const int k = i / (CG * RS), crs = i % (CG * RS), c = crs / RS, tap = crs % RS;
+    const src_t v = ((__global const src_t*)w)[W_AT(k, c, TAP_R(tap), TAP_S(tap))];
+#if DIRECTION == 1
+    wt[(k * RS + tap) * CG + c] = v;
+#else
+    wt[(((k / KG) * CG + c) * RS + tap) * KG + k % KG] = v;
+#endif
+}
+#endif

@@ -1,0 +1,277 @@
+"""ConvImplicitGemmMma (tensor cores through inline PTX mma.sync) beyond the registry conformance test.
+
+Anywhere: its applicability reasons (off NVIDIA, under math mode strict), the PTX probe's disk cache, the
+tuning grid on a described H100 (no compile), and the kernels' fragment layout and index mapping through
+MMA_EMULATE (each mma computed by the warp through local memory with the PTX ISA's fragment layout and
+TF32 rounding), so PoCL checks everything but the instruction itself. On NVIDIA's OpenCL (the GPU test run,
+benchmarks/gpu_tests.sh): every direction in TF32 and fp16 against float64, outputs poisoned.
+
+Error bound (docs/tensor_cores.md), elementwise, for a sum of L products:
+    |a - e| <= (1 + u_out) * (2*u_in + u_in^2 + (L + 2) * 2^-23) * sum|x||w| + u_out * |e| + tiny
+u_in = 2^-11 for fp32 operands rounded to TF32 (cvt.rna: 10 explicit mantissa bits), 0 for fp16 data (the
+products are exact); u_out = 2^-11 for an fp16 output, 0 for fp32; (L + 2) * 2^-23 covers the fp32 sums
+whatever their order and rounding (the tensor cores may truncate); tiny = 2^-24 for fp16 subnormals.
+"""
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from miopy import ActivationMode, ptx_probe
+from miopy.conv import reference
+from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction
+from miopy.conv.solvers.mma import NEEDS_PTX, ConvImplicitGemmMma, local_bytes
+from miopy.device import DeviceInfo
+from miopy.find import get_solutions
+from miopy.fusion.epilogue import Epilogue
+from miopy.tensor import DataType, TensorDesc
+from tests.helpers import run_solution
+
+SOLVER = ConvImplicitGemmMma()
+H100 = DeviceInfo("NVIDIA CUDA", "NVIDIA Corporation", "NVIDIA H100", "580", "ALL | GPU", 132, 48 << 10, 1024,
+                  (1024, 1024, 64), 80 << 30, False, ptx_mma=("tf32", "f16"))
+DTYPES = ("FP32", "FP16")
+
+
+def problem_of(direction, shape, dtype="FP32", math_mode="tf32") -> ConvProblem:
+    n, c, h, w, k, r, s, pad, stride, dil, groups = shape
+    x, wd = TensorDesc(dtype, (n, c, h, w)), TensorDesc(dtype, (k, c // groups, r, s))
+    return ConvProblem.create(direction, x, wd, ConvDesc(pad, stride, dil, groups, math_mode=math_mode))
+
+
+def host_tensors(problem: ConvProblem, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {r: rng.standard_normal(d.dims).astype(d.dtype.numpy) for r, d in problem.tensors().items()}
+
+
+def check_within_bound(problem: ConvProblem, t: dict[str, np.ndarray], got: np.ndarray) -> float:
+    """Assert got is within the format's elementwise bound of the float64 result; returns the worst fraction."""
+    exact = reference.solve(problem, {r: a.astype(np.float64) for r, a in t.items()})
+    magnitude = reference.solve(problem, {r: np.abs(a).astype(np.float64) for r, a in t.items()})
+    half = problem.dtype is DataType.FLOAT16
+    u_in, u_out = (0.0, 2.0**-11) if half else (2.0**-11, 0.0)
+    terms = problem.reduction_length()
+    limit = ((1 + u_out) * (2 * u_in + u_in**2 + (terms + 2) * 2.0**-23) * magnitude + u_out * np.abs(exact)
+             + (2.0**-24 if half else 0.0))
+    assert not np.isnan(got).any(), f"{np.isnan(got).sum()} outputs unwritten (still NaN)"
+    worst = float(np.max(np.abs(got.astype(np.float64) - exact) / limit))
+    assert worst <= 1.0, f"{problem.key()}: error {worst:.3g} x the format's bound"
+    return worst
+
+
+def emulated(solution):
+    """solution with every kernel built with MMA_EMULATE=1 (no PTX: runs on any OpenCL device)."""
+    def spec(s):
+        return dataclasses.replace(s, defines=tuple(sorted(s.defines + (("MMA_EMULATE", "1"),))))
+    return dataclasses.replace(solution, launches=tuple(dataclasses.replace(launch, spec=spec(launch.spec))
+                                                        for launch in solution.launches))
+
+
+# -- applicability and its reasons -------------------------------------------------------------------------
+SMALL = (2, 8, 9, 9, 16, 3, 3, 1, 1, 1, 1)
+
+
+def test_off_nvidia_it_is_not_applicable_and_find_says_why(handle):
+    if handle.info.ptx_mma:
+        pytest.skip("this device compiles PTX mma")
+    for dtype in DTYPES:
+        problem = problem_of(Direction.FORWARD, SMALL, dtype)
+        assert SOLVER.not_applicable_reason(problem, handle.info) == NEEDS_PTX
+    found = get_solutions(handle, problem_of(Direction.FORWARD, SMALL))
+    assert found.skipped[SOLVER.id] == NEEDS_PTX and SOLVER.id not in [r.solver_id for r in found]
+
+
+def test_math_mode_gates_fp32_only():
+    strict = problem_of(Direction.FORWARD, SMALL, "FP32", "strict")
+    assert SOLVER.not_applicable_reason(strict, H100) == "math mode strict forbids TF32"
+    for direction in Direction:
+        assert SOLVER.not_applicable_reason(problem_of(direction, SMALL, "FP32"), H100) is None
+        assert SOLVER.not_applicable_reason(problem_of(direction, SMALL, "FP16", "strict"), H100) is None
+    tf32_only = dataclasses.replace(H100, ptx_mma=("tf32",))
+    assert SOLVER.not_applicable_reason(problem_of(Direction.FORWARD, SMALL, "FP16"), tf32_only) == NEEDS_PTX
+
+
+def test_strided_tensors_are_refused():
+    problem = problem_of(Direction.FORWARD, SMALL)
+    strided = dataclasses.replace(problem, x=TensorDesc("FP32", problem.x.dims, (1000, 100, 10, 1)))
+    assert "packed" in SOLVER.not_applicable_reason(strided, H100)
+
+
+# -- the probe's cache --------------------------------------------------------------------------------------
+def test_probe_results_round_trip_on_disk_and_a_corrupt_file_is_a_miss(tmp_path, monkeypatch, handle):
+    monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path))
+    ptx_probe._write_disk("dev-a", ("tf32", "f16"))
+    ptx_probe._write_disk("dev-b", ())
+    assert ptx_probe._read_disk("dev-a") == ("tf32", "f16") and ptx_probe._read_disk("dev-b") == ()
+    assert ptx_probe._read_disk("dev-c") is None
+    ptx_probe._path().write_text("{not json")
+    assert ptx_probe._read_disk("dev-a") is None
+    ptx_probe._path().write_text(json.dumps({"dev-a": ["bogus"]}))
+    assert ptx_probe._read_disk("dev-a") is None
+    if "NVIDIA" not in handle.info.platform.upper():
+        assert ptx_probe.supported_mma(handle.device, handle.info.device_id) == ()
+
+
+class _FakePlatform:
+    name = "NVIDIA CUDA"
+
+
+class _FakeDevice:
+    platform = _FakePlatform()
+
+
+def test_probe_runs_once_per_device_then_memory_then_disk(tmp_path, monkeypatch):
+    """On an NVIDIA platform the probe compiles each instruction family once; later asks are answered from
+    memory, and a new process (memory cleared) from the disk file."""
+    monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(ptx_probe, "_MEMO", {})
+    built = []
+    monkeypatch.setattr(ptx_probe, "_compiles", lambda dev, source: built.append(source) or "m16n8k8" in source)
+    assert ptx_probe.supported_mma(_FakeDevice(), "nv-1") == ("tf32",)
+    assert ptx_probe.supported_mma(_FakeDevice(), "nv-1") == ("tf32",) and len(built) == 2
+    monkeypatch.setattr(ptx_probe, "_MEMO", {})
+    assert ptx_probe.supported_mma(_FakeDevice(), "nv-1") == ("tf32",) and len(built) == 2
+    assert ptx_probe.supported_mma(_FakeDevice(), "nv-2") == ("tf32",) and len(built) == 4
+
+
+# -- the tuning grid on a described H100 (nothing compiled) -------------------------------------------------
+LAYERS = [(32, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1), (32, 64, 56, 56, 256, 1, 1, 0, 1, 1, 1),
+          (32, 96, 27, 27, 256, 5, 5, 2, 1, 1, 1), (1, 3, 224, 224, 64, 7, 7, 3, 2, 1, 1),
+          (2, 6, 7, 9, 13, 3, 3, 1, 1, 1, 1)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("direction", list(Direction), ids=lambda d: d.name)
+def test_default_params_are_valid_and_fit_local_memory(direction, dtype):
+    for shape in LAYERS:
+        problem = problem_of(direction, shape, dtype)
+        params = SOLVER.default_params(problem, H100)
+        assert SOLVER.invalid_reason(problem, params, H100) is None, (shape, params)
+        assert local_bytes(params, problem.dtype, direction) <= H100.local_mem_bytes
+        assert SOLVER.solution(problem, params) == SOLVER.solution(problem, params)
+
+
+def test_invalid_points_say_why():
+    problem = problem_of(Direction.FORWARD, LAYERS[0], "FP16")
+    base = SOLVER.default_params(problem, H100)
+    assert "multiple of the mma's k" in SOLVER.invalid_reason(problem, {**base, "K_BLK": 8}, H100)
+    assert "16x8 mma tiles" in SOLVER.invalid_reason(problem, {**base, "M_BLK": 16, "WARPS_M": 2}, H100)
+    big = {**base, "M_BLK": 256, "N_BLK": 256, "K_BLK": 64, "WARPS_M": 4, "WARPS_N": 4, "STAGES": 2}
+    assert "local memory" in SOLVER.invalid_reason(problem, big, H100)
+    assert "SPLIT" in SOLVER.invalid_reason(problem, {**base, "SPLIT": 2}, H100)
+
+
+# -- the kernels' layout and index mapping, emulated (any OpenCL device) -----------------------------------
+ODD = (2, 6, 7, 9, 13, 3, 3, (1, 2), (2, 1), (1, 2), 1)   # ragged tiles, pad, stride, dilation
+def cfg(m_blk, n_blk, warps_m, warps_n, stages, blocks, split=1, transform=False, vector=False, k_blk=16) -> dict:
+    return {"M_BLK": m_blk, "N_BLK": n_blk, "K_BLK": k_blk, "WARPS_M": warps_m, "WARPS_N": warps_n, "STAGES": stages,
+            "CHANNEL_BLOCKS": blocks, "SPLIT": split, "TRANSFORM_W": transform, "LDMATRIX": False, "VECTOR_A": vector}
+
+
+EMULATED = [  # (direction, params): one warp and two, one stage and two, channel blocks, the weight copy, a split
+    (Direction.FORWARD, cfg(16, 32, 1, 2, 2, False)),
+    (Direction.FORWARD, cfg(16, 16, 1, 1, 1, True, transform=True)),
+    (Direction.BACKWARD_DATA, cfg(16, 16, 1, 1, 1, True, transform=True)),
+    (Direction.BACKWARD_DATA, cfg(16, 32, 1, 2, 2, True)),
+    (Direction.BACKWARD_WEIGHTS, cfg(32, 16, 2, 1, 2, False, split=2)),
+    # 16-byte A fetches: 16 channels, 8x8 planes (multiples of the 4- and 8-element vectors)
+    (Direction.FORWARD, cfg(16, 32, 1, 1, 2, True, transform=True, vector=True)),
+    (Direction.BACKWARD_DATA, cfg(16, 16, 1, 1, 2, True, transform=True, vector=True)),
+    (Direction.BACKWARD_WEIGHTS, cfg(16, 16, 1, 1, 2, False, vector=True, k_blk=32)),
+]
+VECTOR_SHAPE = (2, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("direction,params", EMULATED, ids=[f"{d.name}-{i}" for i, (d, _) in enumerate(EMULATED)])
+def test_emulated_kernels_match_float64_within_the_format_bound(handle, direction, params, dtype):
+    shape = (8, 6, 9, 9, 24, 3, 3, 1, 1, 1, 1) if params["SPLIT"] > 1 else ODD   # N*P*Q = 648: two chunks
+    shape = VECTOR_SHAPE if params["VECTOR_A"] else shape
+    problem = problem_of(direction, shape, dtype)
+    assert SOLVER.invalid_reason(problem, params, H100) is None, SOLVER.invalid_reason(problem, params, H100)
+    t = host_tensors(problem, seed=1)
+    got = run_solution(handle, emulated(SOLVER.solution(problem, params)), problem, t)
+    check_within_bound(problem, t, got)
+
+
+# -- on NVIDIA: the tensor cores themselves ----------------------------------------------------------------
+POOL = [ODD, (2, 12, 9, 9, 18, 3, 3, 1, 1, 1, 3), (3, 16, 17, 15, 24, 5, 5, 2, 2, 1, 1),
+        (4, 64, 14, 14, 96, 1, 1, 0, 1, 1, 1), (2, 256, 14, 14, 64, 3, 3, 1, 1, 1, 1)]
+
+
+def needs_tensor_cores(handle) -> None:
+    if not {"tf32", "f16"} <= set(handle.info.ptx_mma):
+        pytest.skip("needs NVIDIA OpenCL with PTX mma")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("direction", list(Direction), ids=lambda d: d.name)
+def test_tensor_cores_match_float64_within_the_format_bound(handle, direction, dtype):
+    needs_tensor_cores(handle)
+    for i, shape in enumerate(POOL):
+        problem = problem_of(direction, shape, dtype)
+        assert SOLVER.not_applicable_reason(problem, handle.info) is None
+        points = [SOLVER.default_params(problem, handle.info)] + SOLVER.sample_space(problem, handle.info, 2, seed=i)
+        t = host_tensors(problem, seed=i)
+        for params in points:
+            check_within_bound(problem, t, run_solution(handle, SOLVER.solution(problem, params), problem, t))
+
+
+def test_tf32_find_ranks_tensor_cores_first_and_strict_never_offers_them(handle):
+    needs_tensor_cores(handle)
+    assert get_solutions(handle, problem_of(Direction.FORWARD, POOL[3]))[0].solver_id == SOLVER.id
+    strict = get_solutions(handle, problem_of(Direction.FORWARD, POOL[3], math_mode="strict"))
+    assert strict.skipped[SOLVER.id] == "math mode strict forbids TF32"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tensor_core_epilogue_bias_relu(handle, dtype):
+    needs_tensor_cores(handle)
+    problem = problem_of(Direction.FORWARD, POOL[2], dtype)
+    import pyopencl as cl
+    rng = np.random.default_rng(5)
+    bias = rng.standard_normal(problem.k).astype(problem.dtype.numpy)   # bias has the data's type
+    epilogue = Epilogue(bias=True, activation=ActivationMode.RELU)
+    t = host_tensors(problem, seed=3)
+    extra = {"bias": cl.Buffer(handle.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=bias),
+             "activ_alpha": np.float32(0), "activ_beta": np.float32(0), "activ_gamma": np.float32(0)}
+    params = SOLVER.default_params(problem, handle.info)
+    got = run_solution(handle, SOLVER.solution(problem, params, epilogue), problem, t, extra).astype(np.float64)
+    exact = reference.solve(problem, {r: a.astype(np.float64) for r, a in t.items()})
+    exact += bias.astype(np.float64)[None, :, None, None]
+    assert OUTPUT_ROLE[problem.direction] == "y" and not np.isnan(got).any()
+    assert reference.max_error(got, np.maximum(exact, 0)) <= SOLVER.tolerance
+
+
+def test_tf32_warm_calls_compile_nothing(handle, monkeypatch):
+    """A handle in math mode tf32, each direction run through the tensor-core solver (by record): after the
+    first call, calls build no kernel."""
+    needs_tensor_cores(handle)
+    import miopy
+    from miopy.kernel_cache import KernelCache
+    own = miopy.Handle(device=handle.device, context=handle.context, math_mode="tf32")
+    xd, wd, conv = TensorDesc("FP32", (2, 16, 9, 9)), TensorDesc("FP32", (24, 16, 3, 3)), ConvDesc(1)
+    yd = conv.output_desc(xd, wd)
+    rng = np.random.default_rng(0)
+    x, w, y = (own.to_device(rng.standard_normal(d.dims).astype(np.float32)) for d in (xd, wd, yd))
+
+    def record(direction):
+        problem = ConvProblem.create(direction, xd, wd, conv, yd, math_mode="tf32")
+        return miopy.ConvAlgoPerf(SOLVER.id, SOLVER.algorithm, 1.0, SOLVER.workspace_bytes(problem),
+                                  SOLVER.default_params(problem, own.info))
+    fwd, bwd, wrw = (record(d) for d in Direction)
+    calls = [lambda: miopy.convolution_forward(own, xd, x, wd, w, conv, yd, y, algo=fwd),
+             lambda: miopy.convolution_backward_data(own, yd, y, wd, w, conv, xd, x, algo=bwd),
+             lambda: miopy.convolution_backward_weights(own, yd, y, xd, x, conv, wd, w, algo=wrw)]
+    for call in calls:
+        call()
+    own.finish()
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a warm call built a kernel")
+    monkeypatch.setattr(KernelCache, "kernel", forbidden)
+    monkeypatch.setattr(KernelCache, "new_kernel", forbidden)
+    for call in calls * 2:
+        call()
+    own.finish()
