@@ -137,13 +137,19 @@ __kernel void cpu_gemm_fwd(__global const DATA_T* restrict in, __global const DA
 /* ---- backward-weights. Global size: (C_P / VW, R * S, K / KT). ---- */
 #if defined(VW) && defined(KT)
 #define EACH_K(X) CAT(I_, KT)(X)
-#define BWW_FMA(t) acc##t += LOAD(dyp, (t) * (P * Q)) * xv;
 #define BWW_STORE(t) { \
         float lanes[VW]; \
         VSTORE_AT(acc##t, lanes); \
         for (int l = 0; l < VW && c0 + l < C; ++l) \
             STORE(dw, (((k0 + (t)) * C + c0 + l) * R + r) * S + s, lanes[l]); \
     }
+
+/* Sums in two levels so rounding grows with about Q + N*P additions rather than N*P*Q: each row of dy (Q
+ * terms) into row##t, each row total into acc##t (a fixed order: deterministic; a third level would cost
+ * KT more vector registers). */
+#define BWW_ZERO_ROW(t) VEC row##t = (VEC)(0.0f);
+#define BWW_ROW_FMA(t) row##t += LOAD(dyp, (t) * (P * Q)) * xv;
+#define BWW_ROW_DONE(t) acc##t += row##t;
 
 __kernel void cpu_gemm_bwd_weights(__global const DATA_T* restrict xp, __global DATA_T* restrict dw,
                                    __global const DATA_T* restrict dy, const int xp_off)
@@ -155,11 +161,13 @@ __kernel void cpu_gemm_bwd_weights(__global const DATA_T* restrict xp, __global 
         for (int p = 0; p < P; ++p) {
             __global const DATA_T* row = xp + xp_off + ((n * HI + p * SH + r * DH) * WI + s * DW) * C_P + c0;
             __global const DATA_T* dyp = dy + ((n * K + k0) * P + p) * Q;
+            EACH_K(BWW_ZERO_ROW)
             for (int q = 0; q < Q; ++q, ++dyp, row += SW * C_P) {
                 VEC xv;
                 load_vec(&xv, row);
-                EACH_K(BWW_FMA)
+                EACH_K(BWW_ROW_FMA)
             }
+            EACH_K(BWW_ROW_DONE)
         }
     EACH_K(BWW_STORE)
 }
