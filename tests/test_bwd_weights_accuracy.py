@@ -37,3 +37,14 @@ def test_direct_unsplit_long_reduction_sums_in_register_blocks(handle):
     t = random_tensors(PROBLEM, seed=12)
     got, want = run_solution(handle, solution, PROBLEM, t), expected(PROBLEM, t)
     assert np.abs(got - want).max() / np.abs(want).max() <= 3e-6
+
+
+def test_im2col_unsplit_long_reduction_sums_in_register_blocks(handle):
+    """ConvIm2colGemm with SPLIT_K=1: the GEMM's 262144-long inner chunk takes gemm.cl's blocked path."""
+    solver = registry.get("ConvIm2colGemm")
+    params = {**solver.default_params(PROBLEM, handle.info), "SPLIT_K": 1}
+    solution = solver.solution(PROBLEM, params)
+    assert any(dict(launch.spec.defines).get("SUM_STEPS", "0") != "0" for launch in solution.launches)
+    t = random_tensors(PROBLEM, seed=13)
+    got, want = run_solution(handle, solution, PROBLEM, t), expected(PROBLEM, t)
+    assert np.abs(got - want).max() / np.abs(want).max() <= 3e-6

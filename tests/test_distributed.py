@@ -150,3 +150,11 @@ def test_tune_cli_on_a_local_cluster_prints_its_summary(env, capsys):
     out = capsys.readouterr().out
     assert "2 job(s) for 1 problem(s)" in out and "jobs/min" in out
     assert len(db.user_perf_db().rows()) == 1
+
+
+def test_tune_cli_with_a_scheduler_it_cannot_reach_says_so_in_one_line(env, capsys):
+    from miopy.cli import tune
+    argv = ["-n", "1", "-c", "4", "-H", "9", "-W", "9", "-k", "4", "-F", "1", "--scheduler", "no address"]
+    assert tune.main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot reach a Dask scheduler" in err[0], err

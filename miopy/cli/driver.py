@@ -68,6 +68,9 @@ def descriptors(a: argparse.Namespace) -> tuple[TensorDesc, TensorDesc, ConvDesc
     mode = "transpose" if a.mode == "trans" else "conv"
     dtype = getattr(a, "dtype", None) or "FP32"
     x = TensorDesc(dtype, (a.batchsize, a.in_channels, a.in_h, a.in_w))
+    check(a.group_count >= 1, "-g", f"must be >= 1, got {a.group_count}")
+    check(a.in_channels % a.group_count == 0 and a.out_channels % a.group_count == 0, "-g",
+          f"{a.group_count} groups must divide -c {a.in_channels} and -k {a.out_channels}")
     wdims = ((a.in_channels, a.out_channels // max(a.group_count, 1), a.fil_h, a.fil_w) if mode == "transpose"
              else (a.out_channels, a.in_channels // max(a.group_count, 1), a.fil_h, a.fil_w))
     conv = ConvDesc(_pads(a), (a.conv_stride_h, a.conv_stride_w), (a.dilation_h, a.dilation_w), a.group_count, mode,

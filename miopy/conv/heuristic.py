@@ -10,9 +10,12 @@ then registry order (most specialised first) within an algorithm, and the naive 
 - anything else: direct, then GEMM (im2col), then Winograd.
 Algorithms the table does not name come after the named ones and before naive. Tensor-core solvers (which
 are candidates only where they apply: NVIDIA, fp16 data or math mode "tf32") come first: their peak is
-several times the fp32 pipes'. Solvers written for one class of device (``device_class``, e.g.
-ConvCpuDirect on CPUs) apply only there and come first wherever they apply: on a CPU the GPU-shaped tiles of
-the other families run several times slower.
+several times the fp32 pipes'. Solvers written for one class of device (``device_class``: ConvCpuDirect,
+ConvCpuGemm on CPUs) apply only there and come first wherever they apply: on a CPU the GPU-shaped tiles of
+the other families run several times slower. Between the two, GEMM first for backward-weights where its
+channels-last copy of x stays in a core's cache (up to CPU_GEMM_WEIGHTS_BYTES, 16 channels or more: each
+work-item streams the whole copy), direct first otherwise (benchmarks/results/cpu-pocl.json: 2-17x apart
+on either side of that line).
 
 When a model trained on find records serves the device (miopy.conv.heuristic_model: shipped per device
 family, or MIOPY_HEURISTIC_MODEL), it reorders the solvers it knows by predicted slowdown within the places
@@ -26,10 +29,11 @@ from collections.abc import Sequence
 from ..device import DeviceInfo
 from ..solver import Solver
 from . import heuristic_model
-from .problem import ConvProblem
+from .problem import ConvProblem, Direction
 
 WINOGRAD_MIN_CHANNELS = 16
 WINOGRAD_5X5_MIN_CHANNELS = 32
+CPU_GEMM_WEIGHTS_BYTES = 1 << 20
 
 
 def preference(problem: ConvProblem) -> tuple[tuple[str, ...], str]:
@@ -48,6 +52,12 @@ def preference(problem: ConvProblem) -> tuple[tuple[str, ...], str]:
     return ("direct", "gemm", "winograd"), "general shape: direct first"
 
 
+def cpu_gemm_first(problem: ConvProblem, gemm: Solver) -> bool:
+    """Whether the CPU GEMM solver goes before the CPU direct one (backward-weights on a cached input)."""
+    return (problem.direction is Direction.BACKWARD_WEIGHTS and problem.c_per_group >= 16
+            and gemm.workspace_bytes(problem) <= CPU_GEMM_WEIGHTS_BYTES)
+
+
 def rank(problem: ConvProblem, solvers: Sequence[Solver], dev: DeviceInfo | None = None) -> list[Solver]:
     """solvers in the order to try on dev: by dev's model where one serves it, else by the shape rule."""
     by_shape = shape_rank(problem, solvers)
@@ -60,9 +70,13 @@ def rank(problem: ConvProblem, solvers: Sequence[Solver], dev: DeviceInfo | None
 def shape_rank(problem: ConvProblem, solvers: Sequence[Solver]) -> list[Solver]:
     """solvers (in registry order) sorted by the shape rule's preference; stable within an algorithm."""
     order, _ = preference(problem)
+    cpu_gemm = next((s for s in solvers if getattr(s, "device_class", None) and s.algorithm == "gemm"), None)
+    gemm_first = cpu_gemm is not None and cpu_gemm_first(problem, cpu_gemm)
 
     def score(solver: Solver) -> int:
-        if getattr(solver, "tensor_cores", False) or getattr(solver, "device_class", None) is not None:
+        if getattr(solver, "device_class", None) is not None:
+            return -2 if (solver.algorithm == "gemm") == gemm_first else -1
+        if getattr(solver, "tensor_cores", False):
             return -1
         if solver.algorithm == "naive":
             return len(order) + 1

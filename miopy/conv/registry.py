@@ -8,6 +8,7 @@ from .heuristic import rank
 from .problem import ConvProblem
 from .reference import reference_outputs
 from .solvers.cpu_direct import ConvCpuDirect
+from .solvers.cpu_gemm import ConvCpuGemm
 from .solvers.depthwise import ConvDepthwise
 from .solvers.direct_local import ConvDirectLocal
 from .solvers.gemm_1x1 import ConvGemm1x1
@@ -22,6 +23,7 @@ REGISTRY = Registry("convolution", ConvProblem, (
     ConvImplicitGemmMma(),
     ConvDepthwise(),
     ConvCpuDirect(),
+    ConvCpuGemm(),
     ConvWinograd3x3F4(),
     ConvWinograd3x3F2(),
     ConvWinograd5x5F3(),

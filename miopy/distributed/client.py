@@ -29,6 +29,7 @@ from .worker import assign_device, close_worker, device_id, gpu_count, run_job
 
 logger = logging.getLogger(__name__)
 RETRIES = 2
+CONNECT_TIMEOUT_S = 30
 
 
 def tune_jobs(problems: Sequence[Problem], solvers: Sequence[Solver] | None = None, *, strategy: str = "local",
@@ -60,7 +61,11 @@ def cluster(workers: int | None = None, scheduler: str | None = None) -> Iterato
     if (workers is None) == (scheduler is None):
         raise BadParam("workers", "give either a number of local workers or a scheduler address")
     if scheduler is not None:
-        with Client(scheduler) as client:
+        try:
+            connected = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError, ValueError) as exc:   # unreachable, refused, or not an address
+            raise MiopyError(f"--scheduler: cannot reach a Dask scheduler at {scheduler!r} ({exc})") from None
+        with connected as client:
             client.register_plugin(MiopyWorker(0))   # devices from each worker's MIOPY_DEVICE_INDEX
             yield client
         return

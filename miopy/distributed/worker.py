@@ -11,7 +11,9 @@ default.
 """
 from __future__ import annotations
 
+import multiprocessing.util
 import os
+import shutil
 import tempfile
 import time
 import traceback
@@ -86,6 +88,10 @@ def _private_db() -> None:
     """Point this process's user DB at a private file (the client holds the real one)."""
     global _DB_DIR
     _DB_DIR = tempfile.mkdtemp(prefix=f"miopy-worker-{os.getpid()}-")
+    # Removed at exit (its records went to the client already): multiprocessing's finalizers run in worker
+    # processes, where atexit handlers do not.
+    multiprocessing.util.Finalize(None, shutil.rmtree, args=(_DB_DIR,), kwargs={"ignore_errors": True},
+                                  exitpriority=0)
     os.environ["MIOPY_USER_DB_PATH"] = str(Path(_DB_DIR) / "worker.db")
 
 

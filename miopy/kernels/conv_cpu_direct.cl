@@ -8,8 +8,8 @@
  *                    (a work-item's columns share w mod STRIDE_W, so every lane takes the same taps and
  *                    reads consecutive dy columns: no lane idles, whatever the stride)
  *   cpu_bwd_weights: dw[k0..k0+KT-1, c, r, s0..s0+ST-1] = sum_{n,p,q} dy[n, k, p, q] * x[n, c, h(p,r), w(q,s)]
- *                    (VW-wide partial sums along q, reduced after each row of dy into a running total:
- *                    a fixed order, deterministic, rounding that grows with N*P rather than N*P*Q)
+ *                    (VW-wide partial sums along q, added after each row of dy into a running total, which
+ *                    joins a grand total every 32 rows: a fixed order, deterministic, short sums only)
  *
  * Accumulators are named variables (acc0, acc1, ...) rather than an array, and vector loads dereference an
  * unaligned vector type rather than calling vloadN: PoCL 3 compiles vloadN as a call, around which every
@@ -206,7 +206,7 @@ __kernel void cpu_bwd_data(__global DATA_T* restrict dx, __global const DATA_T* 
 /* ---- backward-weights. Global size: (CG * R * S / ST, K / KT). ---- */
 #ifdef ST
 #define EACH_J(X, t) CAT(J_, ST)(X, t)
-#define ZERO_J(t, j) VEC acc##t##_##j = (VEC)(0.0f), tot##t##_##j = (VEC)(0.0f);
+#define ZERO_J(t, j) VEC acc##t##_##j = (VEC)(0.0f), tot##t##_##j = (VEC)(0.0f), all##t##_##j = (VEC)(0.0f);
 #define ZERO_TJ(t) EACH_J(ZERO_J, t)
 #define LOAD_X(t, j) VEC xv##j; LOAD_ROW(&xv##j, xrow, q0 * STRIDE_W - PAD_W + (s0 + (j)) * DIL_W, W);
 #define FMA_J(t, j) acc##t##_##j += dyv * xv##j;
@@ -216,7 +216,12 @@ __kernel void cpu_bwd_data(__global DATA_T* restrict dx, __global const DATA_T* 
  * so rounding grows with the rows, not the terms */
 #define FLUSH_J(t, j) tot##t##_##j += acc##t##_##j; acc##t##_##j = (VEC)(0.0f);
 #define FLUSH_TJ(t) EACH_J(FLUSH_J, t)
-#define STORE_J(t, j) STORE(dw, ((k0 + (t)) * CG + c) * RS + r * S + s0 + (j), lane_sum(&tot##t##_##j));
+/* ... and every ROW_BLOCK rows the total joins a grand total, so long N*P sums stay short too */
+#define ROW_BLOCK 32
+#define FLUSH_ALL_J(t, j) all##t##_##j += tot##t##_##j; tot##t##_##j = (VEC)(0.0f);
+#define FLUSH_ALL_TJ(t) EACH_J(FLUSH_ALL_J, t)
+#define STORE_J(t, j) STORE(dw, ((k0 + (t)) * CG + c) * RS + r * S + s0 + (j), \
+                            lane_sum(&all##t##_##j) + lane_sum(&tot##t##_##j));
 #define STORE_TJ(t) EACH_J(STORE_J, t)
 
 inline float lane_sum(const VEC* v)
@@ -235,6 +240,7 @@ __kernel void cpu_bwd_weights(__global const DATA_T* restrict x, __global DATA_T
     const int c = get_global_id(0) / (S / ST * R), k0 = get_global_id(1) * KT;
     const int c_abs = (k0 / KG) * CG + c;
     EACH_T(ZERO_TJ)
+    int rows = 0;
     for (int n = 0; n < N; ++n)
         for (int p = 0; p < P; ++p) {
             const int h = p * STRIDE_H - PAD_H + r * DIL_H;
@@ -246,6 +252,10 @@ __kernel void cpu_bwd_weights(__global const DATA_T* restrict x, __global DATA_T
                 EACH_T(FMA_TJ)
             }
             EACH_T(FLUSH_TJ)
+            if (++rows == ROW_BLOCK) {
+                rows = 0;
+                EACH_T(FLUSH_ALL_TJ)
+            }
         }
     EACH_T(STORE_TJ)
 }

@@ -29,6 +29,8 @@
  *                                k in [split*K_CHUNK, (split+1)*K_CHUNK) (K_CHUNK a multiple of K_BLK) and
  *                                writes its partial C at element offset split*SPLIT_STRIDE
  *   SPLIT_STRIDE                 element distance between partial outputs (0 when SPLIT_K == 1)
+ *   SUM_STEPS                    0, or K_BLK slices summed in registers before they join a second register
+ *                                tile (the running total): set where K_CHUNK is long (backward-weights)
  *   EVEN_M EVEN_N EVEN_K         0/1: GEMM_M % TILE_M == 0 (etc.), drop the edge guards
  *   GEMM_EPILOGUE                0/1: C is a forward convolution output: store MIOPY_EPILOGUE(v, k, pq, yi)
  *                                (never split: yi = c_off + batch * C_BATCH + at is the offset in C)
@@ -171,6 +173,16 @@ void gemm(__global const DATA_T* restrict a, __global const DATA_T* restrict b, 
     for (int i = 0; i < WPT_M; ++i)
         #pragma unroll
         for (int j = 0; j < WPT_N; ++j) acc[i][j] = 0.0f;
+#if SUM_STEPS > 0
+    /* A long inner chunk: acc holds the last SUM_STEPS slices only, total the rest (rounding grows with the
+     * number of blocks, not of terms) */
+    float total[WPT_M][WPT_N];
+    #pragma unroll
+    for (int i = 0; i < WPT_M; ++i)
+        #pragma unroll
+        for (int j = 0; j < WPT_N; ++j) total[i][j] = 0.0f;
+    int steps = 0;
+#endif
 
     for (int k0 = k_begin; k0 < k_end; k0 += K_BLK) {
         load_a_tile(a, a_tile, m0, k0, k_end, tid);
@@ -187,7 +199,25 @@ void gemm(__global const DATA_T* restrict a, __global const DATA_T* restrict b, 
                 for (int j = 0; j < WPT_N; ++j) acc[i][j] = mad(ra[i], rb[j], acc[i][j]);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
+#if SUM_STEPS > 0
+        if (++steps == SUM_STEPS) {
+            steps = 0;
+            #pragma unroll
+            for (int i = 0; i < WPT_M; ++i)
+                #pragma unroll
+                for (int j = 0; j < WPT_N; ++j) {
+                    total[i][j] += acc[i][j];
+                    acc[i][j] = 0.0f;
+                }
+        }
+#endif
     }
+#if SUM_STEPS > 0
+    #pragma unroll
+    for (int i = 0; i < WPT_M; ++i)
+        #pragma unroll
+        for (int j = 0; j < WPT_N; ++j) acc[i][j] += total[i][j];
+#endif
 
     #pragma unroll
     for (int i = 0; i < WPT_M; ++i) {

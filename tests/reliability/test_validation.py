@@ -125,7 +125,8 @@ def _one_error_line(capsys, program: str, flag: str) -> str:
     return err[0]
 
 
-@pytest.mark.parametrize("flags, flag", [(["-i", "-5"], "-i"), (["-i", "0"], "-i"), (["-s", "-1"], "-s")])
+@pytest.mark.parametrize("flags, flag", [(["-i", "-5"], "-i"), (["-i", "0"], "-i"), (["-s", "-1"], "-s"),
+                                         (["-g", "3"], "-g"), (["-g", "0"], "-g")])
 def test_driver_refuses_bad_counts(capsys, flags, flag, report):
     assert driver_cli.main(["conv", *SMALL, *flags]) == 1
     _one_error_line(capsys, "miopy-driver", flag)
