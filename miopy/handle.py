@@ -179,14 +179,14 @@ class Handle:
         try:
             template = self._pooled_templates.get((shape, dtype))
             if template is None:
-                template = cl_array.Array(self.queue, shape, dtype, allocator=self.pool)
-                if template.size == 0:
-                    return template
+                array = cl_array.Array(self.queue, shape, dtype, allocator=self.pool)
+                if array.size == 0:
+                    return array
                 if len(self._pooled_templates) >= 256:
                     self._pooled_templates.clear()
-                self._pooled_templates[(shape, dtype)] = template
+                template = self._pooled_templates[(shape, dtype)] = array._new_with_changes(None, 0)
                 template.base_data = None        # the template keeps no memory from the pool
-                return cl_array.Array(self.queue, shape, dtype, allocator=self.pool)
+                return array
             return template._new_with_changes(None, 0)
         except cl.Error as exc:
             raise OutOfResources(f"cannot allocate {shape} {dtype} on {self.info.name}: {exc}") from exc

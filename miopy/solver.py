@@ -22,7 +22,7 @@ from .accuracy import BASE_REDUCTION, FP32_BOUND, problem_tolerance, tolerance  
 from .device import DeviceInfo
 from .errors import BadParam, NotApplicable
 from .kernel_cache import KernelSpec
-from .tensor import STRICT, DataType, TensorDesc
+from .tensor import DataType, TensorDesc
 
 Params = dict[str, Any]
 # A kernel argument: a buffer role name ("x", "w", "y", "workspace", or an epilogue operand) or a scalar.
@@ -235,11 +235,6 @@ class Registry:
         output's rounding plus the arithmetic's bound from the math mode, the solver's own bound and the
         reduction length of problem. See docs/fp16.md."""
         return problem_tolerance(problem, solver.tolerance)
-
-
-def stored_tolerance(dtype: DataType, fp32_bound: float, reduction_length: int = 1) -> float:
-    """The hybrid error bound of a result summed in fp32 (strict) and stored as dtype (miopy.accuracy)."""
-    return tolerance(dtype, reduction_length, STRICT, fp32_bound)
 
 
 def registries() -> tuple[Registry, ...]:

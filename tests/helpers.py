@@ -7,10 +7,10 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
+from miopy.accuracy import tolerance as format_tolerance
 from miopy.conv import reference
 from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction
 from miopy.plan import plan_of
-from miopy.solver import stored_tolerance
 from miopy.tensor import TensorDesc
 
 DEFAULT_TOLERANCE = 1e-4  # hybrid |a-e|/(1+|e|) of solvers that set no tolerance of their own
@@ -71,7 +71,7 @@ def expected(problem: ConvProblem, t: dict[str, np.ndarray]) -> np.ndarray:
 def tolerance(solver, problem: ConvProblem) -> float:
     """The tests' bound: the solver's fp32 bound (else DEFAULT_TOLERANCE) plus the output's rounding to its
     dtype (2^-11 for FP16; see docs/fp16.md)."""
-    return stored_tolerance(problem.dtype, solver.tolerance or DEFAULT_TOLERANCE)
+    return format_tolerance(problem.dtype, 1, "strict", solver.tolerance or DEFAULT_TOLERANCE)
 
 
 def run_solution(handle, solution, problem: ConvProblem, t: dict[str, np.ndarray], extra=None) -> np.ndarray:

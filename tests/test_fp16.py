@@ -14,6 +14,7 @@ import pytest
 
 import miopy
 from miopy import ActivationMode, BadParam, ConvDesc, Direction, FusionPlan, OperatorArgs, TensorDesc, db
+from miopy.accuracy import tolerance as format_tolerance
 from miopy.activation import activation_backward, activation_forward
 from miopy.conv import reference, registry
 from miopy.conv.functional import conv2d, conv_transpose2d
@@ -22,7 +23,6 @@ from miopy.conv.solvers import im2col_gemm
 from miopy.find import find_problem, get_solutions, params_for
 from miopy.fusion.epilogue import Epilogue, apply_reference
 from miopy.reference.activation import backward_reference, forward_reference
-from miopy.solver import stored_tolerance
 from tests.helpers import (
     DEFAULT_TOLERANCE,
     check_solution,
@@ -54,7 +54,7 @@ def _bound(base: float = DEFAULT_TOLERANCE, roundings: int = 1) -> float:
 
 def test_format_facts():
     assert U16 == 2.0 ** -11 and miopy.DataType.FLOAT32.unit_roundoff == 2.0 ** -24
-    assert stored_tolerance(miopy.DataType.FLOAT16, 1e-3, 4096) == pytest.approx(2.0 ** -11 + 2e-3)
+    assert format_tolerance(miopy.DataType.FLOAT16, 4096, "strict", 1e-3) == pytest.approx(2.0 ** -11 + 2e-3)
 
 
 @pytest.mark.parametrize("direction", list(Direction), ids=lambda d: d.name)
