@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -42,6 +41,7 @@ from miopy.tensor import TensorDesc  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from crosscheck import torch_call  # noqa: E402
+from primitives import torch_ms  # noqa: E402
 
 SOLVER = ConvImplicitGemmMma()
 PEAK_TFLOPS = {"FP32": 495.0, "FP16": 990.0}   # dense tensor-core peaks, H100 SXM (TF32, fp16 with fp32 sums)
@@ -161,18 +161,7 @@ def cudnn_ms(problem, t, iters: int) -> float:
     torch.backends.cudnn.allow_tf32 = True
     dtype = torch.float16 if problem.dtype.value == "FP16" else torch.float32
     call = torch_call(problem, *(torch.from_numpy(t[r]).to("cuda", dtype) for r in "xwy"))
-    for _ in range(3):
-        call()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        call()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end))
-    return statistics.median(samples)
+    return torch_ms(torch, call, 3, iters)
 
 
 # Overrides tried on top of the default params, in this order (a feature the override makes invalid is
