@@ -30,6 +30,15 @@ def handle():
 
 
 @pytest.fixture
+def cpu_handle(handle):
+    """The session's handle, for tests that run a CPU-only solver's kernels (ConvCpuDirect, ConvCpuGemm):
+    skipped on a GPU, where those solvers do not apply (their refusal there is tested on any device)."""
+    if "CPU" not in handle.info.device_type:
+        pytest.skip(f"a CPU solver's kernels; this device is {handle.info.device_type}")
+    return handle
+
+
+@pytest.fixture
 def fresh_dbs(tmp_path, monkeypatch):
     """A new, empty user DB and no system DB, for tests that count what the DBs hold; returns its path."""
     path = tmp_path / "user.db"

@@ -23,11 +23,19 @@ def posed_for(solver, problem: ConvProblem) -> ConvProblem:
     return problem
 
 
-def skip_without_tensor_cores(solver, info) -> None:
-    """Skip a registry-wide test of a tensor-core solver on a device without PTX mma (tests/solvers/test_mma.py
-    checks that it says so, and covers it on NVIDIA)."""
+def runs_here(solver, info) -> bool:
+    """Whether a registry-wide test can run the solver's kernels on this device: not a tensor-core solver on a
+    device without PTX mma (tests/solvers/test_mma.py checks that it says so, and covers it on NVIDIA), not a
+    solver for another class of device (ConvCpuDirect, ConvCpuGemm on a GPU: tests/solvers/test_cpu_*.py)."""
     if getattr(solver, "tensor_cores", False) and not info.ptx_mma:
-        pytest.skip(f"{solver.id} needs NVIDIA OpenCL with PTX mma")
+        return False
+    return solver.device_class is None or solver.device_class in info.device_type
+
+
+def skip_unless_runs_here(solver, info) -> None:
+    """Skip a registry-wide test of a solver whose kernels cannot run on this device (see runs_here)."""
+    if not runs_here(solver, info):
+        pytest.skip(f"{solver.id} does not run on a {info.device_type} device of {info.platform}")
 
 
 def make_problem(direction, n, c, h, w, k, r, s, pad=0, stride=1, dilation=1, groups=1,

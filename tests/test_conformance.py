@@ -15,7 +15,8 @@ from tests.helpers import (
     make_problem,
     posed_for,
     random_problem,
-    skip_without_tensor_cores,
+    runs_here,
+    skip_unless_runs_here,
     with_dtype,
 )
 
@@ -46,7 +47,7 @@ CASES = [(s, d) for s in registry.ALL for d in sorted(s.directions)]
 
 @pytest.mark.parametrize("solver,direction", CASES, ids=[f"{s.id}-{d.name}" for s, d in CASES])
 def test_default_params_match_reference(handle, solver, direction):
-    skip_without_tensor_cores(solver, handle.info)
+    skip_unless_runs_here(solver, handle.info)
     problems = [q for q in (posed_for(solver, p) for p in pool(direction)) if solver.is_applicable(q, handle.info)]
     assert problems, f"{solver.id} applies to none of the pool's {direction.name} problems"
     for i, problem in enumerate(problems[:5]):
@@ -60,7 +61,7 @@ TUNABLE = [(s, d) for s, d in CASES if s.grid]
 
 @pytest.mark.parametrize("solver,direction", TUNABLE, ids=[f"{s.id}-{d.name}" for s, d in TUNABLE])
 def test_sampled_grid_points_match_reference(handle, solver, direction):
-    skip_without_tensor_cores(solver, handle.info)
+    skip_unless_runs_here(solver, handle.info)
     problem = next(q for q in (posed_for(solver, p) for p in pool(direction)) if solver.is_applicable(q, handle.info))
     space = solver.sample_space(problem, handle.info, count=3, seed=7)
     assert space
@@ -70,7 +71,7 @@ def test_sampled_grid_points_match_reference(handle, solver, direction):
 
 @pytest.mark.parametrize("solver", [s for s in registry.ALL if s.grid], ids=lambda s: s.id)
 def test_invalid_points_rejected_without_compiling(handle, solver):
-    skip_without_tensor_cores(solver, handle.info)
+    skip_unless_runs_here(solver, handle.info)
     problem = next(q for q in (posed_for(solver, p) for p in pool(Direction.FORWARD) + pool(Direction.BACKWARD_DATA))
                    if solver.is_applicable(q, handle.info))
     before = handle.cache_stats()["compiled"]
@@ -85,8 +86,8 @@ def test_solution_is_pure(handle):
     """solution() touches no device: same inputs, equal outputs, no compile."""
     before = handle.cache_stats()["compiled"]
     for solver in registry.ALL:
-        if getattr(solver, "tensor_cores", False) and not handle.info.ptx_mma:
-            continue   # tests/solvers/test_mma.py: its solution is pure on a described H100
+        if not runs_here(solver, handle.info):
+            continue   # tests/solvers/test_mma.py, test_cpu_*.py: pure on a described device
         problem = next(q for q in (posed_for(solver, p) for p in pool(Direction.FORWARD))
                        if solver.is_applicable(q, handle.info))
         params = solver.default_params(problem, handle.info)
@@ -109,7 +110,7 @@ ASYMMETRIC = [  # begin != end padding along each axis, in both senses (ONNX pad
 
 @pytest.mark.parametrize("solver,direction", CASES, ids=[f"{s.id}-{d.name}" for s, d in CASES])
 def test_asymmetric_padding_matches_reference(handle, solver, direction):
-    skip_without_tensor_cores(solver, handle.info)
+    skip_unless_runs_here(solver, handle.info)
     problems = [posed_for(solver, make_problem(direction, *shape)) for shape in ASYMMETRIC]
     applicable = [p for p in problems if solver.is_applicable(p, handle.info)]
     if solver.id in ("ConvGemm1x1", "ConvGemv1x1"):   # 1x1 GEMMs read x in place: any padding rules them out
@@ -127,7 +128,7 @@ FP16_PER_CASE = 2   # problems per solver-direction in FP16: a sample, so CI gro
 def test_fp16_matches_reference(handle, solver, direction):
     """FP16 (half storage, fp32 sums) through every solver and direction: a seeded sample of the pool, in
     FP16, against float64 computed from the rounded inputs, at the FP16 bound (tests.helpers.tolerance)."""
-    skip_without_tensor_cores(solver, handle.info)
+    skip_unless_runs_here(solver, handle.info)
     problems = [with_dtype(p, "FP16") for p in pool(direction)]
     applicable = [p for p in problems if solver.is_applicable(p, handle.info)]
     assert applicable, f"{solver.id} applies to none of the pool's FP16 {direction.name} problems"

@@ -30,7 +30,7 @@ from tests.helpers import (
     posed_for,
     random_tensors,
     run_solution,
-    skip_without_tensor_cores,
+    skip_unless_runs_here,
     tolerance,
 )
 from tests.test_conformance import CASES
@@ -151,7 +151,7 @@ _SHAPES = [(2, 8, 10, 10, 8, 3, 3, 1, 1, 1, 1), (2, 8, 9, 9, 16, 1, 1, 0, 1, 1, 
 @pytest.mark.parametrize("solver", EPILOGUE_SOLVERS, ids=lambda s: s.id)
 def test_every_epilogue_hook_in_fp16(handle, solver):
     """bias (FP16) + spatial batch norm (FP32 operands) + alpha * z (FP16) + leaky relu, stored in FP16."""
-    skip_without_tensor_cores(solver, handle.info)
+    skip_unless_runs_here(solver, handle.info)
     problem = next((p for p in (make_problem(Direction.FORWARD, *s[:-1], groups=s[-1], dtype="FP16")
                                 for s in _SHAPES) if solver.is_applicable(p, handle.info)), None)
     if problem is None:

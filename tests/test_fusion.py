@@ -21,7 +21,7 @@ from miopy.conv.solvers.naive import ConvDirectNaive
 from miopy.errors import CompileError
 from miopy.fusion import solvers as fused
 from miopy.fusion.epilogue import ACTIVATION_ROLES, BATCHNORM_ROLES, Epilogue, apply_reference
-from tests.helpers import DEFAULT_TOLERANCE, posed_for, random_tensors, run_solution, skip_without_tensor_cores
+from tests.helpers import DEFAULT_TOLERANCE, posed_for, random_tensors, run_solution, skip_unless_runs_here
 from tests.test_conformance import pool
 
 CONV = ConvDesc(pad=1)
@@ -238,7 +238,7 @@ EPILOGUE_SOLVERS = [s for s in registry.ALL if s.supports_epilogue]
 @pytest.mark.parametrize("solver", EPILOGUE_SOLVERS, ids=lambda s: s.id)
 def test_solver_epilogue_hook_matches_reference(handle, solver):
     """bias + per-activation batch norm + leaky relu exercises both the channel k and the in-plane index pq."""
-    skip_without_tensor_cores(solver, handle.info)
+    skip_unless_runs_here(solver, handle.info)
     problem = next(q for q in (posed_for(solver, p) for p in pool(Direction.FORWARD))
                    if solver.is_applicable(q, handle.info))
     plane = problem.out_h * problem.out_w

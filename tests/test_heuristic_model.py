@@ -38,8 +38,9 @@ def synthetic(seed: int, count: int) -> dict:
 
 
 @pytest.fixture(scope="module")
-def model():
-    return heuristic_model.train(synthetic(0, 90), ["pthread", "cpu", "pocl"], rounds=30)
+def model(handle):
+    """A model for the test device (PoCL's CPU in CI, the GPU on the GPU machine), trained on the synthetic rule."""
+    return heuristic_model.train(synthetic(0, 90), [handle.info.name], rounds=30)
 
 
 def test_the_model_recovers_the_rule_on_held_out_problems(model):

@@ -12,7 +12,7 @@ from miopy.conv import reference, registry
 from miopy.conv.problem import ConvProblem, map_problem
 from miopy.find import AlgoPerf
 from miopy.kernel_cache import KernelCache
-from tests.helpers import skip_without_tensor_cores
+from tests.helpers import skip_unless_runs_here
 
 DIRECTIONS = list(Direction)
 
@@ -51,7 +51,7 @@ CASES = [(s, d) for s in registry.ALL for d in sorted(s.directions)]
 def test_plan_of_each_solver_matches_reference(handle, solver, direction):
     """convolution_plan with a record naming the solver, run by the direction's user names (tensor-core
     solvers under math mode "tf32", held to their own TF32 bound rather than a tenth of it)."""
-    skip_without_tensor_cores(solver, handle.info)
+    skip_unless_runs_here(solver, handle.info)
     geometry = _geometry(solver, direction, handle)
     assert geometry is not None, f"{solver.id} applies to no test shape in {direction.name}"
     xd, wd, conv = geometry

@@ -20,7 +20,7 @@ from miopy import (
 from miopy.conv import reference, registry
 from miopy.conv.solvers.naive import ConvDirectNaive
 from miopy.fusion.epilogue import Epilogue, apply_reference
-from tests.helpers import posed_for, random_tensors, run_solution, skip_without_tensor_cores
+from tests.helpers import posed_for, random_tensors, run_solution, skip_unless_runs_here
 from tests.test_conformance import pool
 from tests.test_fusion import EPILOGUE_SOLVERS, _choice_tolerance, _tolerance
 
@@ -28,7 +28,7 @@ from tests.test_fusion import EPILOGUE_SOLVERS, _choice_tolerance, _tolerance
 @pytest.mark.parametrize("solver", EPILOGUE_SOLVERS, ids=lambda s: s.id)
 def test_every_epilogue_hook_adds_z(handle, solver):
     """bias + spatial batch norm + alpha * z + leaky relu: z is read at each output's own offset."""
-    skip_without_tensor_cores(solver, handle.info)
+    skip_unless_runs_here(solver, handle.info)
     problem = next(q for q in (posed_for(solver, p) for p in pool(Direction.FORWARD))
                    if solver.is_applicable(q, handle.info))
     assert "add" in solver.epilogue_ops

@@ -27,7 +27,8 @@ CASES = [(d, shape) for d in Direction for shape in SHAPES]
 
 
 @pytest.mark.parametrize("direction,shape", CASES, ids=[f"{d.letter}-{SHAPES.index(s)}" for d, s in CASES])
-def test_vector_widths_and_tiles_match_reference(handle, direction, shape):
+def test_vector_widths_and_tiles_match_reference(cpu_handle, direction, shape):
+    handle = cpu_handle
     problem = make_problem(direction, *shape)
     assert SOLVER.is_applicable(problem, handle.info)
     checked = 0

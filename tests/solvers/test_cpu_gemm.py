@@ -26,7 +26,8 @@ CASES = [(d, s) for d in Direction for s in SHAPES
 
 
 @pytest.mark.parametrize("direction,shape", CASES, ids=[f"{d.letter}-{SHAPES.index(s)}" for d, s in CASES])
-def test_tiles_match_reference(handle, direction, shape):
+def test_tiles_match_reference(cpu_handle, direction, shape):
+    handle = cpu_handle
     problem = make_problem(direction, *shape)
     assert SOLVER.is_applicable(problem, handle.info), SOLVER.not_applicable_reason(problem, handle.info)
     space = list(SOLVER.search_space(problem, handle.info))
@@ -43,14 +44,15 @@ def test_backward_data_is_the_transposed_forward():
 
 
 def test_applicability_limits(handle):
+    cpu = dataclasses.replace(handle.info, device_type="CPU")     # described: the checks run on any device
     strided = make_problem(Direction.BACKWARD_DATA, 1, 8, 14, 17, 12, 3, 3, 1, 2)
-    assert "stride > 1" in SOLVER.not_applicable_reason(strided, handle.info)
+    assert "stride > 1" in SOLVER.not_applicable_reason(strided, cpu)
     grouped = make_problem(Direction.FORWARD, 1, 8, 8, 8, 8, 3, 3, 1, 1, 1, 2)
-    assert "grouped" in SOLVER.not_applicable_reason(grouped, handle.info)
+    assert "grouped" in SOLVER.not_applicable_reason(grouped, cpu)
     gpu = dataclasses.replace(handle.info, device_type="GPU")
     assert "not CPU" in SOLVER.not_applicable_reason(make_problem(Direction.FORWARD, *SHAPES[0]), gpu)
     weights = make_problem(Direction.BACKWARD_WEIGHTS, *SHAPES[0])
-    assert "does not divide" in SOLVER.invalid_reason(weights, {"VW": 8, "T": 8}, handle.info)
+    assert "does not divide" in SOLVER.invalid_reason(weights, {"VW": 8, "T": 8}, cpu)
 
 
 @pytest.mark.parametrize("direction", list(Direction))
