@@ -488,7 +488,16 @@ def run(argv: list[str] | None = None) -> int:
           f"PyTorch: {torch.__version__ + ' on ' + torch.cuda.get_device_name() if torch else 'not used'}")
     print(f"{'net':9} {'case':24} {'dims':18} {'MiB':>9} {'miopy ms':>9} {'GB/s':>8} {'%copy':>7} "
           f"{'torch ms':>9} {'ratio':>7}  solver")
-    rows = []
+    rows: list[dict] = []
+
+    def save() -> None:   # after every row: a run cut short by the device's time limit keeps what it measured
+        if a.out:
+            a.out.parent.mkdir(parents=True, exist_ok=True)
+            info = {"device": handle.info.name, "device_id": handle.info.device_id, "miopy": miopy.__version__,
+                    "torch": torch.__version__ if torch else None, "copy_gbs": copy_gbs, "shrink": a.shrink,
+                    "rows": rows}
+            a.out.write_text(json.dumps(info, indent=1))
+
     for n in a.batch:
         for case in CASES:
             if a.only and a.only not in case.name:
@@ -496,12 +505,8 @@ def run(argv: list[str] | None = None) -> int:
             row = measure(handle, case, shrunk(case, n, a.shrink), copy_gbs, torch, a.warmup, a.iters, a.find)
             print_row(row)
             rows.append(row)
+            save()
     if a.out:
-        a.out.parent.mkdir(parents=True, exist_ok=True)
-        info = {"device": handle.info.name, "device_id": handle.info.device_id, "miopy": miopy.__version__,
-                "torch": torch.__version__ if torch else None, "copy_gbs": copy_gbs, "shrink": a.shrink,
-                "rows": rows}
-        a.out.write_text(json.dumps(info, indent=1))
         print(f"wrote {a.out}")
     return 0
 

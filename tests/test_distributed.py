@@ -126,13 +126,16 @@ def test_killed_worker_job_is_redone_without_lost_or_duplicated_records(env):
 def test_interrupted_run_resumes_and_skips_finished_jobs(env):
     jobs = _jobs()
     first = [j for j in jobs if j.problem.key() == jobs[0].problem.key()]
+    gemm = tune_jobs(_problems()[:1], [registry.get("ConvGemm1x1")], find=False)   # 5x5 filters: not for it
     with cluster(workers=2) as client:
         run(client, first, progress=False)                 # "interrupted" after the first problem
-        resumed = run(client, jobs, progress=False)
+        resumed = run(client, jobs + gemm, progress=False)
     assert sorted(name for _, name in resumed.skipped) == sorted(j.name for j in first)
     assert sorted(r.job.name for r in resumed.results) == sorted(j.name for j in jobs if j not in first)
     assert {r.job.kind for r in resumed.results} == {TUNE, FIND}
-    assert "jobs/min" in resumed.table()
+    assert not resumed.failed and [r.job.name for r in resumed.not_applicable] == [gemm[0].name]
+    assert "not 1x1" in str(resumed.not_applicable[0].not_applicable)   # judged on the worker, with its reason
+    assert "jobs/min" in resumed.table() and "n/a" in resumed.table()
 
 
 def test_core_import_path_never_imports_dask():

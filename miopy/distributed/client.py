@@ -36,8 +36,9 @@ def tune_jobs(problems: Sequence[Problem], solvers: Sequence[Solver] | None = No
               options: TuneOptions | None = None, timer=None, find: bool = True) -> list[Job]:
     """A tuning job per (problem, tunable solver) and, with find, a find job per problem.
 
-    solvers: those to tune (default: each problem's registry); applicability is judged on the worker's
-    device (a job that does not apply there comes back as a NotApplicable failure, reported, not fatal).
+    solvers: those to tune (default: each problem's registry's solvers with a grid); applicability is judged
+    on the worker's device (a job that does not apply there comes back not applicable, with the reason, and
+    is counted apart from failures).
     """
     options = options or TuneOptions(budget=DEFAULT_BUDGET)
     jobs = []
@@ -107,10 +108,12 @@ class MiopyWorker(WorkerPlugin):
 
 @dataclass
 class Report:
-    """What a run did: per job, done / skipped / failed, with the results and the wall time."""
+    """What a run did: per job, done / skipped (already in the DB) / not applicable on its device / failed,
+    with the results and the wall time."""
 
     results: list[JobResult] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)   # (device id, job name)
+    not_applicable: list[JobResult] = field(default_factory=list)
     failed: list[JobResult] = field(default_factory=list)
     seconds: float = 0.0
     devices: dict[str, list[str]] = field(default_factory=dict)    # device id -> worker addresses
@@ -128,11 +131,13 @@ class Report:
             seconds[(r.device_id, r.job.kind)] += r.seconds
         for r in self.failed:
             rows[(r.device_id, r.job.kind)]["failed"] += 1
+        for r in self.not_applicable:
+            rows[(r.device_id, r.job.kind)]["n/a"] += 1
         for device, name in self.skipped:
             rows[(device, name.split(":", 1)[0])]["skipped"] += 1
-        lines = [f"{'device':<48}{'kind':<6}{'done':>6}{'skipped':>9}{'failed':>8}{'job s':>9}"]
+        lines = [f"{'device':<48}{'kind':<6}{'done':>6}{'skipped':>9}{'n/a':>6}{'failed':>8}{'job s':>9}"]
         for (device, kind), c in sorted(rows.items()):
-            lines.append(f"{device[:47]:<48}{kind:<6}{c['done']:>6}{c['skipped']:>9}{c['failed']:>8}"
+            lines.append(f"{device[:47]:<48}{kind:<6}{c['done']:>6}{c['skipped']:>9}{c['n/a']:>6}{c['failed']:>8}"
                          f"{seconds[(device, kind)]:>9.1f}")
         speedups = [r.summary["speedup"] for r in self.results if r.job.kind == TUNE and r.summary.get("stored")]
         lines.append(f"{len(self.results)} jobs in {self.seconds:.1f} s ({self.jobs_per_minute:.1f} jobs/min) on "
@@ -206,6 +211,8 @@ def _collect(futures: dict, report: Report, progress: bool) -> None:
                 if result.ok:
                     write(result)
                     report.results.append(result)
+                elif result.not_applicable is not None and result.error is None:
+                    report.not_applicable.append(result)
                 else:
                     report.failed.append(result)
             if bar is not None:

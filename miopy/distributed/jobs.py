@@ -60,7 +60,8 @@ class JobResult:
     find: list[FindRecord] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    not_applicable: str | None = None   # the solver does not apply to the problem on this device: why
 
     @property
     def ok(self) -> bool:
-        return self.error is None
+        return self.error is None and self.not_applicable is None

@@ -113,7 +113,12 @@ def run_job(job: Job, tuned: list[JobResult] | None = None) -> JobResult:
             _seed_perf(handle, tuned or [])
             _find(handle, job, result)
         else:
-            _tune(handle, job, result)
+            solver = job.problem.registry.get(job.solver_id or "")
+            reason = solver.not_applicable_reason(job.problem, handle.info)
+            if reason:   # judged here: applicability depends on the worker's device
+                result.not_applicable = reason
+            else:
+                _tune(handle, job, result)
     except MiopyError as exc:
         result.error = f"{type(exc).__name__}: {exc}"
     except Exception as exc:  # a job's failure is data; the worker lives on for the next one

@@ -1,0 +1,109 @@
+"""Distributed tuning's scaling (issue 20): the same tuning jobs with `miopy-tune --workers 1` and `--workers W`
+on one multi-GPU machine (one Dask worker per GPU), each from an empty user DB and cold kernel caches (miopy's
+and the NVIDIA driver's: CUDA_CACHE_DISABLE=1), wall time and jobs per minute, and whether the two runs left
+records of the same kind (the same (problem, solver) perf records and the same find problems).
+
+    python3 benchmarks/distributed_scaling.py --network resnet50 -n 16 --layers 8 --budget 5 \
+        --workers 1,2 --out benchmarks/results/h100x2-distributed-scaling.json
+
+Run it on the device tool's nvidia-h100-x2 / nvidia-h200-x2 with .whl carried (dask and distributed travel as
+wheels). The jobs are the first --layers unique forward layers of the network, every solver with a tuning
+grid, --budget points each (random strategy, fixed seed), then a find job per problem.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from miopy import Direction  # noqa: E402
+from miopy.conv import networks  # noqa: E402
+
+
+def records(db: Path) -> dict:
+    if not db.exists():
+        return {"perf": [], "find": []}
+    with sqlite3.connect(db) as conn:
+        perf = sorted({(p, s) for p, s in conn.execute("SELECT problem, solver FROM perf")})
+        find = sorted({p for (p,) in conn.execute("SELECT DISTINCT problem FROM find")})
+        devices = sorted({d for (d,) in conn.execute("SELECT DISTINCT device FROM perf")})
+    return {"perf": perf, "find": find, "devices": devices}
+
+
+def one_run(workers: int, lines: Path, args, work: Path) -> dict:
+    base = work / f"w{workers}"
+    base.mkdir()
+    env = {**os.environ, "MIOPY_CACHE_DIR": str(base / "cache"), "MIOPY_USER_DB_PATH": str(base / "user.db"),
+           "MIOPY_SYSTEM_DB_PATH": str(base / "no-system.db"), "CUDA_CACHE_DISABLE": "1"}
+    command = [sys.executable, "-m", "miopy.cli.tune", "--file", str(lines), "-F", "1", "--workers", str(workers),
+               "--strategy", "random", "--budget", str(args.budget), "--seed", "0", "--find"]
+    print(f"[workers {workers}] {' '.join(command[1:])}", flush=True)
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=args.timeout, cwd=ROOT)
+        output, status = done.stdout + done.stderr, done.returncode
+    except subprocess.TimeoutExpired as exc:
+        output, status = f"{exc.stdout or ''}{exc.stderr or ''}\ntimed out after {args.timeout} s", -1
+    wall = time.perf_counter() - start
+    (Path(args.out).parent / f"distributed-w{workers}.log").write_text(output if isinstance(output, str) else "")
+    found = re.search(r"(\d+) jobs in ([\d.]+) s \(([\d.]+) jobs/min\)", output or "")
+    result = {"workers": workers, "status": status, "wall_s": wall,
+              "jobs": int(found.group(1)) if found else None,
+              "report_s": float(found.group(2)) if found else None,
+              "jobs_per_min": float(found.group(3)) if found else None,
+              **records(base / "user.db")}
+    print(f"[workers {workers}] exit {status}, wall {wall:.1f} s, {result['jobs']} jobs, "
+          f"{result['jobs_per_min']} jobs/min, {len(result['perf'])} perf records, {len(result['find'])} find",
+          flush=True)
+    print("\n".join((output or "").splitlines()[-25:]), flush=True)
+    return result
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--network", default="resnet50")
+    ap.add_argument("-n", type=int, default=16)
+    ap.add_argument("--layers", type=int, default=8, help="first unique forward layers of the network")
+    ap.add_argument("--budget", type=int, default=5, help="tuning points per (problem, solver)")
+    ap.add_argument("--workers", default="1,2", help="comma-separated worker counts, each a separate run")
+    ap.add_argument("--timeout", type=int, default=240, help="seconds allowed to each run")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    problems = networks.problems(args.network, args.n, [Direction.FORWARD])[:args.layers]
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        lines = work / "layers.txt"
+        lines.write_text("".join(f"miopy-driver {p.driver_command()}\n" for p in problems))
+        runs = []
+        for w in (int(v) for v in args.workers.split(",")):
+            runs.append(one_run(w, lines, args, work))
+            result = {"network": args.network, "n": args.n, "layers": len(problems), "budget": args.budget,
+                      "runs": [{k: v for k, v in r.items() if k not in ("perf", "find")} |
+                               {"perf_records": len(r["perf"]), "find_records": len(r["find"])} for r in runs]}
+            base = runs[0]
+            for r in runs[1:]:
+                if base["wall_s"] and r["status"] == 0 and base["status"] == 0:
+                    result[f"speedup_{r['workers']}_over_{base['workers']}"] = base["wall_s"] / r["wall_s"]
+                    if base["jobs_per_min"] and r["jobs_per_min"]:
+                        result[f"jobs_per_min_ratio_{r['workers']}_over_{base['workers']}"] = \
+                            r["jobs_per_min"] / base["jobs_per_min"]
+                    result[f"same_records_{r['workers']}_and_{base['workers']}"] = \
+                        r["perf"] == base["perf"] and r["find"] == base["find"]
+            Path(args.out).write_text(json.dumps(result, indent=1))
+    print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
