@@ -316,23 +316,26 @@ def torch_op_tensor(op: str, broadcast: bool):
 
 def unary_case(kind: str) -> Callable[[miopy.Handle, Dims], Op]:
     """kind: "set", "scale" or "transform" (NCHW to NHWC)."""
-    from miopy.tensor_ops import scale_tensor, set_tensor, transform_tensor
+    from miopy.tensor_ops import scale_tensor, set_tensor, transform_tensor, transform_tensor_plan, unary_plan
 
     def build(handle: miopy.Handle, dims: Dims) -> Op:
         desc = TensorDesc("FP32", dims)
         y = _random(handle, dims)
         if kind == "set":
             set_tensor(handle, desc, y, 1.0)
-            return Op(lambda: set_tensor(handle, desc, y, 0.5), desc.nbytes, "set_tensor")
+            kernel = unary_plan(handle, "set_tensor", desc).solver_id
+            return Op(lambda: set_tensor(handle, desc, y, 0.5), desc.nbytes, kernel)
         if kind == "scale":
             scale_tensor(handle, desc, y, 1.0)
-            return Op(lambda: scale_tensor(handle, desc, y, 1.0), 2 * desc.nbytes, "scale_tensor")
+            kernel = unary_plan(handle, "scale_tensor", desc).solver_id
+            return Op(lambda: scale_tensor(handle, desc, y, 1.0), 2 * desc.nbytes, kernel)
         n, c, h, w = dims
         nhwc = TensorDesc("FP32", dims, (h * w * c, 1, w * c, c))
         x = _random(handle, dims, 1)
         out = y.base_data     # a raw Buffer: a C-contiguous Array is refused for an NHWC descriptor (as it should be)
         transform_tensor(handle, 1.0, desc, x, 0.0, nhwc, out)
-        return Op(lambda: transform_tensor(handle, 1.0, desc, x, 0.0, nhwc, out), 2 * desc.nbytes, "TransformTensor")
+        kernel = transform_tensor_plan(handle, desc, nhwc).solver_id
+        return Op(lambda: transform_tensor(handle, 1.0, desc, x, 0.0, nhwc, out), 2 * desc.nbytes, kernel)
     return build
 
 
