@@ -135,13 +135,15 @@ def _run_problem(handle, problem, solver, params, seed=0):
 
 
 CASES = [(s, d) for s in REGISTRY.ALL for d in Direction]
+ONE_DIRECTION = {"PoolingGlobalAverageStaged": Direction.FORWARD, "PoolingGlobalAverage": Direction.FORWARD,
+                 "PoolingGlobalAverageBackward": Direction.BACKWARD}
 
 
 @pytest.mark.parametrize("solver,direction", CASES, ids=[f"{s.id}-{d.name}" for s, d in CASES])
 def test_solver_matches_reference(handle, solver, direction):
     problems = [p for p in _problems(direction) if solver.is_applicable(p, handle.info)]
-    if direction is Direction.BACKWARD and solver.id.startswith("PoolingGlobalAverage"):
-        assert not problems   # forward only: the windowed solver spreads the global average's gradient
+    if solver.id in ONE_DIRECTION and ONE_DIRECTION[solver.id] is not direction:
+        assert not problems
         return
     assert problems
     for i, problem in enumerate(problems):
@@ -158,17 +160,21 @@ def test_solver_matches_reference(handle, solver, direction):
 
 @pytest.mark.parametrize("solver", REGISTRY.ALL, ids=lambda s: s.id)
 def test_sampled_grid_points_match_reference(handle, solver):
-    problem = next(p for p in _problems(Direction.FORWARD) if solver.is_applicable(p, handle.info))
+    direction = ONE_DIRECTION.get(solver.id, Direction.FORWARD)
+    problem = next(p for p in _problems(direction) if solver.is_applicable(p, handle.info))
     for params in solver.sample_space(problem, handle.info, count=2, seed=3):
         host, out = _run_problem(handle, problem, solver, params)
-        assert max_error(out["y"], REGISTRY.reference(problem, host)["y"]) <= TOLERANCE["FP32"], params
+        for role, want in REGISTRY.reference(problem, host).items():
+            assert max_error(out[role], want) <= TOLERANCE["FP32"], params
     assert not solver.is_valid(problem, {"WG": 100}, handle.info)
 
 
 def test_global_average_is_chosen_for_a_whole_plane_window(handle):
     x_desc = TensorDesc("FP32", (2, 3, 5, 4))
     problem = PoolingProblem.create(Direction.FORWARD, PoolingDesc("avg", (5, 4)), x_desc)
-    assert miopy.get_solutions(handle, problem)[0].solver_id.startswith("PoolingGlobalAverage")
+    assert miopy.get_solutions(handle, problem)[0].solver_id == "PoolingGlobalAverageStaged"
+    backward = PoolingProblem.create(Direction.BACKWARD, PoolingDesc("avg", (5, 4)), x_desc)
+    assert miopy.get_solutions(handle, backward)[0].solver_id == "PoolingGlobalAverageBackward"
     padded = PoolingProblem.create(Direction.FORWARD, PoolingDesc("avg", (5, 4), (1, 0, 0, 0), 1), x_desc)
     assert miopy.get_solutions(handle, padded)[0].solver_id == "PoolingWindowed"
 
@@ -203,6 +209,28 @@ def test_global_average_staged_every_grid_point(handle, dims, x_strides):
         got = np.empty(want.shape, np.float32)
         cl.enqueue_copy(handle.queue, got, bufs["y"])
         assert max_error(got, want) <= TOLERANCE["FP32"], params
+
+
+@pytest.mark.parametrize("dtype", ["FP32", "FP16"])
+@pytest.mark.parametrize("dims,x_strides", STAGED_CASES)
+def test_global_average_backward_spreads_dy(handle, dims, x_strides, dtype):
+    from miopy.pooling.solvers.global_average_backward import PoolingGlobalAverageBackward
+    solver = PoolingGlobalAverageBackward()
+    dx_desc = TensorDesc(dtype, dims, x_strides)
+    problem = PoolingProblem.create(Direction.BACKWARD, PoolingDesc("avg_in", dims[2:]), dx_desc)
+    assert solver.is_applicable(problem, handle.info)
+    np_dtype = dx_desc.dtype.numpy
+    dy = _random(problem.y.element_span, 13, np_dtype)
+    dx = handle.to_device(np.full(dx_desc.element_span + 3, np.nan, np_dtype))
+    plan_of(handle, problem, solver.solution(problem, {"WG": 64})).enqueue(
+        {"dx": dx.base_data, "dy": handle.to_device(dy).base_data})
+    got = dx.get()
+    want = np.broadcast_to(dy.astype(np.float64).reshape(dims[0], dims[1], 1, 1) / (dims[2] * dims[3]), dims)
+    view = lambda a: miopy.reference.strided_view(a, dims, dx_desc.strides)
+    assert max_error(view(got), want) <= TOLERANCE[dtype]
+    mask = np.ones(got.size, bool)
+    view(mask)[...] = False
+    assert np.all(np.isnan(got[mask]))                     # padding and past the tensor: untouched
 
 
 def test_global_average_staged_fp16(handle):

@@ -1,6 +1,6 @@
 """The pooling family's ordered solver registry: the global-average reductions first (where they apply:
-small planes staged many per work-group, then a work-group per plane), the windowed kernel that applies to
-every problem last. Ids are stable strings."""
+small planes staged many per work-group, then a work-group per plane; the backward's even spread), the
+windowed kernel that applies to every problem last. Ids are stable strings."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -11,6 +11,7 @@ from ..reference import pooling as ref
 from ..solver import Registry
 from .problem import Direction, PoolingProblem
 from .solvers.global_average import PoolingGlobalAverage
+from .solvers.global_average_backward import PoolingGlobalAverageBackward
 from .solvers.global_average_staged import PoolingGlobalAverageStaged
 from .solvers.windowed import PoolingWindowed
 
@@ -28,5 +29,6 @@ def reference_outputs(problem: PoolingProblem, tensors: Mapping[str, np.ndarray]
 REGISTRY = Registry("pooling", PoolingProblem, (
     PoolingGlobalAverageStaged(),
     PoolingGlobalAverage(),
+    PoolingGlobalAverageBackward(),
     PoolingWindowed(),
 ), reference=reference_outputs)
