@@ -25,6 +25,12 @@
 #define X_AT(n, c, h, w) ((n) * XS_N + (c) * XS_C + (h) * XS_H + (w) * XS_W)
 #define Y_AT(n, c, h, w) ((n) * YS_N + (c) * YS_C + (h) * YS_H + (w) * YS_W)
 
+/* Loops over a window (forward) or over the windows holding an element (backward) have constant trip
+ * counts, so a small window's loads are issued together: unrolled up to 8 x 8. */
+#define SMALL_WINDOW (KH <= 8 && KW <= 8)
+#define COVER_H ((KH + SH - 1) / SH)   /* at most this many output rows' windows hold one input row */
+#define COVER_W ((KW + SW - 1) / SW)
+
 /* The divisor of the average at output (oh, ow): PyTorch's pool size (window clipped to the far pads)
  * with padding included, else the count of input elements under the window. */
 inline float pool_divisor(const int oh, const int ow)
@@ -47,25 +53,40 @@ __kernel void pool_fwd(__global const DATA_T* restrict x, __global DATA_T* restr
     if (gid >= N * C * OH * OW) return;
     const int ow = gid % OW, oh = (gid / OW) % OH, c = (gid / (OW * OH)) % C, n = gid / (OW * OH * C);
     const int h0 = oh * SH - PT, w0 = ow * SW - PL;
-    const int hs = max(h0, 0), ws = max(w0, 0), he = min(h0 + KH, H), we = min(w0 + KW, W);
     const __global DATA_T* plane = x + X_AT(n, c, 0, 0);
 #if MODE == 0
     float best = -INFINITY;
-    int arg = hs * W + ws;
-    for (int h = hs; h < he; ++h)
-        for (int w = ws; w < we; ++w) {
+    int arg = max(h0, 0) * W + max(w0, 0);
+#else
+    float sum = 0.0f;
+#endif
+    /* the window's rows and columns inside the input, in row-major order (constant trip counts) */
+#if SMALL_WINDOW
+#pragma unroll
+#endif
+    for (int i = 0; i < KH; ++i) {
+        const int h = h0 + i;
+        if (h < 0 || h >= H) continue;
+#if SMALL_WINDOW
+#pragma unroll
+#endif
+        for (int j = 0; j < KW; ++j) {
+            const int w = w0 + j;
+            if (w < 0 || w >= W) continue;
             const float v = LOAD(plane, h * XS_H + w * XS_W);
+#if MODE == 0
             if (v > best || isnan(v)) { best = v; arg = h * W + w; }
+#else
+            sum += v;
+#endif
         }
+    }
+#if MODE == 0
     STORE(y, Y_AT(n, c, oh, ow), best);
 #if SAVE_INDICES
     indices[gid] = arg;
 #endif
 #else
-    float sum = 0.0f;
-    for (int h = hs; h < he; ++h)
-        for (int w = ws; w < we; ++w)
-            sum += LOAD(plane, h * XS_H + w * XS_W);
     STORE(y, Y_AT(n, c, oh, ow), sum / pool_divisor(oh, ow));
 #endif
 }
@@ -89,13 +110,25 @@ __kernel void pool_bwd(__global DATA_T* restrict dx, __global const DATA_T* rest
     const int here = h * W + w;
     const __global int* plane = indices + (n * C + c) * OH * OW;
 #endif
-    for (int oh = oh0; oh < oh1; ++oh)
-        for (int ow = ow0; ow < ow1; ++ow) {
+    /* at most COVER_H x COVER_W windows hold an element (constant trip counts) */
+#if SMALL_WINDOW
+#pragma unroll
+#endif
+    for (int i = 0; i < COVER_H; ++i) {
+        const int oh = oh0 + i;
+        if (oh >= oh1) continue;
+#if SMALL_WINDOW
+#pragma unroll
+#endif
+        for (int j = 0; j < COVER_W; ++j) {
+            const int ow = ow0 + j;
+            if (ow >= ow1) continue;
 #if MODE == 0
             if (plane[oh * OW + ow] == here) grad += LOAD(dy, Y_AT(n, c, oh, ow));
 #else
             grad += LOAD(dy, Y_AT(n, c, oh, ow)) / pool_divisor(oh, ow);
 #endif
         }
+    }
     STORE(dx, X_AT(n, c, h, w), grad);
 }
