@@ -193,10 +193,15 @@ def default_timer(handle: Handle, plan: Plan, buffers: Mapping[str, cl.Buffer]) 
 
 
 def random_host(problem: Problem, seed: int = 0) -> dict[str, np.ndarray]:
-    """Random normal host data for every tensor of problem, flat over each descriptor's span."""
+    """Random normal host data for every tensor of problem, flat over each descriptor's span; roles the
+    problem's optional positive_roles() names (an LRN backward's saved scale) get |normal| + 0.5."""
     rng = np.random.default_rng(seed)
-    return {role: rng.standard_normal(desc.element_span).astype(desc.dtype.numpy)
-            for role, desc in problem.tensors().items()}
+    positive = getattr(problem, "positive_roles", lambda: ())()
+    out = {}
+    for role, desc in problem.tensors().items():
+        values = rng.standard_normal(desc.element_span)
+        out[role] = (np.abs(values) + 0.5 if role in positive else values).astype(desc.dtype.numpy)
+    return out
 
 
 def random_buffers(handle: Handle, problem: Problem, workspace_bytes: int, seed: int = CHECK_SEED) -> dict:

@@ -149,6 +149,17 @@ def test_within_tiled_fp16(handle, direction):
     _staged_case(handle, direction, _desc(LRNMode.WITHIN_CHANNEL, 3, None), (2, 3, 19, 37), None, {"TH": 8}, "FP16", 3)
 
 
+@pytest.mark.parametrize("mode", [LRNMode.WITHIN_CHANNEL, LRNMode.CROSS_CHANNEL], ids=lambda m: m.name)
+def test_find_verifies_the_backward_on_a_positive_scale(handle, mode):
+    """find's random inputs keep the saved scale positive, so every backward solver passes its accuracy check."""
+    from miopy.find import find_problem
+    t = TensorDesc("FP32", (2, 4, 9, 33))
+    problem = LRNProblem.create(Direction.BACKWARD, _desc(mode, 3, None), x=t, dy=t, dx=t)
+    result = find_problem(handle, problem, mode="normal", store=False, timer=lambda *_: 1.0)
+    applicable = {s.id for s in REGISTRY.ALL if s.is_applicable(problem, handle.info)}
+    assert {r.solver_id for r in result} == applicable and not result.rejected
+
+
 def test_ranking_walks_columns_only_where_there_are_many(handle):
     cross = _desc(LRNMode.CROSS_CHANNEL, 5, None)
     big = LRNProblem.create(Direction.FORWARD, cross, x=TensorDesc("FP32", (16, 8, 55, 55)),

@@ -74,6 +74,10 @@ class LRNProblem:
     def reduction_length(self) -> int:
         return self.desc.area
 
+    def positive_roles(self) -> tuple[str, ...]:
+        """Inputs find's random data must keep positive: the backward's scale (k + a sum of squares)."""
+        return ("scale",) if self.direction is Direction.BACKWARD else ()
+
     def bytes(self) -> int:
         """Bytes a kernel must move at least: each tensor read or written once."""
         return len(self.tensors_) * self.shape.element_count * self.dtype.itemsize
