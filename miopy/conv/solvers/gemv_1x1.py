@@ -62,8 +62,8 @@ class ConvGemv1x1(ConvSolver):
             return f"ROWS*ceil(N/IMAGE_GROUPS) = {rows * per_group} partial sums per work-item > {MAX_OUTS}"
         if rows > 1 and rows >= 2 * problem.k:
             return f"ROWS={rows} is at least twice K={problem.k}"
-        if groups > 1 and (groups - 1) * per_group >= problem.n:
-            return f"IMAGE_GROUPS={groups} leaves a group without images (N={problem.n})"
+        if groups > problem.n:
+            return f"IMAGE_GROUPS={groups} > N={problem.n} images"
         if wg // groups < MIN_LANES:
             return f"WG/IMAGE_GROUPS = {wg // groups} lanes per image group < {MIN_LANES}"
         return work_group_reason(dev, (wg,)) or local_memory_reason(dev, rows * per_group * wg * FLOAT_BYTES)
