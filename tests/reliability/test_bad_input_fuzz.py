@@ -550,7 +550,7 @@ def _overlapping(queue, other, desc: TensorDesc):
     """A sub-buffer that starts inside other's buffer (one alignment step in) and is big enough for desc."""
     base = other.base_data if isinstance(other, cl_array.Array) else other
     align = queue.device.mem_base_addr_align // 8
-    if base is None or base.size < align + desc.nbytes:
+    if not isinstance(base, cl.Buffer) or base.size < align + desc.nbytes:   # other spoiled already (numpy, None)
         return None
     return base.get_sub_region(align, desc.nbytes)
 
