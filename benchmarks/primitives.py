@@ -472,7 +472,8 @@ def run(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, nargs="+", default=[32, 128])
     ap.add_argument("--shrink", type=int, default=1, help="divide spatial sizes by this (quick CPU runs)")
-    ap.add_argument("--only", default=None, help="run only cases whose name contains one of these comma-separated substrings")
+    ap.add_argument("--only", default=None,
+                    help="run only cases whose name contains one of these comma-separated substrings")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--no-torch", action="store_true", help="skip PyTorch even where it is installed")
