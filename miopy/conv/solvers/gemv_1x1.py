@@ -1,5 +1,7 @@
-"""ConvGemv1x1: fully connected layers (1x1 convolutions of 1x1 images) with few images, forward."""
+"""ConvGemv1x1: fully connected layers (1x1 convolutions of 1x1 images) with up to 64 images, forward."""
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 from ...device import DeviceInfo, index_reason, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
@@ -7,27 +9,43 @@ from ...solver import KernelLaunch, Params, Solution, require, require_none
 from ..problem import ConvProblem
 from ..solver import ConvSolver
 
-MAX_IMAGES = 8          # images summed per pass: N x ROWS partial sums live in registers
-MAX_OUTS = 16           # ROWS * N: registers and local memory per work-item
-FLOAT_BYTES = 4
+MAX_IMAGES = 64         # beyond, a tiled GEMM has work-groups enough and reuses each weight more often
+MAX_OUTS = 32           # ROWS x images per group: partial sums in registers, and local memory per work-item
+SMALL_BATCH = 8         # up to this many images the default keeps one image group (the matrix-vector form)
+SMALL_BATCH_OUTS = 16   # ... and at most this many partial sums (the tuned form of N <= 8, unchanged)
+DEFAULT_GROUPS = (1, 2, 4, 8, 16)   # the defaults leave a 32-wide SIMD unit at least 2 lanes of C
+MIN_LANES = 8           # work-items of an image group along C (fewer: long C sums on few work-items)
+FLOAT_BYTES = 4         # the partial sums are float whatever the storage type
+
+
+def images_per_group(n: int, image_groups: int) -> int:
+    """Images each image group sums: the last group may hold fewer."""
+    return -(-n // image_groups)
 
 
 class ConvGemv1x1(ConvSolver):
-    """y (N x K) = x (N x C) * W^T for a 1x1 convolution of 1x1 images with N <= 8 (a classifier at small
-    batch): a matrix-vector product per image, memory-bound on the weights.
+    """y (N x K) = x (N x C) * W^T for a 1x1 convolution of 1x1 images with N <= 64 (a classifier):
+    bound by the weights' bandwidth, with too few rows (N) for a tiled GEMM to fill the device unless it
+    split its inner dimension.
 
-    One work-group per ROWS output channels reads each weight once, coalesced, and splits the C-long
-    sums across its work-items (partials added in local memory in a fixed order); K / ROWS work-groups
-    fill the device even when N is 1, where a tiled GEMM has one column of work and a few long work-groups.
-    Applies the fusion epilogue. Does not apply to larger images, padding, groups, more than 8 images or
-    the backward directions (ConvGemm1x1 covers those).
+    One work-group per ROWS output channels reads each weight once, coalesced, for all N images: its
+    work-items form IMAGE_GROUPS groups (each summing N / IMAGE_GROUPS images; the group index fastest, so
+    the groups of one SIMD unit share each weight fetch) whose lanes split the C-long sums VEC channels at
+    a time, ROWS x N / IMAGE_GROUPS partial sums per work-item in registers, added over the lanes in local
+    memory in a fixed order (deterministic). K / ROWS work-groups fill the device even when N is 1; with
+    one image group it is a matrix-vector product per image (N <= 8). Applies the fusion epilogue. Does not
+    apply to larger images, padding, groups, more than 64 images or the backward directions (ConvGemm1x1
+    covers those).
     """
 
     id = "ConvGemv1x1"
     algorithm = "gemm"
     supports_epilogue = True
-    grid = {"ROWS": (1, 2, 4, 8), "WG": (64, 128, 256)}
-    param_doc = {"ROWS": "output channels per work-group", "WG": "work-items splitting each C-long sum"}
+    grid = {"ROWS": (1, 2, 4, 8, 16), "IMAGE_GROUPS": (1, 2, 4, 8, 16, 32), "WG": (64, 128, 256), "VEC": (1, 4)}
+    param_doc = {"ROWS": "output channels per work-group",
+                 "IMAGE_GROUPS": "groups of work-items, each summing N / IMAGE_GROUPS images",
+                 "WG": "work-items per work-group (IMAGE_GROUPS x lanes splitting each C-long sum)",
+                 "VEC": "consecutive channels per load (4: 16-byte float4 loads; C a multiple of 4)"}
 
     def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
         super().applicability(problem, dev)
@@ -43,24 +61,50 @@ class ConvGemv1x1(ConvSolver):
         reason = super().invalid_reason(problem, params, dev)
         if reason is not None:
             return reason
-        rows, wg = params["ROWS"], params["WG"]
-        if rows * problem.n > MAX_OUTS:
-            return f"ROWS*N = {rows * problem.n} partial sums per work-item > {MAX_OUTS}"
+        rows, groups, wg, vec = params["ROWS"], params["IMAGE_GROUPS"], params["WG"], params["VEC"]
+        per_group = images_per_group(problem.n, groups)
+        if rows * per_group > MAX_OUTS:
+            return f"ROWS*ceil(N/IMAGE_GROUPS) = {rows * per_group} partial sums per work-item > {MAX_OUTS}"
         if rows > 1 and rows >= 2 * problem.k:
             return f"ROWS={rows} is at least twice K={problem.k}"
-        return work_group_reason(dev, (wg,)) or local_memory_reason(dev, rows * problem.n * wg * FLOAT_BYTES)
+        if groups > problem.n:
+            return f"IMAGE_GROUPS={groups} > N={problem.n} images"
+        if problem.c % vec:
+            return f"C={problem.c} is not a multiple of VEC={vec}"
+        if wg // groups < MIN_LANES:
+            return f"WG/IMAGE_GROUPS = {wg // groups} lanes per image group < {MIN_LANES}"
+        return work_group_reason(dev, (wg,)) or local_memory_reason(dev, rows * per_group * wg * FLOAT_BYTES)
 
     def default_params(self, problem: ConvProblem, dev: DeviceInfo) -> Params:
+        """Up to 8 images, the matrix-vector form as tuned before: one image group, the most output channels
+        per work-group (<= 8, <= 16 sums) that keeps K / ROWS >= 2 x compute units. More images: every
+        work-group reads all of x, so the most output channels that keep K / ROWS >= compute units, then
+        the fewest image groups (longest lanes) within the registers, at least 2 lanes per 32-wide SIMD
+        unit, 16-byte loads where C allows."""
         wg = 256 if dev.is_gpu else 64
-        for rows in (8, 4, 2):
-            params = {"ROWS": rows, "WG": wg}
-            if -(-problem.k // rows) >= 2 * dev.compute_units and self.is_valid(problem, params, dev):
-                return params
-        return next(p for p in ({"ROWS": 1, "WG": wg}, {"ROWS": 1, "WG": 64}) if self.is_valid(problem, p, dev))
+        small = problem.n <= SMALL_BATCH
+        vec = 4 if not small and problem.c % 4 == 0 else 1
+        min_groups = dev.compute_units * (2 if small else 1)
+        for rows in (8, 4, 2) if small else (16, 8, 4, 2):
+            if -(-problem.k // rows) < min_groups:
+                continue
+            for groups in (1,) if small else DEFAULT_GROUPS:
+                params = {"ROWS": rows, "IMAGE_GROUPS": groups, "WG": wg, "VEC": vec}
+                sums = rows * images_per_group(problem.n, groups)
+                if sums <= (SMALL_BATCH_OUTS if small else MAX_OUTS) and self.is_valid(problem, params, dev):
+                    return params
+        return next(p for p in self._fallbacks(wg, vec) if self.is_valid(problem, p, dev))
+
+    def _fallbacks(self, wg: int, vec: int) -> Iterator[Params]:
+        """One output channel per work-group, the fewest image groups that fit the registers."""
+        for size in (wg, 64):
+            for groups in self.grid["IMAGE_GROUPS"]:
+                yield {"ROWS": 1, "IMAGE_GROUPS": groups, "WG": size, "VEC": vec}
 
     def solution(self, problem: ConvProblem, params: Params, epilogue=None) -> Solution:
-        rows, wg = params["ROWS"], params["WG"]
-        defines = {**problem.dtype.defines, "N": problem.n, "C": problem.c, "K": problem.k, "ROWS": rows, "WG": wg}
+        rows, groups, wg = params["ROWS"], params["IMAGE_GROUPS"], params["WG"]
+        defines = {**problem.dtype.defines, "N": problem.n, "C": problem.c, "K": problem.k, "ROWS": rows,
+                   "IMAGE_GROUPS": groups, "WG": wg, "VEC": params["VEC"]}
         args: tuple = ("x", "w", "y")
         if epilogue is not None:
             defines.update(epilogue.defines())
