@@ -106,6 +106,20 @@ def test_large_mean_over_a_resnet_sized_channel(handle, solver_id, direction):
     check(handle, REGISTRY.get(solver_id), prob, mean=1e3, tolerance=2e-5)
 
 
+@pytest.mark.parametrize("direction,saved", [(BnDirection.FORWARD_TRAINING, True), (BnDirection.BACKWARD, True),
+                                            (BnDirection.BACKWARD, False)])
+def test_split_in_channel_groups(handle, direction, saved):
+    """Stages run group by group (GROUP channels a launch): every group's channels, statistics and running
+    averages right; a GROUP that does not divide C (or covers it) is refused."""
+    solver = REGISTRY.get("BatchNormSpatialSplit")
+    forward = direction is BnDirection.FORWARD_TRAINING
+    prob = problem(direction, SPATIAL, dims=(3, 4, 37, 41), running=forward, saved=saved)
+    for group in (1, 2):
+        check(handle, solver, prob, {"WG": 64, "CHUNK": 1024, "GROUP": group}, seed=group, mean=5.0)
+    for group in (3, 4, 8):
+        assert not solver.is_valid(prob, {"WG": 64, "CHUNK": 1024, "GROUP": group}, handle.info)
+
+
 def test_split_is_deterministic(handle):
     solver = REGISTRY.get("BatchNormSpatialSplit")
     prob = problem(BnDirection.BACKWARD, SPATIAL, dims=(3, 2, 37, 41))

@@ -12,6 +12,8 @@
  * Defines (all ints), beside batchnorm.h's and batchnorm_stats.h's:
  *   WG         work-group size (a power of two)
  *   CHUNK      elements of a channel per chunk (split); CHUNKS = ceil(N*H*W / CHUNK)
+ *   GROUP      channels per launch (split): each launch covers channels c0 .. c0 + GROUP - 1 (c0 a kernel
+ *              argument), so a group's stages can run back to back while its data is still in the cache
  *   PIVOT_OFF MEAN_OFF INV_OFF DB_OFF DS_OFF   float offsets in the workspace of the per-channel pivot
  *              (first value), mean - pivot, inverse standard deviation, sum of dy and dscale (split); chunk
  *              partials start at 0
@@ -112,29 +114,32 @@ void bn_spatial_bwd_single(__global const DATA_T* x, __global const DATA_T* dy, 
 #if !defined(CHUNK) || !defined(MEAN_OFF) || !defined(INV_OFF) || !defined(PIVOT_OFF)
 #error "CHUNK, MEAN_OFF, INV_OFF and PIVOT_OFF must be defined"
 #endif
+#ifndef GROUP
+#error "GROUP must be defined"
+#endif
 #define CHUNKS ((M + CHUNK - 1) / CHUNK)
 #define CHUNK_END(g) min(M, ((g) + 1) * CHUNK)
 
 /* Stage 1: each chunk's (mean of x - pivot, m2) into workspace[2 * (c * CHUNKS + g)]. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void bn_spatial_chunk_stats(__global const DATA_T* restrict x, __global float* restrict ws)
+void bn_spatial_chunk_stats(__global const DATA_T* restrict x, __global float* restrict ws, const int c0)
 {
     __local float scratch[WG];
-    const int group = get_group_id(0), c = group / CHUNKS, g = group % CHUNKS;
+    const int group = get_group_id(0), c = c0 + group / CHUNKS, g = group % CHUNKS;
     const float pivot = LOAD(x, OFF(X, 0, c, 0));
     const float2 stats = shifted_stats(x, c, g * CHUNK, CHUNK_END(g), pivot, scratch);
-    if (get_local_id(0) == 0) vstore2(stats, group, ws);
+    if (get_local_id(0) == 0) vstore2(stats, c * CHUNKS + g, ws);
 }
 
 /* Stage 2: one work-group per channel merges its chunks (Chan, fixed order) into the workspace's pivot,
  * mean - pivot and inverse standard deviation; saved and running statistics when asked. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void bn_spatial_merge_stats(__global const DATA_T* restrict x, __global float* restrict ws RUNNING_PARAMS
-                            SAVED_PARAMS, const float epsilon, const float factor)
+                            SAVED_PARAMS, const float epsilon, const float factor, const int c0)
 {
     __local int s_n[WG];
     __local float s_mean[WG], s_m2[WG];
-    const int c = get_group_id(0), lid = get_local_id(0);
+    const int c = c0 + get_group_id(0), lid = get_local_id(0);
     int n = 0;
     float mean = 0.0f, m2 = 0.0f;
     for (int g = lid; g < CHUNKS; g += WG) {
@@ -164,11 +169,11 @@ void bn_spatial_merge_stats(__global const DATA_T* restrict x, __global float* r
 /* Stage 3: y = scale * (x - mean) * inv + bias element-wise (in place allowed: the pivot is in ws). */
 __kernel void bn_spatial_normalize(__global const DATA_T* x, __global DATA_T* y, __global const float* restrict scale,
                                    __global const float* restrict bias, __global const float* restrict ws,
-                                   const float alpha, const float beta)
+                                   const float alpha, const float beta, const int c0)
 {
     const int gid = get_global_id(0);
-    if (gid >= N * C * HW) return;
-    const int hw = gid % HW, c = (gid / HW) % C, n = gid / (C * HW);
+    if (gid >= N * GROUP * HW) return;
+    const int hw = gid % HW, c = c0 + (gid / HW) % GROUP, n = gid / (GROUP * HW);
     const float xc = (LOAD(x, OFF(X, n, c, hw)) - ws[PIVOT_OFF + c]) - ws[MEAN_OFF + c];
     STORE_BLEND(y, OFF(Y, n, c, hw), fma(scale[c] * ws[INV_OFF + c], xc, bias[c]), alpha, beta);
 }
@@ -189,10 +194,10 @@ __kernel void bn_spatial_normalize(__global const DATA_T* x, __global DATA_T* y,
 /* Stage 3: each chunk's (sum dy, sum dy * (x - mean)) into workspace[2 * (c * CHUNKS + g)]. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void bn_spatial_chunk_grad(__global const DATA_T* restrict x, __global const DATA_T* restrict dy,
-                           __global float* restrict ws SAVED_PARAMS)
+                           __global float* restrict ws SAVED_PARAMS, const int c0)
 {
     __local float scratch[2 * WG];
-    const int group = get_group_id(0), c = group / CHUNKS, g = group % CHUNKS;
+    const int group = get_group_id(0), c = c0 + group / CHUNKS, g = group % CHUNKS;
     float2 acc = (float2)(0.0f, 0.0f);
     for (int j = g * CHUNK + get_local_id(0); j < CHUNK_END(g); j += WG) {
         const float d = LOAD(dy, AT_J(DY, c, j));
@@ -200,17 +205,18 @@ void bn_spatial_chunk_grad(__global const DATA_T* restrict x, __global const DAT
         acc.y = fma(d, XC(LOAD(x, AT_J(X, c, j)), c), acc.y);
     }
     acc = wg_sum2(acc, scratch);
-    if (get_local_id(0) == 0) vstore2(acc, group, ws);
+    if (get_local_id(0) == 0) vstore2(acc, c * CHUNKS + g, ws);
 }
 
 /* Stage 4: per channel, the chunks' sums in a fixed order: dbias = sum dy, dscale = inv * sum dy * (x - mean),
  * kept unblended in the workspace for stage 5 and blended into dscale / dbias. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void bn_spatial_merge_grad(__global float* restrict ws, __global float* restrict dscale,
-                           __global float* restrict dbias SAVED_PARAMS, const float alpha_param, const float beta_param)
+                           __global float* restrict dbias SAVED_PARAMS, const float alpha_param, const float beta_param,
+                           const int c0)
 {
     __local float scratch[2 * WG];
-    const int c = get_group_id(0), lid = get_local_id(0);
+    const int c = c0 + get_group_id(0), lid = get_local_id(0);
     float2 acc = (float2)(0.0f, 0.0f);
     for (int g = lid; g < CHUNKS; g += WG) acc += vload2(c * CHUNKS + g, ws);
     acc = wg_sum2(acc, scratch);
@@ -226,11 +232,11 @@ void bn_spatial_merge_grad(__global float* restrict ws, __global float* restrict
 /* Stage 5: dx = scale * inv * (dy - dbias / M - (x - mean) * inv * dscale / M) element-wise. */
 __kernel void bn_spatial_dx(__global const DATA_T* x, __global const DATA_T* dy, __global DATA_T* dx,
                             __global const float* restrict scale, __global const float* restrict ws SAVED_PARAMS,
-                            const float alpha_data, const float beta_data)
+                            const float alpha_data, const float beta_data, const int c0)
 {
     const int gid = get_global_id(0);
-    if (gid >= N * C * HW) return;
-    const int hw = gid % HW, c = (gid / HW) % C, n = gid / (C * HW);
+    if (gid >= N * GROUP * HW) return;
+    const int hw = gid % HW, c = c0 + (gid / HW) % GROUP, n = gid / (GROUP * HW);
     const float inv = INV(c);
     const float v = scale[c] * inv * (LOAD(dy, OFF(DY, n, c, hw)) - ws[DB_OFF + c] / (float)M
                                       - XC(LOAD(x, OFF(X, n, c, hw)), c) * (inv * ws[DS_OFF + c] / (float)M));

@@ -20,6 +20,7 @@ from .common import (
 
 FLOAT = 4
 CHUNKS_GRID = (1024, 4096, 16384)
+GROUP_GRID = (0, 1, 2, 4, 8, 16, 32)   # channels per launch group; 0: all channels in one group
 UNUSED_FACTOR = np.float32(0.0)   # the merge of a backward updates no running statistics
 # Per-channel floats after the chunk partials, in this order (the kernel's *_OFF defines).
 CHANNEL_OFFSETS = ("PIVOT_OFF", "MEAN_OFF", "INV_OFF", "DB_OFF", "DS_OFF")
@@ -31,58 +32,72 @@ class BatchNormSpatialSplit(BatchNormSolver):
     sum of squared deviations (two-pass within the chunk, shifted by the channel's first value), stage 2
     merges a channel's chunks in a fixed order with Chan's formula, stage 3 is element-wise. The backward
     adds per-chunk sums of dy and dy * (x - mean), merged the same way. Wins on large N*H*W with few
-    channels; costs extra launches and a workspace of 2 floats per chunk and 5 per channel."""
+    channels; costs extra launches and a workspace of 2 floats per chunk and 5 per channel.
+
+    GROUP > 0 runs the stages group by group of GROUP channels, so a group's data can still sit in the
+    device's cache when its element-wise pass re-reads it (a group of a few MiB to a few tens of MiB, on a
+    GPU whose L2 holds it), at the cost of more launches; 0 runs every stage once over all channels."""
 
     id = "BatchNormSpatialSplit"
     algorithm = "reduce_split"
     directions = frozenset({BnDirection.FORWARD_TRAINING, BnDirection.BACKWARD})
     modes = frozenset({BatchNormMode.SPATIAL})
-    grid = {"WG": (64, 128, 256), "CHUNK": CHUNKS_GRID}
-    param_doc = {"WG": "work-items per work-group (chunks and merges)", "CHUNK": "elements of a channel per chunk"}
+    grid = {"WG": (64, 128, 256), "CHUNK": CHUNKS_GRID, "GROUP": GROUP_GRID}
+    param_doc = {"WG": "work-items per work-group (chunks and merges)", "CHUNK": "elements of a channel per chunk",
+                 "GROUP": "channels whose stages run back to back (a divisor of C below C; 0: all at once)"}
 
     def invalid_reason(self, problem: BatchNormProblem, params: Params, dev: DeviceInfo) -> str | None:
-        return (super().invalid_reason(problem, params, dev) or work_group_reason(dev, (params["WG"],))
-                or local_memory_reason(dev, 3 * params["WG"] * 4))
+        reason = (super().invalid_reason(problem, params, dev) or work_group_reason(dev, (params["WG"],))
+                  or local_memory_reason(dev, 3 * params["WG"] * 4))
+        group, channels = params["GROUP"], problem.x.c
+        if reason is None and group and (group >= channels or channels % group):
+            reason = f"GROUP={group} is not a divisor of C={channels} below it (0 takes all channels)"
+        return reason
 
     def default_params(self, problem: BatchNormProblem, dev: DeviceInfo) -> Params:
         chunk = 4096 if problem.count >= 16 * 4096 else 1024
         for wg in (256, 128, 64):
-            if self.is_valid(problem, {"WG": wg, "CHUNK": chunk}, dev):
+            if self.is_valid(problem, {"WG": wg, "CHUNK": chunk, "GROUP": 0}, dev):
                 break
-        return {"WG": wg, "CHUNK": chunk}
+        return {"WG": wg, "CHUNK": chunk, "GROUP": 0}
 
     def workspace_bytes(self, problem: BatchNormProblem) -> int:
         return FLOAT * (2 * problem.x.c * _chunks(problem.count, min(CHUNKS_GRID)) + PER_CHANNEL * problem.x.c)
 
     def solution(self, problem: BatchNormProblem, params: Params) -> Solution:
         wg, chunk, c = params["WG"], params["CHUNK"], problem.x.c
+        group = params["GROUP"] or c
         chunks = _chunks(problem.count, chunk)
         layout = {name: 2 * c * chunks + i * c for i, name in enumerate(CHANNEL_OFFSETS)}
-        defines = {**data_defines(problem), **stat_defines(problem), "WG": wg, "CHUNK": chunk, **layout}
+        defines = {**data_defines(problem), **stat_defines(problem), "WG": wg, "CHUNK": chunk, "GROUP": group,
+                   **layout}
 
         def launch(name: str, groups: int, args: tuple[Arg, ...], local: int = wg) -> KernelLaunch:
             spec = KernelSpec.make("batchnorm_spatial.cl", name, defines)
             return KernelLaunch(spec, (groups * local,), (local,), args)
 
-        stats = launch("bn_spatial_chunk_stats", c * chunks, ("x", "workspace"))
-        elements = round_up(problem.x.element_count, ELEMENTWISE_WG) // ELEMENTWISE_WG
+        elements = round_up(problem.x.n * group * problem.x.h * problem.x.w, ELEMENTWISE_WG) // ELEMENTWISE_WG
         saved = optional_roles(problem)
-        launches: tuple[KernelLaunch, ...]
-        if problem.direction is BnDirection.FORWARD_TRAINING:
-            launches = (stats,
-                        launch("bn_spatial_merge_stats", c, ("x", "workspace", *saved, "epsilon", "factor")),
-                        launch("bn_spatial_normalize", elements, ("x", "y", "scale", "bias", "workspace",
-                                                                  *FORWARD_SCALARS[:2]), ELEMENTWISE_WG))
-        else:
-            first: tuple[KernelLaunch, ...] = () if problem.saved else (
-                stats, launch("bn_spatial_merge_stats", c, ("x", "workspace", "epsilon", UNUSED_FACTOR)))
-            alpha_data, beta_data, alpha_param, beta_param, _ = BACKWARD_SCALARS
-            launches = first + (
-                launch("bn_spatial_chunk_grad", c * chunks, ("x", "dy", "workspace", *saved)),
-                launch("bn_spatial_merge_grad", c, ("workspace", "dscale", "dbias", *saved, alpha_param, beta_param)),
+        alpha_data, beta_data, alpha_param, beta_param, _ = BACKWARD_SCALARS
+        launches: list[KernelLaunch] = []
+        for c0 in map(np.int32, range(0, c, group)):   # the stages of one group of channels, then the next
+            stats = launch("bn_spatial_chunk_stats", group * chunks, ("x", "workspace", c0))
+            if problem.direction is BnDirection.FORWARD_TRAINING:
+                merge_args = ("x", "workspace", *saved, "epsilon", "factor", c0)
+                launches += [stats, launch("bn_spatial_merge_stats", group, merge_args),
+                             launch("bn_spatial_normalize", elements, ("x", "y", "scale", "bias", "workspace",
+                                                                       *FORWARD_SCALARS[:2], c0), ELEMENTWISE_WG)]
+                continue
+            if not problem.saved:
+                launches += [stats, launch("bn_spatial_merge_stats", group,
+                                           ("x", "workspace", "epsilon", UNUSED_FACTOR, c0))]
+            launches += [
+                launch("bn_spatial_chunk_grad", group * chunks, ("x", "dy", "workspace", *saved, c0)),
+                launch("bn_spatial_merge_grad", group, ("workspace", "dscale", "dbias", *saved, alpha_param,
+                                                        beta_param, c0)),
                 launch("bn_spatial_dx", elements, ("x", "dy", "dx", "scale", "workspace", *saved, alpha_data,
-                                                   beta_data), ELEMENTWISE_WG))
-        return Solution(self.id, params, launches, self.workspace_bytes(problem))
+                                                   beta_data, c0), ELEMENTWISE_WG)]
+        return Solution(self.id, params, tuple(launches), self.workspace_bytes(problem))
 
 
 def _chunks(count: int, chunk: int) -> int:
