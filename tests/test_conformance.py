@@ -32,7 +32,7 @@ SHAPES = [  # (n, c, h, w, k, r, s, pad, stride, dilation, groups): structured c
     (2, 8, 8, 8, 8, 3, 3, 1, 1, 1, 4),
     (1, 3, 23, 23, 8, 7, 7, 0, 4, 1, 1),
     (3, 40, 1, 1, 9, 1, 1, 0, 1, 1, 1),   # a classifier (fully connected) at small batch
-    (33, 70, 1, 1, 13, 1, 1, 0, 1, 1, 1),  # ... and at a larger batch (image groups in ConvGemv1x1)
+    (33, 72, 1, 1, 13, 1, 1, 0, 1, 1, 1),  # ... and at a larger batch (ConvGemv1x1: image groups, a staged tile)
     (2, 8, 10, 9, 8, 3, 3, 1, 1, 1, 8),   # depthwise (MobileNet)
     (1, 4, 11, 9, 8, 5, 5, 2, 2, 1, 4),   # depthwise with a channel multiplier of 2, stride 2
 ]
