@@ -316,23 +316,26 @@ def torch_op_tensor(op: str, broadcast: bool):
 
 def unary_case(kind: str) -> Callable[[miopy.Handle, Dims], Op]:
     """kind: "set", "scale" or "transform" (NCHW to NHWC)."""
-    from miopy.tensor_ops import scale_tensor, set_tensor, transform_tensor
+    from miopy.tensor_ops import scale_tensor, set_tensor, transform_tensor, transform_tensor_plan, unary_plan
 
     def build(handle: miopy.Handle, dims: Dims) -> Op:
         desc = TensorDesc("FP32", dims)
         y = _random(handle, dims)
         if kind == "set":
             set_tensor(handle, desc, y, 1.0)
-            return Op(lambda: set_tensor(handle, desc, y, 0.5), desc.nbytes, "set_tensor")
+            kernel = unary_plan(handle, "set_tensor", desc).solver_id
+            return Op(lambda: set_tensor(handle, desc, y, 0.5), desc.nbytes, kernel)
         if kind == "scale":
             scale_tensor(handle, desc, y, 1.0)
-            return Op(lambda: scale_tensor(handle, desc, y, 1.0), 2 * desc.nbytes, "scale_tensor")
+            kernel = unary_plan(handle, "scale_tensor", desc).solver_id
+            return Op(lambda: scale_tensor(handle, desc, y, 1.0), 2 * desc.nbytes, kernel)
         n, c, h, w = dims
         nhwc = TensorDesc("FP32", dims, (h * w * c, 1, w * c, c))
         x = _random(handle, dims, 1)
         out = y.base_data     # a raw Buffer: a C-contiguous Array is refused for an NHWC descriptor (as it should be)
         transform_tensor(handle, 1.0, desc, x, 0.0, nhwc, out)
-        return Op(lambda: transform_tensor(handle, 1.0, desc, x, 0.0, nhwc, out), 2 * desc.nbytes, "TransformTensor")
+        kernel = transform_tensor_plan(handle, desc, nhwc).solver_id
+        return Op(lambda: transform_tensor(handle, 1.0, desc, x, 0.0, nhwc, out), 2 * desc.nbytes, kernel)
     return build
 
 
@@ -469,7 +472,11 @@ def run(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, nargs="+", default=[32, 128])
     ap.add_argument("--shrink", type=int, default=1, help="divide spatial sizes by this (quick CPU runs)")
-    ap.add_argument("--only", default=None, help="run only cases whose name contains this")
+    ap.add_argument("--update", type=Path, nargs=2, metavar=("BASE", "NEW"), default=None,
+                    help="replace BASE's rows by NEW's rows of the same net, case and dims (a later --only run on "
+                         "the same device), noting which; then stop")
+    ap.add_argument("--only", default=None,
+                    help="run only cases whose name contains one of these comma-separated substrings")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--no-torch", action="store_true", help="skip PyTorch even where it is installed")
@@ -478,6 +485,9 @@ def run(argv: list[str] | None = None) -> int:
     ap.add_argument("--docs", type=Path, nargs="+", default=None,
                     help="write the docs section of these JSON results into docs/primitives.md and exit")
     a = ap.parse_args(argv)
+    if a.update:
+        update(*a.update)
+        return 0
     if a.docs:
         write_docs([json.loads(p.read_text()) for p in a.docs])
         return 0
@@ -500,7 +510,7 @@ def run(argv: list[str] | None = None) -> int:
 
     for n in a.batch:
         for case in CASES:
-            if a.only and a.only not in case.name:
+            if a.only and not any(part in case.name for part in a.only.split(",")):
                 continue
             row = measure(handle, case, shrunk(case, n, a.shrink), copy_gbs, torch, a.warmup, a.iters, a.find)
             print_row(row)
@@ -509,6 +519,21 @@ def run(argv: list[str] | None = None) -> int:
     if a.out:
         print(f"wrote {a.out}")
     return 0
+
+
+def update(base_path: Path, new_path: Path) -> None:
+    base, new = json.loads(base_path.read_text()), json.loads(new_path.read_text())
+    if base["device"] != new["device"]:
+        raise SystemExit(f"--update: {new_path} is from {new['device']}, {base_path} from {base['device']}")
+    fresh = {(r["net"], r["case"], tuple(r["dims"])): r for r in new["rows"]}
+    rows = []
+    for r in base["rows"]:
+        key = (r["net"], r["case"], tuple(r["dims"]))
+        rows.append({**fresh.pop(key), "run": new_path.name} if key in fresh else r)
+    rows += [{**r, "run": new_path.name} for r in fresh.values()]
+    base["rows"], base["updated_from"] = rows, sorted({*base.get("updated_from", []), new_path.name})
+    base_path.write_text(json.dumps(base, indent=1))
+    print(f"updated {base_path}: {sum(r.get('run') == new_path.name for r in rows)} rows from {new_path}")
 
 
 # -- the docs section -----------------------------------------------------------------------------------------
@@ -525,8 +550,9 @@ def section(results: list[dict]) -> list[str]:
                 out.append(f"| {r['net']} | {r['case']} | {dims} | error: {r['error']} |" + " |" * 6)
                 continue
             torch_part = f"{r['torch_ms']:.4f} | {r['ratio']:.2f}" if "torch_ms" in r else "- | -"
+            later = f" ({r['run']})" if "run" in r else ""
             out.append(f"| {r['net']} | {r['case']} | {dims} | {r['bytes'] / 2**20:.1f} | {r['miopy_ms']:.4f} | "
-                       f"{r['gbs']:.0f} | {r['pct_copy']:.0f} | {torch_part} | {r['solver']} |")
+                       f"{r['gbs']:.0f} | {r['pct_copy']:.0f} | {torch_part} | {r['solver']}{later} |")
         out.append("")
     return out
 

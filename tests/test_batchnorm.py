@@ -118,10 +118,30 @@ def test_split_is_deterministic(handle):
 
 
 def test_heuristic_prefers_split_for_long_channels(handle):
+    """Channels held in registers where they fit (32K values forward, 16K backward), one work-group a channel
+    up to 32K values otherwise, the split reduction beyond."""
     short = problem(BnDirection.FORWARD_TRAINING, SPATIAL, dims=(2, 64, 8, 8))
+    middle = problem(BnDirection.FORWARD_TRAINING, SPATIAL, dims=(32, 2, 28, 28))
+    middle_bwd = problem(BnDirection.BACKWARD, SPATIAL, dims=(32, 2, 28, 28))
     long = problem(BnDirection.FORWARD_TRAINING, SPATIAL, dims=(32, 2, 112, 112))
     pick = lambda p: REGISTRY.rank(p, [s for s in REGISTRY.ALL if s.is_applicable(p, handle.info)])[0].id
-    assert (pick(short), pick(long)) == ("BatchNormSpatialSingle", "BatchNormSpatialSplit")
+    assert [pick(p) for p in (short, middle, middle_bwd, long)] == [
+        "BatchNormSpatialResident", "BatchNormSpatialResident", "BatchNormSpatialSingle", "BatchNormSpatialSplit"]
+
+
+@pytest.mark.parametrize("direction,dims", [(BnDirection.FORWARD_TRAINING, (32, 2, 28, 28)),
+                                            (BnDirection.BACKWARD, (16, 2, 32, 32)),
+                                            (BnDirection.BACKWARD, (5, 3, 13, 11))])
+def test_resident_at_its_limits_and_a_large_mean(handle, direction, dims):
+    """Every work-group size that holds the channel (the largest item counts included; 715 values leave a
+    part-filled last item), at mean 1e3: the two-pass over held values loses nothing to cancellation."""
+    solver = REGISTRY.get("BatchNormSpatialResident")
+    forward = direction is BnDirection.FORWARD_TRAINING
+    prob = problem(direction, SPATIAL, dims=dims, running=forward, saved=forward)
+    points = list(solver.search_space(prob, handle.info))
+    assert points and solver.default_params(prob, handle.info) in points
+    for params in points:
+        check(handle, solver, prob, params, seed=7, mean=1e3, tolerance=2e-5)
 
 
 # -- the descriptor API ---------------------------------------------------------------------------------------

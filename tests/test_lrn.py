@@ -107,6 +107,48 @@ def test_solver_matches_reference(handle, solver, direction):
     assert not solver.is_valid(problem, {"WG": 7}, handle.info)
 
 
+TILED_CASES = [  # (dims, strides, window n, pre): partial tiles in both axes, windows wider than tall planes
+    ((2, 3, 19, 37), None, 3, None),
+    ((1, 2, 9, 33), None, 4, 0),
+    ((1, 2, 2, 5), None, 5, 3),
+    ((2, 3, 11, 34), (3 * 11 * 34, 1, 34 * 3, 3), 3, None),   # NHWC
+]
+
+
+def _staged_case(handle, direction, desc, dims, strides, params, dtype, seed):
+    solver = REGISTRY.get("LRNWithinChannelTiled")
+    t = TensorDesc(dtype, dims, strides)
+    tensors = {"x": t, "y": t} if direction is Direction.FORWARD else {"x": t, "dy": t, "dx": t}
+    problem = LRNProblem.create(direction, desc, direction is Direction.FORWARD, **tensors)
+    assert solver.is_applicable(problem, handle.info) and solver.is_valid(problem, params, handle.info)
+    x = _random(dims, seed)
+    host = {"x": x} if direction is Direction.FORWARD else {
+        "x": x, "dy": _random(dims, seed + 1), "scale": ref.lrn_scale(x, *_geometry(desc)[:3], K, desc.pre)}
+    descs = problem.tensors()
+    view = lambda role, a: strided_view(a, dims, descs[role].strides)
+    arrays = {role: np.full(d.element_span, np.nan, d.dtype.numpy) for role, d in descs.items()}
+    for role, values in host.items():
+        view(role, arrays[role])[...] = values
+    bufs = {r: handle.to_device(a) for r, a in arrays.items()}
+    plan_of(handle, problem, solver.solution(problem, params)).enqueue({r: b.base_data for r, b in bufs.items()})
+    expected = REGISTRY.reference(problem, {r: view(r, a).astype(np.float64) for r, a in arrays.items() if r in host})
+    for role, want in expected.items():
+        got = view(role, bufs[role].get())
+        assert max_error(got, want) <= TOLERANCE[dtype], (problem.key(), role, params)
+
+
+@pytest.mark.parametrize("direction", list(Direction), ids=lambda d: d.name)
+@pytest.mark.parametrize("dims,strides,n,pre", TILED_CASES)
+def test_within_tiled_every_tile_height(handle, direction, dims, strides, n, pre):
+    for i, th in enumerate(REGISTRY.get("LRNWithinChannelTiled").grid["TH"]):
+        _staged_case(handle, direction, _desc(LRNMode.WITHIN_CHANNEL, n, pre), dims, strides, {"TH": th}, "FP32", i)
+
+
+@pytest.mark.parametrize("direction", list(Direction), ids=lambda d: d.name)
+def test_within_tiled_fp16(handle, direction):
+    _staged_case(handle, direction, _desc(LRNMode.WITHIN_CHANNEL, 3, None), (2, 3, 19, 37), None, {"TH": 8}, "FP16", 3)
+
+
 def test_ranking_walks_columns_only_where_there_are_many(handle):
     cross = _desc(LRNMode.CROSS_CHANNEL, 5, None)
     big = LRNProblem.create(Direction.FORWARD, cross, x=TensorDesc("FP32", (16, 8, 55, 55)),
@@ -116,7 +158,7 @@ def test_ranking_walks_columns_only_where_there_are_many(handle):
     assert miopy.get_solutions(handle, small)[0].solver_id == "LRNDirect"
     within = LRNProblem.create(Direction.FORWARD, _desc(LRNMode.WITHIN_CHANNEL, 3, None),
                                x=TensorDesc("FP32", (16, 8, 55, 55)), y=TensorDesc("FP32", (16, 8, 55, 55)))
-    assert [r.solver_id for r in miopy.get_solutions(handle, within)] == ["LRNDirect"]
+    assert [r.solver_id for r in miopy.get_solutions(handle, within)] == ["LRNWithinChannelTiled", "LRNDirect"]
 
 
 # -- the descriptor API -----------------------------------------------------------------------------------------

@@ -140,7 +140,7 @@ CASES = [(s, d) for s in REGISTRY.ALL for d in Direction]
 @pytest.mark.parametrize("solver,direction", CASES, ids=[f"{s.id}-{d.name}" for s, d in CASES])
 def test_solver_matches_reference(handle, solver, direction):
     problems = [p for p in _problems(direction) if solver.is_applicable(p, handle.info)]
-    if direction is Direction.BACKWARD and solver.id == "PoolingGlobalAverage":
+    if direction is Direction.BACKWARD and solver.id.startswith("PoolingGlobalAverage"):
         assert not problems   # forward only: the windowed solver spreads the global average's gradient
         return
     assert problems
@@ -168,9 +168,53 @@ def test_sampled_grid_points_match_reference(handle, solver):
 def test_global_average_is_chosen_for_a_whole_plane_window(handle):
     x_desc = TensorDesc("FP32", (2, 3, 5, 4))
     problem = PoolingProblem.create(Direction.FORWARD, PoolingDesc("avg", (5, 4)), x_desc)
-    assert miopy.get_solutions(handle, problem)[0].solver_id == "PoolingGlobalAverage"
+    assert miopy.get_solutions(handle, problem)[0].solver_id.startswith("PoolingGlobalAverage")
     padded = PoolingProblem.create(Direction.FORWARD, PoolingDesc("avg", (5, 4), (1, 0, 0, 0), 1), x_desc)
     assert miopy.get_solutions(handle, padded)[0].solver_id == "PoolingWindowed"
+
+
+STAGED_CASES = [  # (dims, x strides): several work-groups with a part-filled last one, odd and even planes
+    ((3, 37, 7, 7), None),
+    ((2, 5, 4, 4), None),
+    ((1, 3, 1, 1), None),
+    ((2, 20, 5, 6), (5 * 6 * 20, 1, 6 * 20, 20)),          # NHWC
+    ((2, 9, 3, 5), (9 * 3 * 8, 3 * 8, 8, 1)),              # padded rows
+]
+
+
+@pytest.mark.parametrize("dims,x_strides", STAGED_CASES)
+def test_global_average_staged_every_grid_point(handle, dims, x_strides):
+    from miopy.pooling.solvers.global_average_staged import PoolingGlobalAverageStaged
+    solver = PoolingGlobalAverageStaged()
+    x_desc = TensorDesc("FP32", dims, x_strides)
+    problem = PoolingProblem.create(Direction.FORWARD, PoolingDesc("avg", dims[2:]), x_desc)
+    assert solver.is_applicable(problem, handle.info)
+    x = _random(x_desc.element_span, 11)
+    want = ref.pool_forward(miopy.reference.strided_view(x, dims, x_desc.strides), 1, dims[2:], (0, 0, 0, 0),
+                            dims[2:], False)[0]
+    points = list(solver.search_space(problem, handle.info))
+    assert solver.default_params(problem, handle.info) in points and len(points) >= 10
+    mf = cl.mem_flags
+    for params in points:
+        bufs = {"x": cl.Buffer(handle.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x),
+                "y": cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR,
+                               hostbuf=np.full(want.shape, np.nan, np.float32))}
+        plan_of(handle, problem, solver.solution(problem, params)).enqueue(bufs)
+        got = np.empty(want.shape, np.float32)
+        cl.enqueue_copy(handle.queue, got, bufs["y"])
+        assert max_error(got, want) <= TOLERANCE["FP32"], params
+
+
+def test_global_average_staged_fp16(handle):
+    from miopy.pooling.solvers.global_average_staged import PoolingGlobalAverageStaged
+    solver, dims = PoolingGlobalAverageStaged(), (3, 37, 7, 7)
+    problem = PoolingProblem.create(Direction.FORWARD, PoolingDesc("avg", (7, 7)), TensorDesc("FP16", dims))
+    x = _random(dims, 12, np.float16)
+    bufs = {"x": handle.to_device(x), "y": handle.to_device(np.full((3, 37, 1, 1), np.nan, np.float16))}
+    plan_of(handle, problem, solver.solution(problem, solver.default_params(problem, handle.info))).enqueue(
+        {role: buf.base_data for role, buf in bufs.items()})
+    want = x.astype(np.float64).mean(axis=(2, 3), keepdims=True)
+    assert max_error(bufs["y"].get(), want) <= TOLERANCE["FP16"]
 
 
 # -- the descriptor API ---------------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ from miopy.tensor_ops import (
     scale_tensor,
     set_tensor,
     transform_tensor,
+    transform_tensor_plan,
+    unary_plan,
 )
 
 TOLERANCE = {"FP32": 1e-6, "FP16": 1e-3}
@@ -227,3 +229,78 @@ def test_driver_tensorop_refuses_a_broadcast_miopen_rejects(capsys):
     from miopy.cli import driver
     assert driver.main(["tensorop", "-n", "2", "-c", "3", "-H", "4", "-W", "5", "-o", "2", "-b", "2,3,2,5"]) == 1
     assert "b_desc.dims" in capsys.readouterr().err
+
+
+# -- the layout-chosen kernels: flat (dense), tiled transpose, strided ----------------------------------------
+NCWH = lambda n, c, h, w: (c * w * h, w * h, 1, h)
+DENSE_CASES = [  # (dims, strides): element counts around the vector width and past one grid-stride step
+    ((1, 1, 1, 3), None),                  # fewer elements than a vector: the tail alone
+    ((2, 3, 5, 3), None),                  # 90: not a multiple of 4 (or 8)
+    ((3, 5, 17, 19), None),                # 4845: several grid-stride steps and a tail
+    ((2, 16, 9, 7), NHWC(2, 16, 9, 7)),    # dense but not packed: NHWC
+]
+
+
+@pytest.mark.parametrize("dtype", ["FP32", "FP16"])
+@pytest.mark.parametrize("dims,strides", DENSE_CASES)
+def test_set_and_scale_flat_on_dense_layouts(handle, dtype, dims, strides):
+    desc = TensorDesc(dtype, dims, strides)
+    assert unary_plan(handle, "set_tensor", desc).solver_id == "set_tensor_flat"
+    assert unary_plan(handle, "scale_tensor", desc).solver_id == "scale_tensor_flat"
+    rng = np.random.default_rng(5)
+    host = np.concatenate([rng.standard_normal(desc.element_span), np.full(5, 7.0)]).astype(desc.dtype.numpy)
+    buf = handle.to_device(host)
+    scale_tensor(handle, desc, buf, -2.5)
+    got = buf.get()
+    assert max_error(got[:-5], -2.5 * host[:-5].astype(np.float64)) <= TOLERANCE[dtype]
+    assert np.all(got[-5:] == 7.0)                                     # past the tensor: untouched
+    buf = handle.to_device(np.full_like(host, np.nan))
+    set_tensor(handle, desc, buf, 0.25)
+    got = buf.get()
+    assert np.all(got[:-5] == 0.25) and np.all(np.isnan(got[-5:]))
+
+
+def _transform_case(handle, dtype, dims, x_strides, y_strides, alpha, beta, rng):
+    x_desc, y_desc = TensorDesc(dtype, dims, x_strides), TensorDesc(dtype, dims, y_strides)
+    x = rng.standard_normal(x_desc.element_span).astype(x_desc.dtype.numpy)
+    y = rng.standard_normal(y_desc.element_span + 4).astype(y_desc.dtype.numpy)
+    if beta == 0:
+        y[:] = np.nan                                                  # never read, every addressed element written
+    ya = handle.to_device(y)
+    transform_tensor(handle, alpha, x_desc, handle.to_device(x), beta, y_desc, ya)
+    got = ya.get()
+    view = lambda a: strided_view(a, dims, y_desc.strides)
+    want = ref.transform_tensor(strided_view(x, dims, x_desc.strides), view(y), alpha, beta)
+    assert max_error(view(got), want) <= TOLERANCE[dtype]
+    mask = np.ones(y.size, bool)
+    view(mask)[...] = False
+    assert np.array_equal(got[mask], y[mask], equal_nan=True)          # elements y_desc does not address
+    return transform_tensor_plan(handle, x_desc, y_desc).solver_id
+
+
+TRANSFORMS = [  # (dims, x strides, y strides, the kernel chosen)
+    ((2, 32, 7, 9), None, NHWC(2, 32, 7, 9), "TransformTensorTiled"),         # NCHW -> NHWC, partial tiles
+    ((3, 20, 5, 7), NHWC(3, 20, 5, 7), None, "TransformTensorTiled"),         # NHWC -> NCHW
+    ((2, 17, 3, 20), (17 * 3 * 22, 3 * 22, 22, 1), NHWC(2, 17, 3, 20), "TransformTensorTiled"),  # padded rows
+    ((2, 3, 17, 18), None, NCWH(2, 3, 17, 18), "TransformTensorTiled"),       # N and C merged into one batch
+    ((2, 3, 4, 5), None, NHWC(2, 3, 4, 5), "TransformTensor"),                # C = 3: too narrow to tile
+    ((2, 16, 9, 7), NHWC(2, 16, 9, 7), NHWC(2, 16, 9, 7), "TransformTensorFlat"),
+    ((3, 5, 17, 19), None, None, "TransformTensorFlat"),
+    ((2, 3, 4, 5), (3 * 4 * 8, 4 * 8, 8, 1), None, "TransformTensor"),        # padded to packed: strided
+]
+
+
+@pytest.mark.parametrize("dtype", ["FP32", "FP16"])
+@pytest.mark.parametrize("dims,x_strides,y_strides,kernel", TRANSFORMS)
+def test_transform_kernels_match_float64(handle, dtype, dims, x_strides, y_strides, kernel):
+    rng = np.random.default_rng(6)
+    for alpha, beta in ((1.0, 0.0), (2.0, -0.5)):
+        assert _transform_case(handle, dtype, dims, x_strides, y_strides, alpha, beta, rng) == kernel
+
+
+def test_transform_flat_in_place(handle):
+    desc = TensorDesc("FP32", (2, 3, 5, 3))
+    x = np.random.default_rng(7).standard_normal(desc.dims).astype(np.float32)
+    xa = handle.to_device(x)
+    transform_tensor(handle, 2.0, desc, xa, 0.5, desc, xa)
+    assert max_error(xa.get(), 2.5 * x.astype(np.float64)) <= 1e-6

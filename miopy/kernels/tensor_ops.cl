@@ -11,6 +11,14 @@
  *   N C H W                dims of the strided kernels
  *   AS_* BS_* CS_*         element strides of a, b, c (op_tensor_generic; b's broadcast dims have stride 0)
  *   XS_* YS_*              element strides of x, y (set, scale, transform)
+ *   FLAT VEC COUNT STRIDE UNROLL   set_flat, scale_flat, transform_flat: dense tensors (the elements addressed
+ *                          are exactly offsets 0 .. COUNT-1, in any layout; x and y alike for transform), VEC
+ *                          (4 or 8) elements per vector access, a grid-stride loop of UNROLL steps of STRIDE
+ *                          (the launch's global size, a multiple of the work-group size) vectors
+ *   TILED TILE ROWS TA TB TILES_A TILES_B DP DQ XA XB XP XQ YA YB YP YQ   transform_tiled: a batched transpose
+ *                          through TILE x (TILE + 1) local memory by TILE x ROWS work-items. Axis A (TA long) is
+ *                          x's contiguous one (XA == 1), axis B (TB) is y's (YB == 1); P and Q (DP, DQ) are
+ *                          batch axes; X* and Y* are the element strides of x and y along them
  */
 #include "types.h"
 
@@ -19,7 +27,7 @@
 
 #define APPLY(x, y) (op == 0 ? (x) + (y) : op == 1 ? (x) * (y) : op == 2 ? fmin((x), (y)) : fmax((x), (y)))
 
-#ifdef VEC
+#if defined(VEC) && !defined(FLAT)
 #if !defined(OPTENSOR) || !defined(COUNT)
 #error "op_tensor_packed needs OPTENSOR and COUNT"
 #endif
@@ -99,4 +107,109 @@ __kernel void transform_tensor(__global const DATA_T* x, __global DATA_T* y, con
     STORE(y, i, BLEND(alpha * LOAD(x, AT(X, n, ch, h, w)), LOAD(y, i)));
 }
 #endif
+#endif
+
+#ifdef FLAT
+#if !defined(VEC) || !defined(COUNT) || !defined(STRIDE) || !defined(UNROLL)
+#error "the flat kernels need VEC, COUNT, STRIDE and UNROLL"
+#endif
+#if VEC == 4 && MIOPY_HALF
+#define FLOATV float4
+#define LOADV(p, i) vload_half4((i), (p))
+#define STOREV(p, i, v) vstore_half4_rte((v), (i), (p))
+#elif VEC == 4
+#define FLOATV float4
+#define LOADV(p, i) vload4((i), (p))
+#define STOREV(p, i, v) vstore4((v), (i), (p))
+#elif VEC == 8 && MIOPY_HALF
+#define FLOATV float8
+#define LOADV(p, i) vload_half8((i), (p))
+#define STOREV(p, i, v) vstore_half8_rte((v), (i), (p))
+#elif VEC == 8
+#define FLOATV float8
+#define LOADV(p, i) vload8((i), (p))
+#define STOREV(p, i, v) vstore8((v), (i), (p))
+#else
+#error "VEC must be 4 or 8"
+#endif
+#define VECTORS (COUNT / VEC)
+/* Each work-item takes vectors gid, gid + STRIDE, ... (UNROLL steps, independent so their accesses overlap),
+ * then the first COUNT % VEC work-items take one tail element each. */
+#define VECTOR_INDEX(step) ((int)get_global_id(0) + (step) * STRIDE)
+#define TAIL_INDEX (VECTORS * VEC + (int)get_global_id(0))
+
+/* y = value at offsets 0 .. COUNT-1 */
+__kernel void set_flat(__global DATA_T* restrict y, const float value)
+{
+    const FLOATV v = (FLOATV)(value);
+    for (int step = 0; step < UNROLL; ++step) {
+        const int i = VECTOR_INDEX(step);
+        if (i < VECTORS) STOREV(y, i, v);
+    }
+    const int t = TAIL_INDEX;
+    if (t < COUNT) STORE(y, t, value);
+}
+
+/* y = alpha * y at offsets 0 .. COUNT-1 */
+__kernel void scale_flat(__global DATA_T* restrict y, const float alpha)
+{
+    for (int step = 0; step < UNROLL; ++step) {
+        const int i = VECTOR_INDEX(step);
+        if (i < VECTORS) STOREV(y, i, alpha * LOADV(y, i));
+    }
+    const int t = TAIL_INDEX;
+    if (t < COUNT) STORE(y, t, alpha * LOAD(y, t));
+}
+
+/* y = alpha * x + beta * y at offsets 0 .. COUNT-1 of both (x and y share one dense layout; y may be x) */
+__kernel void transform_flat(__global const DATA_T* x, __global DATA_T* y, const float alpha, const float beta)
+{
+    for (int step = 0; step < UNROLL; ++step) {
+        const int i = VECTOR_INDEX(step);
+        if (i < VECTORS) {
+            const FLOATV r = alpha * LOADV(x, i);
+            STOREV(y, i, beta == 0.0f ? r : r + beta * LOADV(y, i));
+        }
+    }
+    const int t = TAIL_INDEX;
+    if (t < COUNT) STORE(y, t, BLEND(alpha * LOAD(x, t), LOAD(y, t)));
+}
+#endif
+
+#ifdef TILED
+#if !defined(TILE) || !defined(ROWS) || !defined(TA) || !defined(TB) || !defined(TILES_A) || !defined(TILES_B) \
+    || !defined(DQ) || !defined(XA) || !defined(XB) || !defined(XP) || !defined(XQ) || !defined(YA) \
+    || !defined(YB) || !defined(YP) || !defined(YQ)
+#error "transform_tiled needs TILE ROWS TA TB TILES_A TILES_B DQ and the strides XA XB XP XQ YA YB YP YQ"
+#endif
+/* y = alpha * x + beta * y where x is contiguous along A and y along B: each work-group moves one TILE x TILE
+ * tile of one (p, q) batch, reading rows of x along A and writing rows of y along B (both coalesced); the
+ * tile's +1 column keeps the transposed reads from local memory free of bank conflicts. x and y never alias. */
+__kernel __attribute__((reqd_work_group_size(TILE * ROWS, 1, 1)))
+void transform_tiled(__global const DATA_T* restrict x, __global DATA_T* restrict y, const float alpha,
+                     const float beta)
+{
+    __local float tile[TILE][TILE + 1];
+    int group = get_group_id(0);
+    const int a0 = (group % TILES_A) * TILE;
+    group /= TILES_A;
+    const int b0 = (group % TILES_B) * TILE;
+    group /= TILES_B;
+    const int q = group % DQ, p = group / DQ;
+    const int lane = get_local_id(0) % TILE, row = get_local_id(0) / TILE;
+    const __global DATA_T* xs = x + p * XP + q * XQ;
+    __global DATA_T* ys = y + p * YP + q * YQ;
+    if (a0 + lane < TA) {
+        for (int r = row; r < TILE; r += ROWS)
+            if (b0 + r < TB) tile[r][lane] = LOAD(xs, (a0 + lane) * XA + (b0 + r) * XB);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (b0 + lane < TB) {
+        for (int r = row; r < TILE; r += ROWS) {
+            if (a0 + r >= TA) break;
+            const int i = (a0 + r) * YA + (b0 + lane) * YB;
+            STORE(ys, i, BLEND(alpha * tile[lane][r], LOAD(ys, i)));
+        }
+    }
+}
 #endif

@@ -1,5 +1,6 @@
-"""The LRN family's solver registry: a work-item per element (every mode) and a work-item per column
-(cross-channel); the ranking prefers the column walk where there are enough columns to fill a GPU."""
+"""The LRN family's solver registry: tiles staged in local memory (within-channel), a work-item per element
+(every mode) and a work-item per column (cross-channel); the ranking prefers the column walk where there
+are enough columns to fill a GPU, else registry order."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -11,6 +12,7 @@ from ..solver import Registry, Solver
 from .problem import Direction, LRNProblem
 from .solvers.column import LRNCrossChannelColumn
 from .solvers.direct import LRNDirect
+from .solvers.within_tiled import LRNWithinChannelTiled
 
 MANY_COLUMNS = 32768   # (n, h, w) columns that keep a GPU busy with one work-item each
 
@@ -32,5 +34,5 @@ def rank(problem: LRNProblem, candidates: Sequence[Solver]) -> list[Solver]:
     return sorted(candidates, key=lambda s: (s.id == "LRNCrossChannelColumn") != column_first)
 
 
-REGISTRY = Registry("lrn", LRNProblem, (LRNDirect(), LRNCrossChannelColumn()), reference=reference_outputs,
-                    rank=rank)
+REGISTRY = Registry("lrn", LRNProblem, (LRNWithinChannelTiled(), LRNDirect(), LRNCrossChannelColumn()),
+                    reference=reference_outputs, rank=rank)

@@ -1,5 +1,6 @@
-"""The pooling family's ordered solver registry: the global-average reduction first (where it applies),
-the windowed kernel that applies to every problem last. Ids are stable strings."""
+"""The pooling family's ordered solver registry: the global-average reductions first (where they apply:
+small planes staged many per work-group, then a work-group per plane), the windowed kernel that applies to
+every problem last. Ids are stable strings."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -10,6 +11,7 @@ from ..reference import pooling as ref
 from ..solver import Registry
 from .problem import Direction, PoolingProblem
 from .solvers.global_average import PoolingGlobalAverage
+from .solvers.global_average_staged import PoolingGlobalAverageStaged
 from .solvers.windowed import PoolingWindowed
 
 
@@ -24,6 +26,7 @@ def reference_outputs(problem: PoolingProblem, tensors: Mapping[str, np.ndarray]
 
 
 REGISTRY = Registry("pooling", PoolingProblem, (
+    PoolingGlobalAverageStaged(),
     PoolingGlobalAverage(),
     PoolingWindowed(),
 ), reference=reference_outputs)

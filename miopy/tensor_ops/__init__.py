@@ -1,9 +1,18 @@
 """Tensor operations (MIOpen's OpTensor, SetTensor, ScaleTensor, TransformTensor): descriptor API, functional
 form (add, mul, div, minimum, maximum, fill, scale) and the OpTensor solvers."""
-from .api import op_tensor, op_tensor_plan, scale_tensor, set_tensor, transform_tensor
+from .api import (
+           op_tensor,
+           op_tensor_plan,
+           scale_tensor,
+           set_tensor,
+           transform_tensor,
+           transform_tensor_plan,
+           unary_plan,
+)
 from .functional import add, div, fill, maximum, minimum, mul, scale
 from .problem import TensorOp, TensorOpProblem
 from .registry import REGISTRY
 
 __all__ = ["REGISTRY", "TensorOp", "TensorOpProblem", "add", "div", "fill", "maximum", "minimum", "mul", "op_tensor",
-           "op_tensor_plan", "scale", "scale_tensor", "set_tensor", "transform_tensor"]
+           "op_tensor_plan", "scale", "scale_tensor", "set_tensor", "transform_tensor",
+           "transform_tensor_plan", "unary_plan"]

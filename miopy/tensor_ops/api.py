@@ -16,6 +16,7 @@ from ..plan import Operand, Plan, checked_solution, memo_plan, operands
 from ..pointwise import pointwise_defines, scalar
 from ..solver import KernelLaunch, Solution, round_up
 from ..tensor import TensorDesc
+from .layouts import flat_launch, is_dense, tiled_axes, tiled_launch
 from .problem import TensorOpProblem, check_data
 from .solvers.packed import WG
 
@@ -47,8 +48,7 @@ def transform_tensor(handle: Handle, alpha: float, x_desc: TensorDesc, x, beta: 
                      y) -> list[cl.Event]:
     """y = alpha * x + beta * y between two layouts (strides) of the same dims (MIOpen's TransformTensor):
     NCHW to NHWC, packed to padded, ... y is not read when beta is 0."""
-    plan = memo_plan(_checked(handle), ("transform_tensor", x_desc, y_desc),
-                     lambda: _transform_plan(handle, x_desc, y_desc))
+    plan = transform_tensor_plan(handle, x_desc, y_desc)
     return plan.run_values((x, y), scalars={"alpha": scalar(alpha, "alpha"), "beta": scalar(beta, "beta")})
 
 
@@ -56,6 +56,13 @@ def op_tensor_plan(handle: Handle, tensor_op, a_desc: TensorDesc, b_desc: Tensor
     """The memoised plan of one OpTensor call shape (operands a, b, c; numbers alpha1, alpha2, beta)."""
     return memo_plan(_checked(handle), ("op_tensor", tensor_op, a_desc, b_desc, c_desc),
                      lambda: _op_plan(handle, tensor_op, a_desc, b_desc, c_desc), (tensor_op,))
+
+
+def transform_tensor_plan(handle: Handle, x_desc: TensorDesc, y_desc: TensorDesc) -> Plan:
+    """The memoised plan of one TransformTensor call shape (operands x, y; numbers alpha, beta): a flat copy
+    where both share a dense layout, a tiled transpose where their contiguous axes differ, else strided."""
+    return memo_plan(_checked(handle), ("transform_tensor", x_desc, y_desc),
+                     lambda: _transform_plan(handle, x_desc, y_desc))
 
 
 # -- building (the cold path) ---------------------------------------------------------------------------------
@@ -72,16 +79,26 @@ def unary_plan(handle: Handle, kernel: str, y_desc: TensorDesc) -> Plan:
     """The plan of SetTensor ("set_tensor") or ScaleTensor ("scale_tensor") on y_desc (operand y, number
     value)."""
     check_data("y_desc", y_desc)
-    launch = _launch(kernel, y_desc, {"Y": y_desc}, ("y", "value"))
-    return Plan(handle, Solution(kernel, {}, (launch,)), (Operand("y", "y", y_desc, written=True),))
+    if is_dense(y_desc):   # any dense layout: the elements' order does not matter
+        launch, solver_id = flat_launch(kernel.replace("_tensor", "_flat"), y_desc, ("y", "value")), f"{kernel}_flat"
+    else:
+        launch, solver_id = _launch(kernel, y_desc, {"Y": y_desc}, ("y", "value")), kernel
+    return Plan(handle, Solution(solver_id, {}, (launch,)), (Operand("y", "y", y_desc, written=True),))
 
 
 def _transform_plan(handle: Handle, x_desc: TensorDesc, y_desc: TensorDesc) -> Plan:
     check_data("x_desc", x_desc)
     check_data("y_desc", y_desc, x_desc, "x_desc")
-    launch = _launch("transform_tensor", x_desc, {"X": x_desc, "Y": y_desc}, ("x", "y", "alpha", "beta"))
+    args = ("x", "y", "alpha", "beta")
+    axes = tiled_axes(x_desc, y_desc)
+    if x_desc.strides == y_desc.strides and is_dense(x_desc):
+        launch, solver_id = flat_launch("transform_flat", x_desc, args), "TransformTensorFlat"
+    elif axes is not None:
+        launch, solver_id = tiled_launch(x_desc, axes, args), "TransformTensorTiled"
+    else:
+        launch, solver_id = _launch("transform_tensor", x_desc, {"X": x_desc, "Y": y_desc}, args), "TransformTensor"
     ops = (Operand("x", "x", x_desc), Operand("y", "y", y_desc, written=True))
-    return Plan(handle, Solution("TransformTensor", {}, (launch,)), ops,
+    return Plan(handle, Solution(solver_id, {}, (launch,)), ops,
                 may_alias=[("x", "y")] if x_desc == y_desc else [])
 
 
