@@ -58,9 +58,8 @@ class ConvGemv1x1(ConvSolver):
     memory instead, each weight fetched by one work-item and the next tile's loads in flight while the
     current one is summed (image groups otherwise hold copies of the same weights: few distinct bytes in
     flight per work-item). K / ROWS work-groups fill the device even when N is 1; with one image group it
-    is a matrix-vector product per image (N <= 8). Applies the fusion epilogue. Does not
-    apply to larger images, padding, groups, more than 64 images or the backward directions (ConvGemm1x1
-    covers those).
+    is a matrix-vector product per image (N <= 8). Applies the fusion epilogue. Does not apply to larger
+    images, padding, groups, more than 64 images or the backward directions (ConvGemm1x1 covers those).
     """
 
     id = "ConvGemv1x1"
