@@ -2,7 +2,8 @@
 
 For each layer at each batch size: find's ranking of every applicable solver (each at its default or perf-DB
 params, as the ONNX runner's find=True sees them), then ConvGemv1x1's tuning grid (the default params
-first, then a random sample of valid points until --budget seconds per layer are spent), then
+first, then the points around them, then a random sample of valid points, until --budget seconds per layer
+are spent), then
 torch.nn.functional.linear in fp32 (TF32 off) on the same shape, all in one run. Kernel times are device
 times (profiling events), the median of --iters runs.
 
@@ -56,10 +57,25 @@ def time_gemv(handle: Handle, problem: ConvProblem, params: Params, buffers, ite
     return handle.time_ms(lambda: plan.enqueue(buffers), warmup=2, iters=iters)
 
 
+def curated(problem: ConvProblem, handle: Handle, default: Params) -> list[Params]:
+    """The default, its other STAGE values, then ROWS x IMAGE_GROUPS around it (staged and not): the
+    comparisons that say whether the default's rules hold on this device."""
+    near = [{**default, "STAGE": s} for s in GEMV.grid["STAGE"]]
+    near += [{**default, "ROWS": r, "IMAGE_GROUPS": g, "STAGE": s} for r in (16, 8, 4) for g in (16, 8, 4)
+             for s in (4, 0, 8, 2)]
+    out: list[Params] = [default]
+    for params in near:
+        if params not in out and GEMV.is_valid(problem, params, handle.info):
+            out.append(params)
+    return out
+
+
 def gemv_grid(handle: Handle, problem: ConvProblem, budget: float, iters: int) -> list[dict]:
-    """The default params, then random valid grid points until budget seconds are spent; fastest first."""
+    """The default params and the points around it, then random valid grid points, until budget seconds
+    are spent; fastest first."""
     default = GEMV.default_params(problem, handle.info)
-    points = [default] + [p for p in GEMV.sample_space(problem, handle.info, 10_000, seed=1) if p != default]
+    points = curated(problem, handle, default)
+    points += [p for p in GEMV.sample_space(problem, handle.info, 10_000, seed=1) if p not in points]
     buffers = random_buffers(handle, problem, 0)
     records, start = [], time.time()
     for params in points:

@@ -31,8 +31,8 @@ SHAPES = [  # (n, c, h, w, k, r, s, pad, stride, dilation, groups): structured c
     (2, 6, 13, 13, 4, 3, 3, 2, 1, 2, 1),
     (2, 8, 8, 8, 8, 3, 3, 1, 1, 1, 4),
     (1, 3, 23, 23, 8, 7, 7, 0, 4, 1, 1),
-    (3, 40, 1, 1, 9, 1, 1, 0, 1, 1, 1),   # a classifier (fully connected) at small batch
-    (33, 70, 1, 1, 13, 1, 1, 0, 1, 1, 1),  # ... and at a larger batch (image groups in ConvGemv1x1)
+    (33, 72, 1, 1, 13, 1, 1, 0, 1, 1, 1),  # a classifier (fully connected): ConvGemv1x1's image groups, staged
+    (3, 40, 1, 1, 9, 1, 1, 0, 1, 1, 1),   # ... and at small batch (its matrix-vector form)
     (2, 8, 10, 9, 8, 3, 3, 1, 1, 1, 8),   # depthwise (MobileNet)
     (1, 4, 11, 9, 8, 5, 5, 2, 2, 1, 4),   # depthwise with a channel multiplier of 2, stride 2
 ]

@@ -1,7 +1,8 @@
-"""ConvGemv1x1 beyond the conformance test's one small classifier: every batch size up to 64 images (one
-image group and several, the last group short), C not a multiple of the lanes, K not a multiple of ROWS,
-the bias + ReLU epilogue in FP32 and FP16, determinism, grid points rejected without compiling, defaults on
-a described H100, and immediate mode choosing it for a classifier at N = 32.
+"""ConvGemv1x1 beyond the conformance test's two classifiers: every batch size up to 64 images (one image
+group and several, the last groups short or empty), C not a multiple of the lanes, the vectors or the staged
+weight tiles, K not a multiple of ROWS, the bias + ReLU epilogue in FP32 and FP16, the same bits every run,
+grid points rejected without compiling, defaults on a described H100, and immediate mode choosing it for a
+classifier at N = 32.
 """
 import numpy as np
 import pyopencl as cl
@@ -21,6 +22,10 @@ H100 = DeviceInfo("NVIDIA CUDA", "NVIDIA Corporation", "NVIDIA H100", "580", "AL
                   (1024, 1024, 64), 80 << 30, False)
 
 
+def _p(rows: int, groups: int, wg: int, vec: int, stage: int) -> dict:
+    return {"ROWS": rows, "IMAGE_GROUPS": groups, "WG": wg, "VEC": vec, "STAGE": stage}
+
+
 def _fc(n: int, c: int, k: int, dtype: str = "FP32"):
     return make_problem(Direction.FORWARD, n, c, 1, 1, k, 1, 1, dtype=dtype)
 
@@ -34,21 +39,26 @@ def test_default_params_every_batch_size(handle, n):
 
 
 @pytest.mark.parametrize("c,params", [
-    (70, {"ROWS": 2, "IMAGE_GROUPS": 4, "WG": 64, "VEC": 1}),     # 9 images a group, the last 6; 16 lanes over 70
-    (70, {"ROWS": 8, "IMAGE_GROUPS": 16, "WG": 128, "VEC": 1}),   # 3 images a group, groups 11-15 past N; rows past K
-    (68, {"ROWS": 16, "IMAGE_GROUPS": 32, "WG": 256, "VEC": 4}),  # 2 images a group, the 17th with 1; 8 lanes x 4
-    (68, {"ROWS": 1, "IMAGE_GROUPS": 2, "WG": 256, "VEC": 4}),    # 17 images a group, 128 lanes x 4 > C
-    (68, {"ROWS": 2, "IMAGE_GROUPS": 4, "WG": 64, "VEC": 4}),     # 16 lanes x 4 channels: 68 = 64 + 4
-], ids=["short-group", "rows-past-k", "many-groups", "long-lanes", "vec-tail"])
+    (70, _p(2, 4, 64, 1, 0)),     # 9 images a group, the last 6; 16 lanes over 70
+    (70, _p(8, 16, 128, 1, 0)),   # 3 images a group, groups 11-15 past N; rows past K
+    (68, _p(16, 32, 256, 4, 0)),  # 2 images a group, the 17th with 1; 8 lanes x 4
+    (68, _p(1, 2, 256, 4, 0)),    # 17 images a group, 128 lanes x 4 > C
+    (68, _p(2, 4, 64, 4, 0)),     # 16 lanes x 4 channels: 68 = 64 + 4
+    (68, _p(2, 4, 64, 4, 2)),     # one 128-channel tile, zeros past 68
+    (1000, _p(8, 16, 128, 4, 4)),  # 7 tiles of 128 and 104; rows past K
+    (1000, _p(16, 32, 256, 4, 8)),  # 4 float4s a work-item, 8 lanes
+], ids=["short-group", "rows-past-k", "many-groups", "long-lanes", "vec-tail", "stage-one-tile", "stage-tail",
+        "stage-deep"])
 def test_image_groups_with_ragged_ends(handle, c, params):
     problem = _fc(33, c, 13)
     assert SOLVER.is_valid(problem, params, handle.info), SOLVER.invalid_reason(problem, params, handle.info)
     check_solution(handle, SOLVER, problem, params)
 
 
-def test_same_bits_every_run(handle):
+@pytest.mark.parametrize("stage", [0, 4])
+def test_same_bits_every_run(handle, stage):
     problem = _fc(32, 300, 24)
-    params = {"ROWS": 4, "IMAGE_GROUPS": 4, "WG": 128, "VEC": 4}
+    params = _p(4, 4, 128, 4, stage)
     t = random_tensors(problem, 5)
     solution = SOLVER.solution(problem, params)
     first = run_solution(handle, solution, problem, t)
@@ -83,28 +93,35 @@ def test_fp16_default_params(handle, n, c):
     check_solution(handle, SOLVER, problem, SOLVER.default_params(problem, handle.info))
 
 
-@pytest.mark.parametrize("params,reason", [
-    ({"ROWS": 16, "IMAGE_GROUPS": 8, "WG": 256, "VEC": 1}, "partial sums per work-item"),   # 16 x 4 > 32
-    ({"ROWS": 2, "IMAGE_GROUPS": 32, "WG": 256, "VEC": 1}, "> N=30 images"),
-    ({"ROWS": 2, "IMAGE_GROUPS": 16, "WG": 64, "VEC": 1}, "lanes per image group"),        # 4 lanes
-    ({"ROWS": 16, "IMAGE_GROUPS": 16, "WG": 256, "VEC": 1}, "twice K"),
-    ({"ROWS": 2, "IMAGE_GROUPS": 4, "WG": 64, "VEC": 4}, "not a multiple of VEC"),         # C = 66
-    ({"ROWS": 2, "IMAGE_GROUPS": 3, "WG": 64, "VEC": 1}, "not in grid"),
-    ({"ROWS": 2, "WG": 64}, "grid keys"),                                                   # the N <= 8 form's keys
+@pytest.mark.parametrize("n,params,reason", [
+    (30, _p(16, 8, 256, 1, 0), "partial sums per work-item"),  # 16 x 4
+    (30, _p(2, 32, 256, 1, 0), "> N=30 images"),
+    (30, _p(2, 16, 64, 1, 0), "lanes per image group"),        # 4 lanes
+    (30, _p(16, 16, 256, 1, 0), "twice K"),
+    (30, _p(2, 4, 64, 4, 0), "not a multiple of VEC"),         # C = 66
+    (30, _p(2, 4, 64, 1, 2), "needs VEC=4"),
+    (32, _p(2, 8, 64, 4, 2), "not a multiple of IMAGE_GROUPS"),
+    (8, _p(4, 1, 64, 4, 8), "float4s per work-item"),          # 4 x 8 / 1 = 32
+    (30, _p(2, 3, 64, 1, 0), "not in grid"),
+    (30, {"ROWS": 2, "WG": 64}, "grid keys"),                  # a record of the N <= 8 form
 ])
-def test_invalid_params_rejected_without_compiling(handle, params, reason):
-    problem = _fc(30, 66, 8)
+def test_invalid_params_rejected_without_compiling(handle, n, params, reason):
+    problem = _fc(n, 68 if params.get("VEC") == 4 and params.get("STAGE") else 66, 8)
     before = handle.cache_stats()["compiled"]
     assert reason in (SOLVER.invalid_reason(problem, params, handle.info) or "")
     assert handle.cache_stats()["compiled"] == before
 
 
 def test_local_memory_limit_rejects_params():
-    small = DeviceInfo("p", "v", "tiny", "1", "GPU", 8, 16 << 10, 256, (256, 256, 256), 1 << 30, False)
-    problem = _fc(32, 64, 64)
-    reason = SOLVER.invalid_reason(problem, {"ROWS": 8, "IMAGE_GROUPS": 8, "WG": 256, "VEC": 4}, small)
-    assert reason is not None and "local memory" in reason            # 32 sums x 256 items x 4 B = 32 KiB
-    assert SOLVER.is_valid(problem, SOLVER.default_params(problem, small), small)
+    small = DeviceInfo("p", "v", "tiny", "1", "GPU", 8, 6 << 10, 256, (256, 256, 256), 1 << 30, False)
+    sums = SOLVER.invalid_reason(_fc(32, 64, 64), _p(8, 8, 256, 4, 0), small)
+    assert sums is not None and "local memory" in sums            # 32 sums x 256 work-items x 4 B = 32 KiB
+    problem = _fc(9, 256, 64)                                      # 8 sums x 128 work-items x 4 B = 4 KiB fits,
+    tiled = _p(4, 8, 128, 4, 8)                                    # a 4 x 512 weight tile does not
+    assert "local memory" in (SOLVER.invalid_reason(problem, tiled, small) or "")
+    assert SOLVER.is_valid(problem, {**tiled, "STAGE": 0}, small)
+    for n in (8, 32):
+        assert SOLVER.is_valid(_fc(n, 64, 64), SOLVER.default_params(_fc(n, 64, 64), small), small)
 
 
 def test_not_applicable_past_max_images(handle):
@@ -124,9 +141,10 @@ def test_defaults_on_an_h100(n, c, k):
     if k >= 1000:
         assert -(-k // params["ROWS"]) >= H100.compute_units * (2 if n <= 8 else 1)
     if n <= 8:
-        assert params["IMAGE_GROUPS"] == 1 and params["VEC"] == 1
-    else:
+        assert params["IMAGE_GROUPS"] == 1 and params["VEC"] == 1 and params["STAGE"] == 0
+    else:   # 16-byte loads, at least 2 lanes per 32-wide SIMD unit, 4 float4s of the next tile in flight
         assert params["VEC"] == 4 and params["IMAGE_GROUPS"] <= 16
+        assert params["ROWS"] * params["STAGE"] // params["IMAGE_GROUPS"] >= 4
 
 
 def test_immediate_mode_ranks_it_first_for_a_classifier(handle, fresh_dbs, monkeypatch):
@@ -140,4 +158,4 @@ def test_immediate_mode_ranks_it_first_for_a_classifier(handle, fresh_dbs, monke
 
 def test_small_batch_defaults_unchanged():
     """AlexNet's FC1 at N = 1 keeps the form measured at 0.072 ms on an H100 (benchmarks/results/h100-networks.json)."""
-    assert SOLVER.default_params(_fc(1, 9216, 4096), H100) == {"ROWS": 8, "IMAGE_GROUPS": 1, "WG": 256, "VEC": 1}
+    assert SOLVER.default_params(_fc(1, 9216, 4096), H100) == _p(8, 1, 256, 1, 0)
