@@ -34,15 +34,19 @@ void pool_global_avg_staged(__global const DATA_T* restrict x, __global DATA_T* 
     const int lid = get_local_id(0);
     const int first = get_group_id(0) * PLANES;
     const int count = min(PLANES, NC - first) * HW;
-    for (int e = lid; e < count; e += WG) {
-        const int p = e / HW, i = e % HW;
+    /* a constant trip count, unrolled: several loads in flight per work-item before their local stores */
+#pragma unroll 4
+    for (int step = 0; step < (PLANES * HW + WG - 1) / WG; ++step) {
+        const int e = lid + step * WG, p = e / HW, i = e % HW;
+        if (e < count) {
 #if X_PACKED
-        const float v = LOAD(x, first * HW + e);
+            const float v = LOAD(x, first * HW + e);
 #else
-        const int plane = first + p;
-        const float v = LOAD(x, (plane / C) * XS_N + (plane % C) * XS_C + (i / W) * XS_H + (i % W) * XS_W);
+            const int plane = first + p;
+            const float v = LOAD(x, (plane / C) * XS_N + (plane % C) * XS_C + (i / W) * XS_H + (i % W) * XS_W);
 #endif
-        stage[p * HWP + i] = v;
+            stage[p * HWP + i] = v;
+        }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     const int p = lid / TEAM, member = lid % TEAM;
