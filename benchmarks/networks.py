@@ -471,6 +471,8 @@ def report(path: Path, docs: Path) -> None:
     rows = [r for r in data["rows"] if "error" not in r]
     plotted = _plot(rows, docs / "networks.png")
     lines = ["# Whole networks on miopy (ONNX)", "", *_intro(data, path), ""]
+    if data.get("note"):
+        lines += [f"Provenance: {data['note']}", ""]
     lines += ["![throughput ratio](networks.png)", ""] if plotted else ["(No plot: matplotlib was not installed "
                                                                           "where the report was made.)", ""]
     lines += _main_table(data, rows) + _cold_table(rows) + _top_layers(rows)
