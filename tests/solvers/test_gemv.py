@@ -11,7 +11,7 @@ import pytest
 from miopy.activation import ActivationMode
 from miopy.conv import heuristic_model, reference, registry
 from miopy.conv.problem import Direction
-from miopy.conv.solvers.gemv_1x1 import MAX_IMAGES, MAX_OUTS, ConvGemv1x1, images_per_group
+from miopy.conv.solvers.gemv_1x1 import MAX_IMAGES, MAX_OUTS, STAGE_DEFAULT_REGS, ConvGemv1x1, images_per_group
 from miopy.device import DeviceInfo
 from miopy.find import get_solutions
 from miopy.fusion.epilogue import Epilogue, apply_reference
@@ -142,9 +142,9 @@ def test_defaults_on_an_h100(n, c, k):
         assert -(-k // params["ROWS"]) >= H100.compute_units * (2 if n <= 8 else 1)
     if n <= 8:
         assert params["IMAGE_GROUPS"] == 1 and params["VEC"] == 1 and params["STAGE"] == 0
-    else:   # 16-byte loads, at least 2 lanes per 32-wide SIMD unit, 4 float4s of the next tile in flight
+    else:   # 16-byte loads, at least 2 lanes per 32-wide SIMD unit, 2 float4s of the next tile in flight
         assert params["VEC"] == 4 and params["IMAGE_GROUPS"] <= 16
-        assert params["ROWS"] * params["STAGE"] // params["IMAGE_GROUPS"] >= 4
+        assert params["ROWS"] * params["STAGE"] // params["IMAGE_GROUPS"] >= STAGE_DEFAULT_REGS
 
 
 def test_immediate_mode_ranks_it_first_for_a_classifier(handle, fresh_dbs, monkeypatch):

@@ -16,7 +16,7 @@ SMALL_BATCH_OUTS = 16   # ... and at most this many partial sums (the tuned form
 DEFAULT_GROUPS = (1, 2, 4, 8, 16)   # the defaults leave a 32-wide SIMD unit at least 2 lanes of C
 MIN_LANES = 8           # work-items of an image group along C (fewer: long C sums on few work-items)
 MAX_STAGE_REGS = 8      # float4s of the next weight tile each work-item holds in flight
-STAGE_DEFAULT_REGS = 4  # the default's: 64 distinct bytes in flight per work-item
+STAGE_DEFAULT_REGS = 2  # the default's: 32 distinct bytes in flight per work-item (best of 2/4/8 on an H100)
 FLOAT_BYTES = 4         # the partial sums are float whatever the storage type
 
 
