@@ -83,7 +83,8 @@ def test_model_ranks_immediate_mode_and_shape_rule_is_the_fallback(model, tmp_pa
     assert unknown and all(by_model[i] == by_shape[i] for i in unknown)     # unknown ones keep their places
 
 
-@pytest.mark.parametrize("content", ["{not json", '{"format": 1, "features": []}', '{"format": 1}', ""])
+@pytest.mark.parametrize("content", ["{not json", '{"format": 1, "features": []}', '{"format": 1}', "",
+                                     '{"format": 3, "features": [], "match": ["a"], "solvers": {}}'])
 def test_a_corrupt_model_file_falls_back_with_a_warning(tmp_path, handle, monkeypatch, caplog, content):
     path = tmp_path / f"bad{abs(hash(content))}.json"
     path.write_text(content)
@@ -115,3 +116,46 @@ def test_train_heuristic_cli_retrains_from_a_find_db(tmp_path, capsys):
     assert "trained on 30 problems" in text and "within 1.1x" in text
     assert set(heuristic_model.Model.from_json(out.read_text()).solvers) == set(SOLVERS)
     assert tune.main(["--train-heuristic", "--db", str(tmp_path / "none.db"), "--out", str(out)]) == 1
+
+
+def test_a_format_1_model_still_loads_and_reads_its_own_features():
+    old = {"format": 1, "kind": "miopy-conv-heuristic", "features": list(heuristic_model.FEATURES_V1), "match": ["a"],
+           "solvers": {"ConvDirectLocal": {"base": 0.5, "rate": 1.0, "trees": [[16, 0.5, 1.0, -1.0]]}}}
+    model = heuristic_model.Model.from_json(__import__("json").dumps(old))
+    assert model.format == 1
+    assert model.scores(make_problem(Direction.FORWARD, 1, 8, 7, 7, 8, 1, 1))["ConvDirectLocal"] == -0.5   # is_1x1
+    assert model.scores(make_problem(Direction.FORWARD, 1, 8, 7, 7, 8, 3, 3))["ConvDirectLocal"] == 1.5
+    bad = dict(old, solvers={"X": {"base": 0, "rate": 1, "trees": [[len(heuristic_model.FEATURES_V1), 0, 0, 0]]}})
+    with pytest.raises(ValueError):        # a format-1 tree may not read a feature format 1 lacks
+        heuristic_model.Model.from_json(__import__("json").dumps(bad))
+
+
+def test_array_prediction_equals_walking_the_trees():
+    rng = np.random.default_rng(3)
+    nf = len(heuristic_model.FEATURES)
+
+    def tree(depth):
+        if depth == 0 or rng.random() < 0.3:
+            return float(rng.normal())
+        return [int(rng.integers(nf)), float(rng.normal()), tree(depth - 1), tree(depth - 1)]
+    trees = tuple(tree(3) for _ in range(25)) + (0.25,)
+    m = heuristic_model.SolverModel(0.1, 0.2, trees)
+    for _ in range(20):
+        x = rng.normal(size=nf)
+        walked = 0.1 + 0.2 * sum(heuristic_model._predict_tree(t, x) for t in trees)
+        assert m.predict(x) == pytest.approx(walked, abs=1e-12)
+    assert heuristic_model.SolverModel(0.7, 0.2, ()).predict(np.zeros(nf)) == 0.7
+
+
+def test_fit_averages_its_members_and_ranks_relative_to_a_reference():
+    records = synthetic(4, 40)
+    grid = ({"clip": 0.5, "rate": 0.15, "rounds": 10}, {"clip": 2.0, "rate": 0.1, "rounds": 20})
+    fitted = heuristic_model.fit(records, ["a"], grid=grid)
+    members = [heuristic_model.train(records, ["a"], **point) for point in grid]
+    assert fitted.reference == members[0].reference == heuristic_model.reference_solver(records)
+    ref = fitted.reference
+    wins = sum(min(t, key=t.get) == ref for t in records.values())
+    assert wins == max(sum(min(t, key=t.get) == s for t in records.values()) for s in SOLVERS)
+    for p in (make_problem(Direction.FORWARD, 1, 64, 14, 14, 128, 3, 3, pad=1), make_problem(2, 8, 8, 7, 7, 16, 1, 1)):
+        expected = {s: np.mean([m.scores(p)[s] for m in members]) for s in fitted.solvers}
+        assert fitted.scores(p) == pytest.approx(expected, abs=1e-4)     # leaves rounded to 6 digits

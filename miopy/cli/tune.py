@@ -83,7 +83,7 @@ def train_heuristic(args: argparse.Namespace) -> int:
     check(len(records) >= 10, "--db", f"{path} holds {len(records)} find records of {device!r}; need >= 10")
     match = args.match.split(",") if args.match else [device.split("|")[1] if "|" in device else device]
     held_out = hm.cross_validate(records)
-    model = hm.train(records, match)
+    model = hm.fit(records, match)
     hm.write_model(model, args.out)
     print(f"miopy-tune: trained on {model.trained_on} problems of {device}; held out (5-fold by layer): "
           f"{100 * held_out['within_1.1x']:.0f}% within 1.1x of find's best, geomean {held_out['geomean']:.3f}x, "

@@ -24,6 +24,7 @@ import math
 import sqlite3
 import zlib
 from collections.abc import Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,24 +38,55 @@ from .problem import ConvDesc, ConvProblem, Direction
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2                   # 2: reference-relative targets, FEATURES below; 1 (FEATURES_V1) still loads
+FORMATS = (1, 2)
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
-FEATURES = ("fwd", "bwd_data", "bwd_weights", "log2_c_per_group", "log2_k_per_group", "log2_h", "log2_w",
-            "log2_pq", "log2_n", "r", "s", "stride", "pad", "dilation", "log2_groups", "depthwise", "is_1x1",
-            "log2_flops", "log2_reduction", "log2_bytes", "log2_intensity", "log2_gemm_m", "log2_gemm_k")
+FEATURES_V1 = ("fwd", "bwd_data", "bwd_weights", "log2_c_per_group", "log2_k_per_group", "log2_h", "log2_w",
+               "log2_pq", "log2_n", "r", "s", "stride", "pad", "dilation", "log2_groups", "depthwise", "is_1x1",
+               "log2_flops", "log2_reduction", "log2_bytes", "log2_intensity", "log2_gemm_m", "log2_gemm_k")
+FEATURES = FEATURES_V1 + ("flat_1x1", "log2_vector_cols", "vector_waste16", "vector_waste8", "log2_tile_channels",
+                          "tile_channels_div4", "tile_channels_div8", "tile_channels_div6", "log2_dir_gemm_m",
+                          "log2_dir_gemm_n", "log2_dir_gemm_k", "log2_outputs", "channel_waste16", "log2_q",
+                          "strided")
 Records = Mapping[str, Mapping[str, float]]   # problem key -> {solver id: time in ms}
 
 
+def _round_up(a: int, b: int) -> int:
+    return -(-a // b) * b
+
+
 def features(p: ConvProblem) -> np.ndarray:
-    """The problem's shape as the model's feature vector (FEATURES order)."""
+    """The problem's shape as the model's feature vector (FEATURES order; format-1 models read the first
+    len(FEATURES_V1)). Beyond the sizes: the direction's own GEMM (rows written, columns, reduction), the
+    output elements it writes, how well its output row fills 8- and 16-wide vectors (a 1x1 stride-1
+    unpadded layer's plane as one row) and how its written channels divide into register tiles."""
     lg = math.log2
     bytes_ = sum(d.nbytes for d in (p.x, p.w, p.y))
-    return np.array([p.direction is Direction.FORWARD, p.direction is Direction.BACKWARD_DATA,
-                     p.direction is Direction.BACKWARD_WEIGHTS, lg(p.c_per_group), lg(p.k_per_group), lg(p.in_h),
+    d = p.direction
+    flat = (p.r, p.s, p.stride_h, p.stride_w) == (1, 1, 1, 1) and p.conv.pads == (0, 0, 0, 0)
+    if flat:
+        cols = p.out_h * p.out_w
+    else:
+        cols = -(-p.in_w // p.stride_w) if d is Direction.BACKWARD_DATA else p.out_w
+    tile = p.c_per_group if d is Direction.BACKWARD_DATA else p.k_per_group
+    crs, krs = p.c_per_group * p.r * p.s, p.k_per_group * p.r * p.s
+    if d is Direction.FORWARD:
+        m, n, k, outs = p.k_per_group, p.n * p.out_h * p.out_w, crs, p.n * p.k * p.out_h * p.out_w
+    elif d is Direction.BACKWARD_DATA:
+        m, n, k, outs = p.c_per_group, p.n * p.in_h * p.in_w, krs, p.n * p.c * p.in_h * p.in_w
+    else:
+        m, n, k, outs = p.k_per_group, crs, p.n * p.out_h * p.out_w, p.k * crs
+    packed = p.k if d is Direction.FORWARD else p.c
+    return np.array([d is Direction.FORWARD, d is Direction.BACKWARD_DATA,
+                     d is Direction.BACKWARD_WEIGHTS, lg(p.c_per_group), lg(p.k_per_group), lg(p.in_h),
                      lg(p.in_w), lg(p.out_h * p.out_w), lg(p.n), p.r, p.s, p.stride_h, p.pad_h, p.dil_h,
                      lg(p.groups), p.groups > 1 and p.c_per_group == 1, p.r == p.s == 1, lg(p.flops()),
                      lg(p.reduction_length()), lg(bytes_), lg(p.flops() / bytes_), lg(p.n * p.out_h * p.out_w),
-                     lg(p.c_per_group * p.r * p.s)], dtype=np.float64)
+                     lg(crs),
+                     flat, lg(cols), _round_up(cols, 16) / cols, _round_up(cols, 8) / cols, lg(tile),
+                     tile % 4 == 0, tile % 8 == 0, tile % 6 == 0, lg(m), lg(n), lg(k), lg(outs),
+                     _round_up(packed, 16) / packed, lg(p.out_w), p.stride_h > 1 or p.stride_w > 1],
+                    dtype=np.float64)
 
 
 def problem_from_key(key: str) -> ConvProblem | None:
@@ -129,47 +161,94 @@ def _predict_tree(tree, x: np.ndarray) -> float:
     return float(tree)
 
 
+def _tree_depth(tree) -> int:
+    return 1 + max(_tree_depth(tree[2]), _tree_depth(tree[3])) if isinstance(tree, list) else 0
+
+
+def _complete(tree, depth: int, feat: np.ndarray, thr: np.ndarray, leaf: np.ndarray, node: int = 0) -> None:
+    """Write tree into complete-binary-tree arrays of depth (node i's children 2i+1, 2i+2; leaves after the
+    2^depth - 1 splits); a leaf above the bottom becomes always-left splits (threshold +inf) down to it."""
+    level = int(math.log2(node + 1))
+    if level == depth:
+        leaf[node - (2 ** depth - 1)] = float(tree)
+        return
+    if isinstance(tree, list):
+        feat[node], thr[node], left, right = int(tree[0]), float(tree[1]), tree[2], tree[3]
+    else:
+        feat[node], thr[node], left, right = 0, math.inf, tree, tree
+    _complete(left, depth, feat, thr, leaf, 2 * node + 1)
+    _complete(right, depth, feat, thr, leaf, 2 * node + 2)
+
+
 @dataclass(frozen=True)
 class SolverModel:
-    """One solver's boosted trees: predicted log2 slowdown = base + rate * sum(tree(x))."""
+    """One solver's boosted trees: predicted log2 time relative to the model's reference (format 1: to the
+    best) = base + rate * sum(tree(x)). Evaluated as arrays (every tree made complete to the deepest's
+    depth), so a prediction is a few NumPy operations whatever the number of trees."""
 
     base: float
     rate: float
     trees: tuple
 
+    @functools.cached_property
+    def _arrays(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+        depth = max((_tree_depth(t) for t in self.trees), default=0)
+        splits = 2 ** depth - 1
+        feat = np.zeros((len(self.trees), max(splits, 1)), dtype=np.intp)
+        thr = np.full((len(self.trees), max(splits, 1)), math.inf)
+        leaf = np.zeros((len(self.trees), 2 ** depth))
+        for i, tree in enumerate(self.trees):
+            _complete(tree, depth, feat[i], thr[i], leaf[i])
+        return depth, feat, thr, leaf
+
     def predict(self, x: np.ndarray) -> float:
-        return self.base + self.rate * sum(_predict_tree(t, x) for t in self.trees)
+        if not self.trees:
+            return self.base
+        depth, feat, thr, leaf = self._arrays
+        rows = np.arange(len(self.trees))
+        node = np.zeros(len(self.trees), dtype=np.intp)
+        for _ in range(depth):
+            node = 2 * node + 1 + (x[feat[rows, node]] > thr[rows, node])
+        return self.base + self.rate * float(leaf[rows, node - (2 ** depth - 1)].sum())
 
 
 @dataclass(frozen=True)
 class Model:
-    """Per-solver slowdown predictors for the devices whose names contain one of ``match``."""
+    """Per-solver time predictors for the devices whose names contain one of ``match``."""
 
     match: tuple[str, ...]
     solvers: Mapping[str, SolverModel]
     trained_on: int = 0          # problems in the training records
     source: str = ""             # where it was loaded from (messages)
+    format: int = FORMAT         # 1: FEATURES_V1, targets relative to the best; 2: FEATURES, to reference
+    reference: str = ""          # format 2: the solver whose time the targets are relative to
+    params: Mapping[str, float] = dataclasses.field(default_factory=dict)   # training hyper-parameters
 
     def matches(self, device_name: str) -> bool:
         return any(m.lower() in device_name.lower() for m in self.match)
 
     def scores(self, problem: ConvProblem) -> dict[str, float]:
-        """Predicted log2 slowdown of every solver the model knows, on problem (lower is better)."""
-        x = features(problem)
+        """Predicted log2 time of every solver the model knows on problem, relative to a common reference
+        (lower is better: only the order matters)."""
+        x = features(problem)[:len(FEATURES_V1) if self.format == 1 else len(FEATURES)]
         return {sid: m.predict(x) for sid, m in self.solvers.items()}
 
     def to_json(self) -> str:
-        return json.dumps({"format": FORMAT, "kind": "miopy-conv-heuristic", "features": list(FEATURES),
+        names = FEATURES_V1 if self.format == 1 else FEATURES
+        return json.dumps(separators=(",", ":"), obj={"format": self.format, "kind": "miopy-conv-heuristic", "features": list(names),
                            "match": list(self.match), "trained_on": self.trained_on,
+                           "reference": self.reference, "params": dict(self.params),
                            "solvers": {sid: {"base": m.base, "rate": m.rate, "trees": list(m.trees)}
                                        for sid, m in self.solvers.items()}})
 
     @classmethod
     def from_json(cls, text: str, source: str = "") -> Model:
-        """Parse and validate; ValueError when the file is not a model of this format."""
+        """Parse and validate; ValueError when the file is not a model of a format this version reads."""
         data = json.loads(text)
-        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("features") != list(FEATURES):
-            raise ValueError(f"not a format-{FORMAT} model with this version's features")
+        fmt = data.get("format") if isinstance(data, dict) else None
+        names = {1: FEATURES_V1, 2: FEATURES}.get(fmt) if isinstance(fmt, int) else None
+        if names is None or data.get("features") != list(names):
+            raise ValueError(f"not a model of format {' or '.join(map(str, FORMATS))} with its features")
         match = data["match"]
         if not isinstance(match, list) or not all(isinstance(m, str) and m for m in match):
             raise ValueError("match must be a list of device-name substrings")
@@ -177,44 +256,73 @@ class Model:
         for sid, m in data["solvers"].items():
             trees = tuple(m["trees"])
             for tree in trees:
-                _check_tree(tree)
+                _check_tree(tree, len(names))
             solvers[str(sid)] = SolverModel(float(m["base"]), float(m["rate"]), trees)
-        return cls(tuple(match), solvers, int(data.get("trained_on", 0)), source)
+        params = data.get("params", {})
+        if not isinstance(params, dict):
+            raise ValueError("params must be an object")
+        return cls(tuple(match), solvers, int(data.get("trained_on", 0)), source, fmt,
+                   str(data.get("reference", "")), {str(k): float(v) for k, v in params.items()})
 
 
-def _check_tree(tree) -> None:
+def _check_tree(tree, n_features: int) -> None:
     if isinstance(tree, list):
-        if len(tree) != 4 or not isinstance(tree[0], int) or not 0 <= tree[0] < len(FEATURES):
+        if len(tree) != 4 or not isinstance(tree[0], int) or not 0 <= tree[0] < n_features:
             raise ValueError(f"malformed tree node {tree!r:.60}")
         float(tree[1])
-        _check_tree(tree[2])
-        _check_tree(tree[3])
+        _check_tree(tree[2], n_features)
+        _check_tree(tree[3], n_features)
     elif not isinstance(tree, (int, float)) or not math.isfinite(tree):
         raise ValueError(f"malformed leaf {tree!r:.60}")
 
 
 # -- training ----------------------------------------------------------------------------------------------
-def training_rows(records: Records, clip: float = math.inf) -> tuple[list[ConvProblem], list[dict[str, float]]]:
-    """Problems with their {solver: min(log2(time / best), clip)} for every record whose key parses."""
+def _finite(times: Mapping[str, float]) -> dict[str, float]:
+    return {s: t for s, t in times.items() if t is not None and math.isfinite(t) and t > 0}
+
+
+def reference_solver(records: Records) -> str:
+    """The solver within 1.1x of the best in the most records (ties: the one that ran in more, then by name):
+    the targets are times relative to it, so comparing it with a rival is one model's prediction."""
+    near: dict[str, int] = {}
+    ran: dict[str, int] = {}
+    for times in records.values():
+        finite = _finite(times)
+        if finite:
+            best = min(finite.values())
+            for s, t in finite.items():
+                ran[s] = ran.get(s, 0) + 1
+                near[s] = near.get(s, 0) + (t <= 1.1 * best)
+    return min(ran, key=lambda s: (-near[s], -ran[s], s)) if ran else ""
+
+
+def training_rows(records: Records, clip: float = math.inf,
+                  reference: str | None = None) -> tuple[list[ConvProblem], list[dict[str, float]]]:
+    """Problems with their {solver: log2(time / reference time)} clipped to [-clip, clip], for every record
+    whose key parses; the reference time is the reference solver's where it ran, else the record's best
+    (reference None: always the best, so the targets are slowdowns >= 0)."""
     problems, targets = [], []
     for key, times in records.items():
         problem = problem_from_key(key)
-        finite = {s: t for s, t in times.items() if t is not None and math.isfinite(t) and t > 0}
+        finite = _finite(times)
         if problem is None or not finite:
             continue
-        best = min(finite.values())
+        ref = finite.get(reference, min(finite.values())) if reference else min(finite.values())
         problems.append(problem)
-        targets.append({s: min(math.log2(t / best), clip) for s, t in finite.items()})
+        targets.append({s: max(-clip, min(math.log2(t / ref), clip)) for s, t in finite.items()})
     return problems, targets
 
 
 def train(records: Records, match: Sequence[str], rounds: int = 60, depth: int = 2, rate: float = 0.15,
           min_leaf: int = 3, clip: float = 1.0) -> Model:
-    """Fit one boosted-tree slowdown predictor per solver on records (problem key -> {solver: ms}). Targets
-    are clipped at clip (log2: 1.0 = 2x slower): picking the best needs the near ones told apart, not
-    how far behind the hopeless ones are, and unclipped 100x outliers (naive on depthwise layers) swamp the
-    squared loss. Defaults chosen by 5-fold held-out evaluation on PoCL records (benchmarks/heuristic_eval.py)."""
-    problems, targets = training_rows(records, clip)
+    """Fit one boosted-tree predictor per solver on records (problem key -> {solver: ms}) of log2(time /
+    the reference solver's time) (reference_solver: a solver that is usually near the best, so the close
+    calls between it and its rivals are what each rival's model learns). Targets are clipped to +-clip
+    (log2: 1.0 = 2x): picking the best needs the near ones told apart, not how far behind the hopeless
+    ones are, and unclipped 100x outliers (naive on depthwise layers) swamp the squared loss. fit() averages
+    such models over a fixed grid of clip, rate and rounds."""
+    reference = reference_solver(records)
+    problems, targets = training_rows(records, clip, reference)
     X = np.array([features(p) for p in problems]) if problems else np.zeros((0, len(FEATURES)))
     solvers = {}
     for sid in sorted({s for t in targets for s in t}):
@@ -229,7 +337,37 @@ def train(records: Records, match: Sequence[str], rounds: int = 60, depth: int =
             trees.append(tree)
             pred += rate * np.array([_predict_tree(tree, x) for x in Xs])
         solvers[sid] = SolverModel(base, rate, tuple(trees))
-    return Model(tuple(match), solvers, len(problems))
+    params = {"rounds": rounds, "depth": depth, "rate": rate, "min_leaf": min_leaf, "clip": clip}
+    return Model(tuple(match), solvers, len(problems), reference=reference, params=params)
+
+
+# The members fit() averages: a fixed grid (clip 0.5 / 1 / 2, each with 60 rounds at rate 0.15 and 120 at
+# 0.1; depth 2, 3 rows a leaf), not chosen per data set.
+GRID = tuple({"clip": c, "rate": r, "rounds": n} for c in (0.5, 1.0, 2.0) for r, n in ((0.15, 60), (0.1, 120)))
+
+
+def _scaled(tree, factor: float):
+    """tree with its leaves times factor, rounded (leaves to 6 significant digits, thresholds to 6 decimals,
+    far finer than any gap between two problems' features) so the JSON stays small."""
+    if isinstance(tree, list):
+        return [tree[0], round(tree[1], 6), _scaled(tree[2], factor), _scaled(tree[3], factor)]
+    return float(f"{float(tree) * factor:.6g}")
+
+
+def fit(records: Records, match: Sequence[str], grid: Sequence[Mapping] = GRID) -> Model:
+    """The average of train()'s models over grid (what --train-heuristic and the shipped models use): one
+    boosted-tree predictor per solver whose trees are every member's, leaves scaled by rate / members.
+    Averaging the clips and rates, rather than picking one, costs no selection on the data and smooths
+    the members' errors on the close calls."""
+    members = [train(records, match, **point) for point in grid]
+    solvers = {}
+    for sid in sorted({s for m in members for s in m.solvers}):
+        own = [m.solvers[sid] for m in members if sid in m.solvers]
+        solvers[sid] = SolverModel(sum(m.base for m in own) / len(own), 1.0,
+                                   tuple(_scaled(t, m.rate / len(own)) for m in own for t in m.trees))
+    params = {"members": len(members), "depth": 2, "min_leaf": 3}
+    return Model(tuple(match), solvers, members[0].trained_on if members else 0,
+                 reference=members[0].reference if members else "", params=params)
 
 
 def records_from_db(path: Path, device: str | None = None) -> dict[str, dict[str, float]]:
@@ -289,17 +427,18 @@ def layer_of(key: str) -> str:
 
 def cross_validate(records: Records, match: Sequence[str] = ("any",), folds: int = 5, **train_args) -> dict:
     """Held-out evaluation: layers (all directions together) split into folds by a hash of their shape;
-    each fold ranked by a model trained on the others. Returns evaluate()'s summary over every held-out problem."""
+    each fold ranked by a model trained on the others: fit()'s (the shipped procedure), or train(**train_args)'s
+    when given. Returns evaluate()'s summary over every held-out problem."""
     picks: dict[str, str] = {}
     keys = list(records)
     fold_of = {k: zlib.crc32(layer_of(k).encode()) % folds for k in keys}
     for fold in range(folds):
         train_set = {k: records[k] for k in keys if fold_of[k] != fold}
-        model = train(train_set, match, **train_args)
+        model = train(train_set, match, **train_args) if train_args else fit(train_set, match)
         for k in keys:
             if fold_of[k] == fold:
                 problem = problem_from_key(k)
-                ran = [s for s, t in records[k].items() if t is not None and math.isfinite(t)]
+                ran = sorted(_finite(records[k]))
                 if problem is not None and ran:
                     scores = model.scores(problem)
                     picks[k] = min(ran, key=lambda s: scores.get(s, math.inf))
