@@ -17,6 +17,7 @@ retrains from a find DB (the user's by default): see ``train`` and ``records_fro
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -24,7 +25,6 @@ import math
 import sqlite3
 import zlib
 from collections.abc import Mapping, Sequence
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -235,18 +235,18 @@ class Model:
 
     def to_json(self) -> str:
         names = FEATURES_V1 if self.format == 1 else FEATURES
-        return json.dumps(separators=(",", ":"), obj={"format": self.format, "kind": "miopy-conv-heuristic", "features": list(names),
+        return json.dumps({"format": self.format, "kind": "miopy-conv-heuristic", "features": list(names),
                            "match": list(self.match), "trained_on": self.trained_on,
                            "reference": self.reference, "params": dict(self.params),
                            "solvers": {sid: {"base": m.base, "rate": m.rate, "trees": list(m.trees)}
-                                       for sid, m in self.solvers.items()}})
+                                       for sid, m in self.solvers.items()}}, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str, source: str = "") -> Model:
         """Parse and validate; ValueError when the file is not a model of a format this version reads."""
         data = json.loads(text)
         fmt = data.get("format") if isinstance(data, dict) else None
-        names = {1: FEATURES_V1, 2: FEATURES}.get(fmt) if isinstance(fmt, int) else None
+        names = {1: FEATURES_V1, 2: FEATURES}.get(fmt) if type(fmt) is int else None
         if names is None or data.get("features") != list(names):
             raise ValueError(f"not a model of format {' or '.join(map(str, FORMATS))} with its features")
         match = data["match"]
@@ -261,7 +261,7 @@ class Model:
         params = data.get("params", {})
         if not isinstance(params, dict):
             raise ValueError("params must be an object")
-        return cls(tuple(match), solvers, int(data.get("trained_on", 0)), source, fmt,
+        return cls(tuple(match), solvers, int(data.get("trained_on", 0)), source, int(data["format"]),
                    str(data.get("reference", "")), {str(k): float(v) for k, v in params.items()})
 
 
