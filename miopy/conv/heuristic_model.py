@@ -425,13 +425,15 @@ def layer_of(key: str) -> str:
     return "-".join(parts[:14] + parts[15:])
 
 
-def cross_validate(records: Records, match: Sequence[str] = ("any",), folds: int = 5, **train_args) -> dict:
-    """Held-out evaluation: layers (all directions together) split into folds by a hash of their shape;
+def cross_validate(records: Records, match: Sequence[str] = ("any",), folds: int = 5, salt: str = "",
+                   **train_args) -> dict:
+    """Held-out evaluation: layers (all directions together) split into folds by a hash of their shape
+    (and salt: another salt, another split);
     each fold ranked by a model trained on the others: fit()'s (the shipped procedure), or train(**train_args)'s
     when given. Returns evaluate()'s summary over every held-out problem."""
     picks: dict[str, str] = {}
     keys = list(records)
-    fold_of = {k: zlib.crc32(layer_of(k).encode()) % folds for k in keys}
+    fold_of = {k: zlib.crc32((layer_of(k) + salt).encode()) % folds for k in keys}
     for fold in range(folds):
         train_set = {k: records[k] for k in keys if fold_of[k] != fold}
         model = train(train_set, match, **train_args) if train_args else fit(train_set, match)
