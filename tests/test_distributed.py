@@ -138,6 +138,15 @@ def test_interrupted_run_resumes_and_skips_finished_jobs(env):
     assert "jobs/min" in resumed.table() and "n/a" in resumed.table()
 
 
+def test_problems_with_the_most_arithmetic_are_submitted_with_the_highest_priority():
+    from miopy.distributed.client import _priorities
+    small, large, middle = (make_problem(1, 1, c, h, h, c, 3, 3, 1) for c, h in ((4, 8), (16, 32), (8, 16)))
+    jobs = tune_jobs([small, large, middle], [NAIVE], options=TuneOptions(budget=2))
+    priority = _priorities(jobs)
+    assert priority[large.key()] > priority[middle.key()] > priority[small.key()]
+    assert {priority[j.problem.key()] for j in jobs if j.problem is large} == {3}   # its find job too
+
+
 def test_core_import_path_never_imports_dask():
     code = "import sys, miopy, miopy.conv, miopy.cli.tune; print(any(m.split('.')[0] in ('dask', 'distributed') " \
            "for m in sys.modules))"

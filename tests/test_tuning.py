@@ -210,3 +210,20 @@ def test_system_db_merge_keeps_the_faster_record():
     slower = ("dev", "key", "ConvDirectLocal", '{"a": 2}', 1.1, "0.1.0", "d2")
     quicker = ("dev", "key", "ConvDirectLocal", '{"a": 3}', 0.9, "0.1.0", "d3")
     assert faster(old, slower) is old and faster(old, quicker) is quicker and faster(None, slower) is slower
+
+
+def test_solvers_of_one_problem_share_its_float64_answer(fresh_dbs, handle, monkeypatch):
+    """The reference is computed once per problem and seed in a process; a wrong winner is still caught."""
+    from miopy.tuning.workload import EXPECTED
+    EXPECTED.clear()
+    problem = make_problem(Direction.FORWARD, 1, 4, 6, 6, 4, 3, 3, 1)
+    calls = []
+    reference = problem.registry.reference
+    monkeypatch.setattr(problem.registry, "reference", lambda p, views: calls.append(p) or reference(p, views))
+    times = WgTimer({64: 3.0, 128: 2.0, 256: 1.0})
+    assert _tune(handle, problem, times, strategy="exhaustive").best_params == {"WG": 256}
+    result = _tune(handle, problem, WgTimer({64: 3.0, 128: 2.0, 256: 1.0}), solver=WrongAt256(), strategy="exhaustive")
+    assert result.best_params == {"WG": 128} and len(calls) == 1
+    other = make_problem(Direction.FORWARD, 1, 4, 6, 6, 8, 3, 3, 1)
+    _tune(handle, other, WgTimer({64: 3.0, 128: 2.0, 256: 1.0}), strategy="exhaustive")
+    assert len(calls) == 2 and calls[1] == other

@@ -175,6 +175,7 @@ def _submit_device(client, jobs: Sequence[Job], device: str, workers: list[str],
     """Submit the jobs this device still needs; a find job waits for its problem's tuning jobs."""
     tuning: dict[str, list] = defaultdict(list)
     futures = {}
+    priority = _priorities(jobs)
     for job in jobs:
         if _already_done(job, device):
             report.skipped.append((device, job.name))
@@ -182,11 +183,25 @@ def _submit_device(client, jobs: Sequence[Job], device: str, workers: list[str],
         key = f"miopy-{job.name}@{device}".replace(" ", "_")
         deps = tuning[job.problem.key()] if job.kind == FIND else []
         future = client.submit(run_job, job, deps or None, key=key, workers=workers, allow_other_workers=False,
-                               retries=retries, pure=False)
+                               retries=retries, pure=False, priority=priority[job.problem.key()])
         if job.kind == TUNE:
             tuning[job.problem.key()].append(future)
         futures[future] = (job, device)
     return futures
+
+
+def _priorities(jobs: Sequence[Job]) -> dict[str, int]:
+    """Dask priority per problem (higher runs first): the problems with the most arithmetic first, so the longest
+    jobs (their points time longest) start early and the run does not end on one long job with idle workers.
+    Ties keep the submission order."""
+    problems: dict[str, Any] = {}
+    for job in jobs:
+        problems.setdefault(job.problem.key(), job.problem)
+    def cost(problem) -> float:
+        flops = getattr(problem, "flops", None)
+        return float(flops()) if callable(flops) else 0.0
+    ranked = sorted(problems, key=lambda key: -cost(problems[key]))   # stable: equal costs keep their order
+    return {key: len(ranked) - i for i, key in enumerate(ranked)}
 
 
 def _already_done(job: Job, device: str) -> bool:
