@@ -153,9 +153,8 @@ def test_fit_averages_its_members_and_ranks_relative_to_a_reference():
     fitted = heuristic_model.fit(records, ["a"], grid=grid)
     members = [heuristic_model.train(records, ["a"], **point) for point in grid]
     assert fitted.reference == members[0].reference == heuristic_model.reference_solver(records)
-    ref = fitted.reference
-    wins = sum(min(t, key=t.get) == ref for t in records.values())
-    assert wins == max(sum(min(t, key=t.get) == s for t in records.values()) for s in SOLVERS)
+    # of the solvers that ran everywhere (GEMM 1x1 and Winograd run on some shapes only), the one often best
+    assert fitted.reference == "ConvDirectLocal"               # naive, the other, is never best
     for p in (make_problem(Direction.FORWARD, 1, 64, 14, 14, 128, 3, 3, pad=1), make_problem(2, 8, 8, 7, 7, 16, 1, 1)):
         expected = {s: np.mean([m.scores(p)[s] for m in members]) for s in fitted.solvers}
         assert fitted.scores(p) == pytest.approx(expected, abs=1e-4)     # leaves rounded to 6 digits
