@@ -20,7 +20,7 @@ import traceback
 from pathlib import Path
 
 from .. import db
-from ..errors import MiopyError
+from ..errors import MiopyError, NotApplicable
 from ..find import find_problem
 from ..handle import Handle
 from ..tuning import Compiler, tune_solver
@@ -113,12 +113,9 @@ def run_job(job: Job, tuned: list[JobResult] | None = None) -> JobResult:
             _seed_perf(handle, tuned or [])
             _find(handle, job, result)
         else:
-            solver = job.problem.registry.get(job.solver_id or "")
-            reason = solver.not_applicable_reason(job.problem, handle.info)
-            if reason:   # judged here: applicability depends on the worker's device
-                result.not_applicable = reason
-            else:
-                _tune(handle, job, result)
+            _tune(handle, job, result)
+    except NotApplicable as exc:   # tune_solver judges it on this worker's device: not a failure
+        result.not_applicable = str(exc)
     except MiopyError as exc:
         result.error = f"{type(exc).__name__}: {exc}"
     except Exception as exc:  # a job's failure is data; the worker lives on for the next one
