@@ -22,7 +22,7 @@ from .device import (
     work_group_reason,
 )
 from .kernel_cache import KernelSpec
-from .solver import KernelLaunch, Params, round_up
+from .solver import KernelLaunch, Params, ceil_div, round_up
 from .tensor import DataType
 
 GEMM_GRID = {
@@ -125,13 +125,9 @@ class GemmShape:
         return out
 
 
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def k_chunk(shape: GemmShape, k_blk: int, split: int) -> int:
     """Inner-dimension length each of split work-groups sums (a multiple of k_blk)."""
-    return round_up(_ceil_div(shape.k, split), k_blk)
+    return round_up(ceil_div(shape.k, split), k_blk)
 
 
 def split_limit(shape: GemmShape) -> int:
@@ -177,7 +173,7 @@ def _work_group_reason(shape: GemmShape, params: Params, dev: DeviceInfo) -> str
 
 
 def _launch_grid_reason(shape: GemmShape, params: Params, dev: DeviceInfo) -> str | None:
-    return grid_reason((0, _ceil_div(shape.m, params["TILE_M"]), shape.batch * params["SPLIT_K"]))
+    return grid_reason((0, ceil_div(shape.m, params["TILE_M"]), shape.batch * params["SPLIT_K"]))
 
 
 def _local_memory_reason(shape: GemmShape, params: Params, dev: DeviceInfo) -> str | None:
@@ -220,7 +216,7 @@ def gemm_default_params(shape: GemmShape, dev: DeviceInfo, max_split: int = 1) -
         params["SPLIT_K"] = _accurate_split(shape, params, max_split)
         return params
     tile_m, tile_n = _gpu_tile(shape.m), _gpu_tile(shape.n)
-    if tile_m == tile_n == 128 and _ceil_div(shape.m, 128) * _ceil_div(shape.n, 128) * shape.batch < dev.compute_units:
+    if tile_m == tile_n == 128 and ceil_div(shape.m, 128) * ceil_div(shape.n, 128) * shape.batch < dev.compute_units:
         tile_m = tile_n = 64  # too few large tiles to fill the device
     params = {"TILE_M": tile_m, "TILE_N": tile_n, "WPT_M": tile_m // 16, "WPT_N": tile_n // 16,
               "K_BLK": 8 if shape.k > 4 else 4, "SPLIT_K": 1}
@@ -237,10 +233,10 @@ def _accurate_split(shape: GemmShape, params: Params, max_split: int) -> int:
 
 def _gpu_split(shape: GemmShape, params: Params, dev: DeviceInfo, max_split: int) -> int:
     """The smallest split that gives every compute unit a work-group, while splits stay long enough."""
-    tiles = _ceil_div(shape.m, params["TILE_M"]) * _ceil_div(shape.n, params["TILE_N"]) * shape.batch
+    tiles = ceil_div(shape.m, params["TILE_M"]) * ceil_div(shape.n, params["TILE_N"]) * shape.batch
     chosen = 1
     for split in GEMM_GRID["SPLIT_K"][1:]:
-        if tiles * chosen >= dev.compute_units or _ceil_div(shape.k, split) < MIN_SPLIT_CHUNK:
+        if tiles * chosen >= dev.compute_units or ceil_div(shape.k, split) < MIN_SPLIT_CHUNK:
             break
         if _split_reason(shape, {**params, "SPLIT_K": split}, max_split) is None \
                 and _device_reason(shape, {**params, "SPLIT_K": split}, dev) is None:
@@ -285,7 +281,7 @@ def gemm_launch(shape: GemmShape, params: Params, a: str, b: str, c: str, offset
         defines.update(GEMM_EPILOGUE=True, EPI_PLANE=epilogue_plane)
         args += tuple(epilogue.args)
     cols, rows = tile_n // params["WPT_N"], tile_m // params["WPT_M"]
-    global_size = (_ceil_div(shape.n, tile_n) * cols, _ceil_div(shape.m, tile_m) * rows, shape.batch * split)
+    global_size = (ceil_div(shape.n, tile_n) * cols, ceil_div(shape.m, tile_m) * rows, shape.batch * split)
     spec = KernelSpec.make("gemm.cl", "gemm", defines, ("-cl-mad-enable",))
     return KernelLaunch(spec, global_size, (cols, rows, 1), args)
 

@@ -89,6 +89,11 @@ def round_up(value: int, multiple: int) -> int:
     return (value + multiple - 1) // multiple * multiple
 
 
+def ceil_div(a: int, b: int) -> int:
+    """ceil(a / b) for b > 0: the tiles of length b that cover a."""
+    return -(-a // b)
+
+
 class Applicable:
     """Applicability as data: subclasses raise NotApplicable in ``applicability``; these turn it into a
     reason or a bool (shared by every solver, fused ones included)."""

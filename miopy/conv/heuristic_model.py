@@ -33,6 +33,7 @@ import numpy as np
 from .. import config
 from ..errors import MiopyError
 from ..log import warn_once
+from ..solver import ceil_div, round_up
 from ..tensor import MATH_MODES, TensorDesc
 from .problem import ConvDesc, ConvProblem, Direction
 
@@ -51,10 +52,6 @@ FEATURES = FEATURES_V1 + ("flat_1x1", "log2_vector_cols", "vector_waste16", "vec
 Records = Mapping[str, Mapping[str, float]]   # problem key -> {solver id: time in ms}
 
 
-def _round_up(a: int, b: int) -> int:
-    return -(-a // b) * b
-
-
 def features(p: ConvProblem) -> np.ndarray:
     """The problem's shape as the model's feature vector (FEATURES order; format-1 models read the first
     len(FEATURES_V1)). Beyond the sizes: the direction's own GEMM (rows written, columns, reduction), the
@@ -67,7 +64,7 @@ def features(p: ConvProblem) -> np.ndarray:
     if flat:
         cols = p.out_h * p.out_w
     else:
-        cols = -(-p.in_w // p.stride_w) if d is Direction.BACKWARD_DATA else p.out_w
+        cols = ceil_div(p.in_w, p.stride_w) if d is Direction.BACKWARD_DATA else p.out_w
     tile = p.c_per_group if d is Direction.BACKWARD_DATA else p.k_per_group
     crs, krs = p.c_per_group * p.r * p.s, p.k_per_group * p.r * p.s
     if d is Direction.FORWARD:
@@ -83,9 +80,9 @@ def features(p: ConvProblem) -> np.ndarray:
                      lg(p.groups), p.groups > 1 and p.c_per_group == 1, p.r == p.s == 1, lg(p.flops()),
                      lg(p.reduction_length()), lg(bytes_), lg(p.flops() / bytes_), lg(p.n * p.out_h * p.out_w),
                      lg(crs),
-                     flat, lg(cols), _round_up(cols, 16) / cols, _round_up(cols, 8) / cols, lg(tile),
+                     flat, lg(cols), round_up(cols, 16) / cols, round_up(cols, 8) / cols, lg(tile),
                      tile % 4 == 0, tile % 8 == 0, tile % 6 == 0, lg(m), lg(n), lg(k), lg(outs),
-                     _round_up(packed, 16) / packed, lg(p.out_w), p.stride_h > 1 or p.stride_w > 1],
+                     round_up(packed, 16) / packed, lg(p.out_w), p.stride_h > 1 or p.stride_w > 1],
                     dtype=np.float64)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..kernel_cache import KernelSpec
-from ..solver import KernelLaunch, round_up
+from ..solver import KernelLaunch, ceil_div, round_up
 from ..tensor import TensorDesc
 
 WG = 256
@@ -40,7 +40,7 @@ def flat_launch(kernel: str, desc: TensorDesc, args: tuple) -> KernelLaunch:
     """kernel (set_flat, scale_flat, transform_flat) over the dense desc's element_count elements."""
     vec = VECTOR_BYTES // desc.dtype.itemsize
     count = desc.element_count
-    stride = round_up(max(1, -(-(count // vec) // FLAT_UNROLL)), WG)
+    stride = round_up(max(1, ceil_div(count // vec, FLAT_UNROLL)), WG)
     defines = {"FLAT": 1, "VEC": vec, "COUNT": count, "STRIDE": stride, "UNROLL": FLAT_UNROLL, **desc.dtype.defines}
     return KernelLaunch(KernelSpec.make("tensor_ops.cl", kernel, defines), (stride,), (WG,), args)
 
@@ -77,7 +77,7 @@ def tiled_axes(x: TensorDesc, y: TensorDesc) -> tuple[Axis, Axis, Axis, Axis] | 
 def tiled_launch(x: TensorDesc, axes: tuple[Axis, Axis, Axis, Axis], args: tuple) -> KernelLaunch:
     """transform_tiled: one work-group per TILE x TILE tile of (A, B) per (p, q)."""
     a, b, p, q = axes
-    tiles_a, tiles_b = -(-a.size // TILE), -(-b.size // TILE)
+    tiles_a, tiles_b = ceil_div(a.size, TILE), ceil_div(b.size, TILE)
     defines = {"TILED": 1, "TILE": TILE, "ROWS": ROWS, "TA": a.size, "TB": b.size, "TILES_A": tiles_a,
                "TILES_B": tiles_b, "DQ": q.size, "XA": a.x, "XB": b.x, "XP": p.x, "XQ": q.x, "YA": a.y, "YB": b.y,
                "YP": p.y, "YQ": q.y, **x.dtype.defines}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...device import DeviceInfo, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
-from ...solver import KernelLaunch, Params, Solution, require
+from ...solver import KernelLaunch, Params, Solution, ceil_div, require
 from ..modes import BatchNormMode
 from ..problem import BatchNormProblem, BnDirection
 from .common import BACKWARD_SCALARS, FORWARD_SCALARS, BatchNormSolver, data_defines, optional_roles, stat_defines
@@ -16,7 +16,7 @@ DEFAULT_ITEMS = 16   # the default takes the smallest work-group that holds a ch
 
 def items(problem: BatchNormProblem, wg: int) -> int:
     """Elements of a channel each of wg work-items holds."""
-    return -(-problem.count // wg)
+    return ceil_div(problem.count, wg)
 
 
 class BatchNormSpatialResident(BatchNormSolver):

@@ -11,15 +11,11 @@ from ...gemm import (
     split_limit,
     split_workspace_bytes,
 )
-from ...solver import Params, require, require_none
+from ...solver import Params, ceil_div, require, require_none
 from ..problem import ConvProblem, Direction
 from ..solver import ConvSolver
 
 _MIN_TILE = min(GEMM_GRID["TILE_M"])
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 class GemmSolver(ConvSolver):
@@ -41,7 +37,7 @@ class GemmSolver(ConvSolver):
         require_none(index_reason(*(d.element_span for d in (problem.x, problem.w, problem.y)),
                                   self.workspace_bytes(problem) // problem.dtype.itemsize))
         shape = self.gemm_shape(problem)
-        require(shape.batch <= MAX_GRID_DIM and _ceil_div(shape.m, _MIN_TILE) <= MAX_GRID_DIM,
+        require(shape.batch <= MAX_GRID_DIM and ceil_div(shape.m, _MIN_TILE) <= MAX_GRID_DIM,
                 f"the GEMM ({shape.m} rows, batch {shape.batch}) exceeds the launch grid")
 
     def gemm_shape(self, problem: ConvProblem) -> GemmShape:

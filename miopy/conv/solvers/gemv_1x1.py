@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 from ...device import DeviceInfo, index_reason, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
-from ...solver import KernelLaunch, Params, Solution, require, require_none
+from ...solver import KernelLaunch, Params, Solution, ceil_div, require, require_none
 from ..problem import ConvProblem
 from ..solver import ConvSolver
 
@@ -22,7 +22,7 @@ FLOAT_BYTES = 4         # the partial sums are float whatever the storage type
 
 def images_per_group(n: int, image_groups: int) -> int:
     """Images each image group sums: the last group may hold fewer."""
-    return -(-n // image_groups)
+    return ceil_div(n, image_groups)
 
 
 def stage_reason(rows: int, groups: int, vec: int, stage: int) -> str | None:
@@ -115,7 +115,7 @@ class ConvGemv1x1(ConvSolver):
         vec = 4 if not small and problem.c % 4 == 0 else 1
         min_groups = dev.compute_units * (2 if small else 1)
         for rows in (8, 4, 2) if small else (16, 8, 4, 2):
-            if -(-problem.k // rows) < min_groups:
+            if ceil_div(problem.k, rows) < min_groups:
                 continue
             for groups in (1,) if small else DEFAULT_GROUPS:
                 params = {"ROWS": rows, "IMAGE_GROUPS": groups, "WG": wg, "VEC": vec, "STAGE": 0}
@@ -148,5 +148,5 @@ class ConvGemv1x1(ConvSolver):
             defines.update(epilogue.defines())
             args += tuple(epilogue.args)
         spec = KernelSpec.make("conv_gemv.cl", "conv_gemv", defines, ("-cl-mad-enable",))
-        launch = KernelLaunch(spec, (-(-problem.k // rows) * wg,), (wg,), args)
+        launch = KernelLaunch(spec, (ceil_div(problem.k, rows) * wg,), (wg,), args)
         return Solution(self.id, dict(params), (launch,))

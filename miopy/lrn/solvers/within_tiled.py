@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...device import INT_LIMIT, DeviceInfo, index_reason, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
-from ...solver import KernelLaunch, Params, Solution, Solver, require, require_none
+from ...solver import KernelLaunch, Params, Solution, Solver, ceil_div, require, require_none
 from ...tensor import DataType
 from ..descriptor import LRNMode
 from ..problem import LRNProblem
@@ -14,14 +14,10 @@ MAX_WINDOW = 16   # window sides beyond this stage more halo than tile (LRNDirec
 FLOAT = 4
 
 
-def tiles(length: int, tile: int) -> int:
-    return -(-length // tile)
-
-
 def work_items(problem: LRNProblem, th: int) -> int:
     """One per pixel of every tile of every (n, c) plane, tiles of 32 x th."""
     n, c, h, w = problem.shape.dims
-    return n * c * tiles(h, th) * tiles(w, TILE_W) * TILE_W * th
+    return n * c * ceil_div(h, th) * ceil_div(w, TILE_W) * TILE_W * th
 
 
 class LRNWithinChannelTiled(Solver[LRNProblem]):
@@ -58,7 +54,7 @@ class LRNWithinChannelTiled(Solver[LRNProblem]):
 
     def solution(self, problem: LRNProblem, params: Params) -> Solution:
         th = params["TH"]
-        tiles_h, tiles_w = tiles(problem.shape.h, th), tiles(problem.shape.w, TILE_W)
+        tiles_h, tiles_w = ceil_div(problem.shape.h, th), ceil_div(problem.shape.w, TILE_W)
         defines = {**kernel_defines(problem), "TW": TILE_W, "TH": th, "TILES_W": tiles_w, "TILES_H": tiles_h}
         spec = KernelSpec.make("lrn_within_tiled.cl", f"lrn_within_tiled_{kernel_suffix(problem)}", defines)
         launch = KernelLaunch(spec, (work_items(problem, th),), (TILE_W * th,), kernel_args(problem))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...device import INT_LIMIT, DeviceInfo, index_reason, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
-from ...solver import KernelLaunch, Params, Solution, Solver, require, require_none
+from ...solver import KernelLaunch, Params, Solution, Solver, ceil_div, require, require_none
 from ...tensor import DataType
 from ..problem import Direction, PoolingProblem
 from .common import strides
@@ -69,7 +69,7 @@ class PoolingGlobalAverageStaged(Solver[PoolingProblem]):
                    "HWP": row_pitch(x.h * x.w), "X_PACKED": int(x.is_packed), **strides("X", x),
                    **strides("Y", problem.y), **problem.dtype.defines}
         spec = KernelSpec.make("pooling_global_staged.cl", "pool_global_avg_staged", defines)
-        groups = -(-(x.n * x.c) // planes)
+        groups = ceil_div(x.n * x.c, planes)
         return Solution(self.id, dict(params), (KernelLaunch(spec, (groups * wg,), (wg,), ("x", "y")),))
 
     @staticmethod
