@@ -32,11 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import miopy  # noqa: E402
 from benchmarks.microbench import copy_bandwidth_gbs  # noqa: E402
+from benchmarks.report import write_section  # noqa: E402
 from miopy import TensorDesc  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "primitives.md"
-BEGIN, END = "<!-- primitives-benchmark:begin -->", "<!-- primitives-benchmark:end -->"
 Dims = tuple[int, int, int, int]
 
 
@@ -557,12 +557,28 @@ def section(results: list[dict]) -> list[str]:
     return out
 
 
+def targets(results: list[dict], big_mib: float = 64, min_pct: float = 70, max_ratio: float = 1.2) -> list[str]:
+    """The issue's two targets over every row: which rows meet them and which miss (with their numbers)."""
+    rows = [r for res in results for r in res["rows"] if "error" not in r]
+
+    def name(r: dict) -> str:
+        later = f", {r['run']}" if "run" in r else ""
+        return f"{r['case']} {'x'.join(map(str, r['dims']))} ({r['solver']}{later})"
+    timed = [r for r in rows if "ratio" in r]
+    slow = [r for r in timed if r["ratio"] > max_ratio]
+    big = [r for r in rows if r["bytes"] >= big_mib * 2**20]
+    low = [r for r in big if r["pct_copy"] < min_pct]
+    out = ["**Against the targets** (computed from the rows above):", "",
+           f"- <= {max_ratio}x PyTorch's time: met on {len(timed) - len(slow)} of {len(timed)} rows with a PyTorch "
+           "counterpart; missed on " + ("; ".join(f"{name(r)} {r['ratio']:.2f}x" for r in slow) or "none") + ".",
+           f"- >= {min_pct:.0f}% of copy bandwidth on tensors >= {big_mib:.0f} MiB: met on {len(big) - len(low)} of "
+           f"{len(big)} rows; missed on " + ("; ".join(f"{name(r)} {r['pct_copy']:.0f}%" for r in low) or "none") + "."]
+    return out + [""]
+
+
 def write_docs(results: list[dict], path: Path = DOCS) -> None:
-    """Replace the text between the benchmark markers of docs/primitives.md with the tables."""
-    text = path.read_text()
-    start, stop = text.index(BEGIN) + len(BEGIN), text.index(END)
-    path.write_text(text[:start] + "\n" + "\n".join(section(results)) + text[stop:])
-    print(f"wrote the benchmark section of {path}")
+    """Replace the text between the benchmark markers of docs/primitives.md with the tables and the targets."""
+    write_section(path, "primitives-benchmark", section(results) + targets(results))
 
 
 if __name__ == "__main__":

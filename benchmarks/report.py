@@ -16,6 +16,16 @@ SET_TITLES = {"alexnet": "AlexNet, N=128 (Tsai et al., Table 2)", "boda": "Boda'
 DIR_NAMES = {"F": "forward", "B": "backward-data", "W": "backward-weights"}
 
 
+def write_section(path: Path, name: str, lines: list[str]) -> None:
+    """Replace the text between `<!-- name:begin -->` and `<!-- name:end -->` in path with lines (generated
+    sections of hand-written docs pages)."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    text = path.read_text()
+    start, stop = text.index(begin) + len(begin), text.index(end)
+    path.write_text(text[:start] + "\n" + "\n".join(lines) + "\n" + text[stop:])
+    print(f"wrote the {name} section of {path}")
+
+
 def geomean(values) -> float:
     values = [v for v in values if v and v > 0 and math.isfinite(v)]
     return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
