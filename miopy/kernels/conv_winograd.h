@@ -42,6 +42,12 @@
 #define CHANNELS_FAST 0
 #endif
 
+/* dst (OUT x OUT) = T src T^T for the IN x IN array src and the OUT x IN matrix T that f applies, through
+ * tmp (OUT x IN): T times each column, then each row of the result times T^T. */
+#define TRANSFORM_2D(f, src, IN, OUT, tmp, dst)                                         \
+    _Pragma("unroll") for (int b_ = 0; b_ < (IN); ++b_) f((src) + b_, (IN), (tmp) + b_, (IN));   \
+    _Pragma("unroll") for (int a_ = 0; a_ < (OUT); ++a_) f((tmp) + a_ * (IN), 1, (dst) + a_ * (OUT), 1);
+
 /* U[xi][i][o] = (G g G^T)[xi] for filter g = taps (o, i, :, :); one work-item per (o, i) of OUT_CP x IN_CP. */
 __kernel void wino_filter_transform(__global const DATA_T* restrict w, __global float* restrict ws)
 {
@@ -53,10 +59,7 @@ __kernel void wino_filter_transform(__global const DATA_T* restrict w, __global 
         #pragma unroll
         for (int s = 0; s < WINO_R; ++s)
             g[r * WINO_R + s] = real ? LOAD(w, FS_BASE + o * FS_OUT + i * FS_IN + r * FS_R + s * FS_S) : 0.0f;
-    #pragma unroll
-    for (int s = 0; s < WINO_R; ++s) filter_1d(g + s, WINO_R, t + s, WINO_R);               /* t = G g */
-    #pragma unroll
-    for (int a = 0; a < ALPHA; ++a) filter_1d(t + a * WINO_R, 1, u + a * ALPHA, 1);         /* u = t G^T */
+    TRANSFORM_2D(filter_1d, g, WINO_R, ALPHA, t, u)                                 /* u = G g G^T */
     __global float* dst = ws + U_OFF + i * OUT_CP + o;
     #pragma unroll
     for (int xi = 0; xi < AA; ++xi) dst[xi * (IN_CP * OUT_CP)] = u[xi];
@@ -84,10 +87,7 @@ __kernel void wino_input_transform(__global const DATA_T* restrict in, __global 
             const bool inside = real && h >= 0 && h < IN_H && x >= 0 && x < IN_W;
             d[a * ALPHA + b] = inside ? LOAD(in, base + h * IS_H + x * IS_W) : 0.0f;
         }
-    #pragma unroll
-    for (int b = 0; b < ALPHA; ++b) input_1d(d + b, ALPHA, t + b, ALPHA);               /* t = B^T d */
-    #pragma unroll
-    for (int a = 0; a < ALPHA; ++a) input_1d(t + a * ALPHA, 1, v + a * ALPHA, 1);       /* v = t B */
+    TRANSFORM_2D(input_1d, d, ALPHA, ALPHA, t, v)                                   /* v = B^T d B */
     __global float* dst = ws + V_OFF + c * V_CS + tile * V_TS;
     #pragma unroll
     for (int xi = 0; xi < AA; ++xi) dst[xi * (IN_CP * TILES_P)] = v[xi];
@@ -105,10 +105,7 @@ __kernel void wino_output_transform(__global const float* restrict ws, __global 
     float m[AA], t[WINO_M * ALPHA], y[WINO_M * WINO_M];
     #pragma unroll
     for (int xi = 0; xi < AA; ++xi) m[xi] = src[xi * (OUT_CP * TILES_P)];
-    #pragma unroll
-    for (int b = 0; b < ALPHA; ++b) output_1d(m + b, ALPHA, t + b, ALPHA);              /* t = A^T m */
-    #pragma unroll
-    for (int a = 0; a < WINO_M; ++a) output_1d(t + a * ALPHA, 1, y + a * WINO_M, 1);    /* y = t A */
+    TRANSFORM_2D(output_1d, m, ALPHA, WINO_M, t, y)                                 /* y = A^T m A */
     #pragma unroll
     for (int a = 0; a < WINO_M; ++a)
         #pragma unroll
@@ -141,10 +138,7 @@ __kernel void wino_grad_output_transform(__global const DATA_T* restrict dy, __g
             const int p = th * WINO_M + a, q = tw * WINO_M + b;
             d[a * WINO_M + b] = real && p < OUT_H && q < OUT_W ? LOAD(dy, base + p * OS_H + q * OS_W) : 0.0f;
         }
-    #pragma unroll
-    for (int b = 0; b < WINO_M; ++b) grad_output_1d(d + b, WINO_M, t + b, WINO_M);          /* t = A d */
-    #pragma unroll
-    for (int a = 0; a < ALPHA; ++a) grad_output_1d(t + a * WINO_M, 1, m + a * ALPHA, 1);   /* m = t A^T */
+    TRANSFORM_2D(grad_output_1d, d, WINO_M, ALPHA, t, m)                            /* m = A d A^T */
     __global float* dst = ws + M_OFF + tile * OUT_CP + k;
     #pragma unroll
     for (int xi = 0; xi < AA; ++xi) dst[xi * (TILES_P * OUT_CP)] = m[xi];
@@ -169,10 +163,7 @@ __kernel void wino_grad_filter_transform(__global const float* restrict ws, __gl
         }
         u[xi] = sum;
     }
-    #pragma unroll
-    for (int b = 0; b < ALPHA; ++b) grad_filter_1d(u + b, ALPHA, t + b, ALPHA);              /* t = G^T u */
-    #pragma unroll
-    for (int a = 0; a < WINO_R; ++a) grad_filter_1d(t + a * ALPHA, 1, g + a * WINO_R, 1);   /* g = t G */
+    TRANSFORM_2D(grad_filter_1d, u, ALPHA, WINO_R, t, g)                            /* g = G^T u G */
     #pragma unroll
     for (int r = 0; r < WINO_R; ++r)
         #pragma unroll
