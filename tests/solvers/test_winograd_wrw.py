@@ -6,7 +6,7 @@ import pytest
 
 import miopy
 from miopy import ConvDesc, Direction, TensorDesc
-from miopy.conv import reference, registry
+from miopy.conv import heuristic, reference, registry
 from miopy.conv.problem import ConvProblem
 from miopy.conv.solvers.winograd import WinogradLayout
 from miopy.conv.solvers.winograd_wrw import (
@@ -162,3 +162,15 @@ def test_plan_warm_calls_compile_nothing(handle, monkeypatch):
 def test_registered_and_ranked_by_registry():
     ids = [s.id for s in registry.ALL]
     assert all(s in ids for s in IDS)
+
+
+def test_heuristic_ranks_the_f2_weight_gradient_first_on_3x3_and_direct_on_5x5(handle):
+    """Off the CPU's own solvers: 3x3 backward-weights leads with F(2x2,3x3) (the accurate one, before F4);
+    5x5 backward-weights with direct (the 5x5 weight gradients round 4-10x more), then Winograd."""
+    three = make_problem(BWD, 2, 32, 12, 12, 32, 3, 3, 1)
+    applicable = [s for s in registry.ALL if s.is_applicable(three, handle.info) and s.device_class is None]
+    assert [s.id for s in heuristic.rank(three, applicable)[:2]] == ["ConvWinograd3x3F2WrW", "ConvWinograd3x3F4WrW"]
+    five = make_problem(BWD, 2, 32, 12, 12, 32, 5, 5, 2)
+    order, rule = heuristic.preference(five)
+    assert order[:2] == ("direct", "winograd") and "backward-weights" in rule
+    assert heuristic.preference(make_problem(Direction.FORWARD, 2, 32, 12, 12, 32, 5, 5, 2))[0][0] == "winograd"

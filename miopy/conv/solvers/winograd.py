@@ -20,8 +20,6 @@ from typing import ClassVar
 from ...device import (
     SPLIT_WORKSPACE_CAP,
     DeviceInfo,
-    accurate_split,
-    grid_reason,
     index_reason,
     local_memory_reason,
     work_group_reason,
