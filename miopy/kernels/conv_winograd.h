@@ -16,6 +16,7 @@
  * Backward-weights (dU[xi][k][c] = sum_t (A dY_t A^T)[xi] (B^T d_t B)[xi]; dw = G^T dU G):
  *   wino_input_transform        V^T[xi][t][c] of x, with the forward's pads (V_CS = 1, V_TS = IN_CP)
  *   wino_grad_output_transform  M^T[xi][t][k] = (A dY A^T)[xi] of the m x m tile of dy (zero outside it)
+ *                               (t: the tile's slot in a pass of TILES_P tiles)
  *   (conv_winograd_gemm.cl)     partial dU[s][xi][k][c] over the s-th chunk of the tiles, s < SPLIT
  *   wino_grad_filter_transform  dw[k][c] = G^T (fixed-order sum over s of dU[s]) G
  *
@@ -33,6 +34,8 @@
  *   P_OFF                  backward-weights (its kernels exist only with it): offset of the partial dU
  *                          [split][AA][OUT_CP][IN_CP]
  *   SPLIT                  partial dU the filter-gradient transform adds (default 1)
+ * Backward-weights runs the two transforms and the GEMM once per pass of TILES_P tiles (the kernel argument
+ * first_tile: the pass's first), the GEMM adding each pass into the same partial dU.
  *   MIOPY_HALF             tensors hold half values (kernels/types.h); the workspace is float either way
  */
 #include "types.h"
@@ -40,6 +43,12 @@
 
 #ifndef CHANNELS_FAST
 #define CHANNELS_FAST 0
+#endif
+#ifdef P_OFF   /* backward-weights transforms a pass of TILES_P tiles from first_tile on */
+#define PASS_PARAM , const int first_tile
+#else
+#define PASS_PARAM
+#define first_tile 0
 #endif
 
 /* dst (OUT x OUT) = T src T^T for the IN x IN array src and the OUT x IN matrix T that f applies, through
@@ -67,13 +76,14 @@ __kernel void wino_filter_transform(__global const DATA_T* restrict w, __global 
 
 /* V[xi] at (c, t) = (B^T d B)[xi] for the ALPHA x ALPHA input patch d of tile t, channel c (zero outside
  * the input); one work-item per (t, c) of TILES_P x IN_CP. */
-__kernel void wino_input_transform(__global const DATA_T* restrict in, __global float* restrict ws)
+__kernel void wino_input_transform(__global const DATA_T* restrict in, __global float* restrict ws PASS_PARAM)
 {
 #if CHANNELS_FAST   /* one axis, channels fastest: IN_CP x TILES_P work-items */
-    const int c = get_global_id(0) % IN_CP, tile = get_global_id(0) / IN_CP;
+    const int c = get_global_id(0) % IN_CP, slot = get_global_id(0) / IN_CP;
 #else
-    const int tile = get_global_id(0), c = get_global_id(1);
+    const int slot = get_global_id(0), c = get_global_id(1);
 #endif
+    const int tile = first_tile + slot;   /* slot: the tile's place in the workspace */
     const int tw = tile % TILES_W, th = (tile / TILES_W) % TILES_H, n = tile / (TILES_W * TILES_H);
     const int h0 = th * WINO_M - PAD_H, w0 = tw * WINO_M - PAD_W;
     const bool real = tile < TILES && c < IN_C;
@@ -88,7 +98,7 @@ __kernel void wino_input_transform(__global const DATA_T* restrict in, __global 
             d[a * ALPHA + b] = inside ? LOAD(in, base + h * IS_H + x * IS_W) : 0.0f;
         }
     TRANSFORM_2D(input_1d, d, ALPHA, ALPHA, t, v)                                   /* v = B^T d B */
-    __global float* dst = ws + V_OFF + c * V_CS + tile * V_TS;
+    __global float* dst = ws + V_OFF + c * V_CS + slot * V_TS;
     #pragma unroll
     for (int xi = 0; xi < AA; ++xi) dst[xi * (IN_CP * TILES_P)] = v[xi];
 }
@@ -124,9 +134,9 @@ __kernel void wino_output_transform(__global const float* restrict ws, __global 
 /* Backward-weights: M^T[xi][t][k] = (A dY A^T)[xi] for the m x m tile t of dy (channel k; zero outside
  * OUT_H x OUT_W and in the padding); one work-item per (k, t) of OUT_CP x TILES_P on one NDRange axis,
  * channels fastest so the stores coalesce. */
-__kernel void wino_grad_output_transform(__global const DATA_T* restrict dy, __global float* restrict ws)
+__kernel void wino_grad_output_transform(__global const DATA_T* restrict dy, __global float* restrict ws PASS_PARAM)
 {
-    const int k = get_global_id(0) % OUT_CP, tile = get_global_id(0) / OUT_CP;
+    const int k = get_global_id(0) % OUT_CP, slot = get_global_id(0) / OUT_CP, tile = first_tile + slot;
     const int tw = tile % TILES_W, th = (tile / TILES_W) % TILES_H, n = tile / (TILES_W * TILES_H);
     const bool real = tile < TILES && k < OUT_C;
     const int base = n * OS_N + k * OS_C;
@@ -139,7 +149,7 @@ __kernel void wino_grad_output_transform(__global const DATA_T* restrict dy, __g
             d[a * WINO_M + b] = real && p < OUT_H && q < OUT_W ? LOAD(dy, base + p * OS_H + q * OS_W) : 0.0f;
         }
     TRANSFORM_2D(grad_output_1d, d, WINO_M, ALPHA, t, m)                            /* m = A d A^T */
-    __global float* dst = ws + M_OFF + tile * OUT_CP + k;
+    __global float* dst = ws + M_OFF + slot * OUT_CP + k;
     #pragma unroll
     for (int xi = 0; xi < AA; ++xi) dst[xi * (TILES_P * OUT_CP)] = m[xi];
 }

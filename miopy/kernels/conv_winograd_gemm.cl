@@ -21,6 +21,8 @@
  *   SPLIT_CHUNK             SPLIT_CHUNK rows (a multiple of K_BLK; the last may be short or empty);
  *                           group z of the third axis sums chunk z / GEMM_BATCH of GEMM z % GEMM_BATCH
  *                           into the partial C [z / GEMM_BATCH][z % GEMM_BATCH] (default: 1 chunk)
+ *   ACCUMULATE_ARG          defined: the kernel takes an int argument accumulate; when it is set, C += the
+ *                           product (backward-weights' later passes over the tiles) instead of C =
  *   SUM_STEPS               0, or K_BLK steps summed in registers before they join a second register
  *                           tile (the running total), so rounding grows with the steps, not the terms
  * Launch: global (ceil(n / TILE_N) * TILE_N / WORK_N, ceil(m / TILE_M) * TILE_M / WORK_M, ALPHA^2 * SPLIT),
@@ -61,7 +63,11 @@
     }
 
 __kernel __attribute__((reqd_work_group_size(THREADS_N, THREADS_M, 1)))
-void wino_gemm(__global float* restrict ws)
+void wino_gemm(__global float* restrict ws
+#ifdef ACCUMULATE_ARG
+               , const int accumulate
+#endif
+               )
 {
     __local float4 a_tile[2][K_BLK][TILE_M / 4];
     __local float4 b_tile[2][K_BLK][TILE_N / 4];
@@ -150,6 +156,10 @@ void wino_gemm(__global float* restrict ws)
             const int row = (u * THREADS_M + ty) * 4 + i;
             #pragma unroll
             for (int v = 0; v < WORK_N / 4; ++v)
+#ifdef ACCUMULATE_ARG
+                if (accumulate) c[row * (GEMM_N / 4) + v * THREADS_N + tx] += acc[u * 4 + i][v];
+                else
+#endif
                 c[row * (GEMM_N / 4) + v * THREADS_N + tx] = acc[u * 4 + i][v];
         }
 }

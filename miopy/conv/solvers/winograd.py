@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+import numpy as np
+
 from ...device import (
     SPLIT_WORKSPACE_CAP,
     DeviceInfo,
@@ -40,6 +42,7 @@ MAX_SPLIT = 64        # backward-weights: most partial sums of dU (the grid's la
 MIN_SPLIT_CHUNK = 128 # backward-weights: tiles each partial sum covers, at least
 SUM_BLOCK = 256       # backward-weights: tiles summed in registers before they join the running total
 REDUCE_WG = 64        # work-group size of the weight-gradient filter transform
+PASS_BYTES = 1 << 30  # backward-weights: the transformed tiles of x and dy (V^T, M^T) per pass, at most
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,8 @@ class WinogradLayout:
     filter_addressing: tuple[int, int, int, int, int]   # base, per out channel, per in channel, per r, per s
     dtype: DataType   # of the tensors (the workspace is float whatever it is)
     r: int = 3                                          # filter size (r x r)
-    max_split: int = 0                                  # backward-weights: most partial dU (0: other directions)
+    pass_tiles: int = 0                                 # backward-weights: tiles per pass (0: other directions)
+    max_split: int = 0                                  # backward-weights: most partial dU
 
     @classmethod
     def of(cls, p: ConvProblem, m: int) -> WinogradLayout:
@@ -77,6 +81,7 @@ class WinogradLayout:
                        out_hw=(p.out_h, p.out_w), pad=(p.pad_h, p.pad_w), in_strides=p.x.strides,
                        out_strides=p.y.strides, filter_addressing=(0, ws_k, ws_c, ws_r, ws_s))
             if p.direction is Direction.BACKWARD_WEIGHTS:
+                plan = replace(plan, pass_tiles=plan.tiles_per_pass())
                 plan = replace(plan, max_split=plan.split_cap())
             return plan
         return cls(**common, in_role="y", out_role="x", in_c=p.k, out_c=p.c, in_hw=(p.out_h, p.out_w),
@@ -98,14 +103,30 @@ class WinogradLayout:
     @property
     def weights(self) -> bool:
         """Whether this is a backward-weights plan (V^T and M^T by tiles, partial dU; no U)."""
-        return self.max_split > 0
+        return self.pass_tiles > 0
+
+    def tiles_per_pass(self) -> int:
+        """Backward-weights: the tiles whose V^T and M^T fit PASS_BYTES (a multiple of MAX_TILE, at least
+        one), or all of them; the passes add into the same partial dU."""
+        in_cp, out_cp = channel_padding(self.in_c), channel_padding(self.out_c)
+        fit = PASS_BYTES // (self.alpha ** 2 * (in_cp + out_cp) * FLOAT_BYTES) // MAX_TILE * MAX_TILE
+        return min(round_up(self.tiles, MAX_TILE), max(MAX_TILE, fit))
+
+    @property
+    def passes(self) -> int:
+        return ceil_div(self.tiles, self.pass_tiles) if self.weights else 1
+
+    @property
+    def reduction(self) -> int:
+        """Backward-weights: the tiles one pass sums (all but the last pass; the last may have fewer)."""
+        return min(self.tiles, self.pass_tiles)
 
     @property
     def padded(self) -> tuple[int, int, int]:
         """(input channels, output channels, tiles) as padded in the workspace. Backward-weights pads both
         channel counts, its GEMM's rows and columns, to channel_padding (GEMM blocks must divide it)."""
         if self.weights:
-            return channel_padding(self.in_c), channel_padding(self.out_c), round_up(self.tiles, MAX_TILE)
+            return channel_padding(self.in_c), channel_padding(self.out_c), self.pass_tiles
         return round_up(self.in_c, MAX_K_BLK), round_up(self.out_c, MAX_TILE), round_up(self.tiles, MAX_TILE)
 
     @property
@@ -124,15 +145,16 @@ class WinogradLayout:
         """Most partial dU backward-weights may use (a power of two): chunks of at least MIN_SPLIT_CHUNK
         tiles, at most MAX_SPLIT, partials within SPLIT_WORKSPACE_CAP or the transformed tensors' own size
         (whichever is larger: the partials then at most double a workspace the transforms need anyway)."""
-        in_cp, out_cp, tiles_p = replace(self, max_split=1).padded
+        in_cp, out_cp, tiles_p = self.padded
         aa = self.alpha ** 2
         partial, transformed = aa * out_cp * in_cp * FLOAT_BYTES, aa * (in_cp + out_cp) * tiles_p * FLOAT_BYTES
-        cap = max(1, min(MAX_SPLIT, self.tiles // MIN_SPLIT_CHUNK, max(SPLIT_WORKSPACE_CAP, transformed) // partial))
+        room = max(SPLIT_WORKSPACE_CAP, transformed) // partial
+        cap = max(1, min(MAX_SPLIT, self.reduction // MIN_SPLIT_CHUNK, room))
         return 1 << (cap.bit_length() - 1)
 
     def split_chunk(self, split: int, k_blk: int) -> int:
-        """Tiles each of split partial sums covers: a multiple of k_blk (only the last is short)."""
-        return round_up(ceil_div(self.tiles, split), k_blk)
+        """Tiles of a pass each of split partial sums covers: a multiple of k_blk (only the last is short)."""
+        return round_up(ceil_div(self.reduction, split), k_blk)
 
     def transform_defines(self) -> dict[str, int]:
         in_cp, out_cp, tiles_p = self.padded
@@ -296,11 +318,12 @@ def _filter_launch(plan: WinogradLayout, file: str) -> KernelLaunch:
     return KernelLaunch(spec, (out_cp, in_cp), (TRANSFORM_WG, 1), ("w", "workspace"))
 
 
-def _input_launch(plan: WinogradLayout, file: str) -> KernelLaunch:
+def _input_launch(plan: WinogradLayout, file: str, first_tile: int = 0) -> KernelLaunch:
     in_cp, _, tiles_p = plan.padded
     spec = KernelSpec.make(file, "wino_input_transform", plan.transform_defines(), ("-cl-mad-enable",))
-    if plan.weights:   # CHANNELS_FAST: one axis
-        return KernelLaunch(spec, (in_cp * tiles_p,), (TRANSFORM_WG,), (plan.in_role, "workspace"))
+    if plan.weights:   # CHANNELS_FAST: one axis; the pass's tiles from first_tile on
+        return KernelLaunch(spec, (in_cp * tiles_p,), (TRANSFORM_WG,),
+                            (plan.in_role, "workspace", np.int32(first_tile)))
     return KernelLaunch(spec, (tiles_p, in_cp), (TRANSFORM_WG, 1), (plan.in_role, "workspace"))
 
 
@@ -315,17 +338,18 @@ def sum_steps(plan: WinogradLayout, split: int, k_blk: int) -> int:
     return max(1, SUM_BLOCK // k_blk)
 
 
-def _gemm_launch(plan: WinogradLayout, shape: WinogradTiling, split: int = 1) -> KernelLaunch:
+def _gemm_launch(plan: WinogradLayout, shape: WinogradTiling, split: int = 1, accumulate: bool = False) -> KernelLaunch:
     defines = {**plan.gemm_defines(), "TILE_M": shape.tile_m, "TILE_N": shape.tile_n, "WORK_M": shape.work_m,
                "WORK_N": shape.work_n, "K_BLK": shape.k_blk}
     if plan.weights:
         defines.update(SPLIT=split, SPLIT_CHUNK=plan.split_chunk(split, shape.k_blk),
-                       SUM_STEPS=sum_steps(plan, split, shape.k_blk))
+                       SUM_STEPS=sum_steps(plan, split, shape.k_blk), ACCUMULATE_ARG=1)
     spec = KernelSpec.make("conv_winograd_gemm.cl", "wino_gemm", defines, ("-cl-mad-enable",))
     local_n, local_m = shape.local_size
     global_size = (ceil_div(plan.gemm_columns, shape.tile_n) * local_n, ceil_div(plan.out_c, shape.tile_m) * local_m,
                    plan.alpha ** 2 * split)
-    return KernelLaunch(spec, global_size, (local_n, local_m, 1), ("workspace",))
+    args = ("workspace", np.int32(accumulate)) if plan.weights else ("workspace",)   # later passes add to C
+    return KernelLaunch(spec, global_size, (local_n, local_m, 1), args)
 
 
 def _output_launch(plan: WinogradLayout, epilogue, file: str) -> KernelLaunch:

@@ -11,10 +11,15 @@ transformed filter is dU = sum_t (A dy_t A^T) . (B^T d_t B) and the weight gradi
    partial dU in the workspace (in blocks of SUM_BLOCK tiles beside a running total where a chunk is long);
 4. ``wino_grad_filter_transform``: the SPLIT partials added in a fixed order, then dw = G^T dU G.
 
+Steps 1-3 run once per pass over at most PASS_BYTES of transformed tiles, each pass's GEMM adding into the
+same partials, so the workspace does not grow with N*H*W.
+
 Deterministic (no atomics), and a weight's gradient is a sum of a few thousand terms per partial at the
 default split instead of N*P*Q, so its rounding grows far slower than the reduction length.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from ...device import DeviceInfo, accurate_split
 from ...kernel_cache import KernelSpec
@@ -61,13 +66,13 @@ class _ConvWinogradWrW(_ConvWinograd3x3):
             return (f"TILE_M={params['TILE_M']}, TILE_N={params['TILE_N']} do not divide the padded channels "
                     f"({out_cp} out, {in_cp} in)")
         if params["SPLIT"] > plan.max_split:
-            return (f"SPLIT={params['SPLIT']} > {plan.max_split} (chunks of at least 128 of the {plan.tiles} "
-                    "tiles, partials within the workspace cap)")
+            return (f"SPLIT={params['SPLIT']} > {plan.max_split} (chunks of at least 128 of a pass's "
+                    f"{plan.reduction} tiles, partials within the workspace rule)")
         return None
 
     def default_params(self, problem: ConvProblem, dev: DeviceInfo) -> Params:
         plan = WinogradLayout.of(problem, self.tile)
-        split = accurate_split(plan.tiles, SPLITS, plan.max_split)
+        split = accurate_split(plan.reduction, SPLITS, plan.max_split)
         candidates = [{**p, "SPLIT": split} for p in self.fallback_params()]
         if dev.is_gpu:
             candidates = [*_gpu_defaults(plan, dev, split), *candidates]
@@ -77,11 +82,13 @@ class _ConvWinogradWrW(_ConvWinograd3x3):
         return WinogradLayout.of(problem, self.tile).offsets[3] * 4
 
     def solution(self, problem: ConvProblem, params: Params, epilogue=None) -> Solution:
-        plan = WinogradLayout.of(problem, self.tile)
-        launches = (_input_launch(plan, self.transform_file), _grad_output_launch(plan, self.transform_file),
-                    _gemm_launch(plan, WinogradTiling.of(params), params["SPLIT"]),
-                    _grad_filter_launch(plan, self.transform_file, params["SPLIT"]))
-        return Solution(self.id, dict(params), launches, self.workspace_bytes(problem))
+        plan, file, split = WinogradLayout.of(problem, self.tile), self.transform_file, params["SPLIT"]
+        tiling = WinogradTiling.of(params)
+        launches = [launch for first in range(0, plan.tiles, plan.pass_tiles)
+                    for launch in (_input_launch(plan, file, first), _grad_output_launch(plan, file, first),
+                                   _gemm_launch(plan, tiling, split, accumulate=first > 0))]
+        launches.append(_grad_filter_launch(plan, file, split))
+        return Solution(self.id, dict(params), tuple(launches), self.workspace_bytes(problem))
 
 
 def _gpu_defaults(plan: WinogradLayout, dev: DeviceInfo, split: int) -> tuple[Params, ...]:
@@ -98,10 +105,10 @@ def _gpu_defaults(plan: WinogradLayout, dev: DeviceInfo, split: int) -> tuple[Pa
     return (shape, {"TILE_M": 64, "TILE_N": 64, "WORK_M": 4, "WORK_N": 4, "K_BLK": 16, "SPLIT": split})
 
 
-def _grad_output_launch(plan: WinogradLayout, file: str) -> KernelLaunch:
+def _grad_output_launch(plan: WinogradLayout, file: str, first_tile: int) -> KernelLaunch:
     _, out_cp, tiles_p = plan.padded
     spec = KernelSpec.make(file, "wino_grad_output_transform", plan.transform_defines(), ("-cl-mad-enable",))
-    return KernelLaunch(spec, (out_cp * tiles_p,), (TRANSFORM_WG,), (plan.out_role, "workspace"))
+    return KernelLaunch(spec, (out_cp * tiles_p,), (TRANSFORM_WG,), (plan.out_role, "workspace", np.int32(first_tile)))
 
 
 def _grad_filter_launch(plan: WinogradLayout, file: str, split: int) -> KernelLaunch:
