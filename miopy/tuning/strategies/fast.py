@@ -3,8 +3,8 @@
 1. A grid of at most ``2 x width`` points (``width``: the runner's batch, enough points to keep every
    compile worker busy) is measured whole, most promising first.
 2. Otherwise the first round holds the default, the hints (other problems' tuned params valid here), the
-   top ``width`` of the cost-estimate order (miopy.tuning.priors), then seeded random points up to
-   ``2 x width`` in all.
+   top ``width`` of the cost-estimate order (miopy.tuning.priors), the default's neighbours, then seeded
+   random points: ``2 x width`` in all, in that order of precedence.
 3. Each later round measures, as one batch of up to ``width`` points (so they compile in parallel), the
    unmeasured neighbours (one grid step in one param) of the best TOP points so far, best first; when those
    are all measured, the next unmeasured points of the order (else random ones).
@@ -38,7 +38,9 @@ def tune(space: SearchSpace, runner: GuardedRunner, options: TuneOptions) -> lis
     rng = random.Random(options.seed)
     pool = list(space.points)
     rng.shuffle(pool)
-    first = _unique(_start(space) + list(space.hints) + list(space.order[:width]))
+    start = _start(space)
+    near = space.neighbours(start[0]) if start else []
+    first = _unique(start + list(space.hints) + list(space.order[:width]) + near)
     runner.run(_fill(first, pool, 2 * width, runner))
     stale = 0
     while not runner.done and stale < ROUNDS_PATIENCE:
