@@ -30,7 +30,8 @@ class DeviceRunner:
 
     Early timing cut: with ``cut`` set, a point whose first run (first_run, or the injected timer's
     ``first_run`` method) is more than cut x ``best()`` is not timed further; that run is its time
-    (Measurement.cut). The others, the survivors, are timed by the timer (median of 5 after 2 warm-ups).
+    (Measurement.cut). The others, the survivors, are timed by the timer (median of 5; the default timer's
+    2 warm-ups are left out after a first run).
     An injected timer without a first_run method is never cut."""
 
     def __init__(self, handle: Handle, problem: Problem, solver: Solver, workload: Workload,
@@ -80,12 +81,17 @@ class DeviceRunner:
     def _time(self, params: Params, solution: Solution) -> Measurement:
         try:
             plan = plan_of(self.handle, self.problem, solution)
-            best = self.best()
+            best, buffers = self.best(), self.workload.buffers
+            warm = False
             if self.cut is not None and self.quick is not None and math.isfinite(best):
-                first = float(self.quick(self.handle, plan, self.workload.buffers))
+                first = float(self.quick(self.handle, plan, buffers))
                 if first > self.cut * best:
                     return Measurement(params, first, cut=True)
-            ms = float(self.timer(self.handle, plan, self.workload.buffers))
+                warm = self.timer is default_timer
+            if warm:   # the first run warmed it up: the default timer's 5 runs without its 2 warm-ups
+                ms = float(self.handle.time_ms(lambda: plan.enqueue(buffers), warmup=0))
+            else:
+                ms = float(self.timer(self.handle, plan, buffers))
         except (MiopyError, cl.Error) as exc:
             return Measurement(params, math.inf, f"{type(exc).__name__}: {exc}")
         return Measurement(params, ms) if math.isfinite(ms) else Measurement(params, math.inf, "timer gave no time")
