@@ -177,3 +177,17 @@ def test_bad_cli_values_are_one_error_line_naming_the_flag(fresh_dbs, capsys, fl
     assert tune_cli.main(argv + [flag, value]) == 1
     err = capsys.readouterr().err
     assert flag in err and err.count("\n") == 1 and issubclass(BadParam, MiopyError)
+
+
+# -- builds ahead of timing ------------------------------------------------------------------------------------
+def test_builds_move_into_this_process_when_the_workers_cannot_start(fresh_dbs, handle, monkeypatch):
+    """A worker whose device cannot be opened breaks the pool before it builds anything: every point is then
+    built here and measured, none is lost to the broken pool."""
+    from miopy.tuning import compile as compile_module
+    monkeypatch.setattr(compile_module, "device_address", lambda h: (99, 0))   # no such platform
+    problem = make_problem(Direction.FORWARD, 1, 3, 7, 5, 2, 3, 3, 1)
+    timer = FirstRunTimer({64: 3.0, 128: 1.0, 256: 2.0})
+    with miopy.tuning.Compiler(handle, jobs=1) as compiler:
+        result = tune_solver(handle, problem, NAIVE, strategy_name="exhaustive", timer=timer, compiler=compiler)
+        assert compiler.jobs == 0
+    assert result.measured == 3 and result.failed == 0 and result.best_params == {"WG": 128}
