@@ -7,8 +7,7 @@ import math
 import pytest
 
 import miopy
-from miopy import BadParam, Direction, MiopyError, db
-from miopy.cli import tune as tune_cli
+from miopy import Direction, db
 from miopy.conv import registry
 from miopy.tuning import GuardedRunner, Measurement, ReplayRunner, SearchSpace, TuneOptions, tune_solver, tuner
 from miopy.tuning.priors import order
@@ -161,22 +160,6 @@ def test_fast_cuts_by_default_and_other_strategies_do_not(fresh_dbs, handle):
     local = tune_solver(handle, other, NAIVE, strategy_name="exhaustive", timer=FirstRunTimer(times),
                         compiler=miopy.tuning.Compiler(handle, 0))
     assert local.cut == 0 and local.best_params == {"WG": 256}
-
-
-# -- bad values ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("field,value", [("cut", 1.0), ("cut", "2"), ("time_budget_s", 0), ("time_budget_s", math.inf)])
-def test_bad_options_name_their_field(field, value):
-    with pytest.raises(BadParam, match=field):
-        TuneOptions(**{field: value})
-
-
-@pytest.mark.parametrize("flag,value", [("--time-budget", "-1"), ("--time-budget", "nan"), ("--cut", "0.5"),
-                                        ("--budget", "0")])
-def test_bad_cli_values_are_one_error_line_naming_the_flag(fresh_dbs, capsys, flag, value):
-    argv = ["-n", "1", "-c", "4", "-H", "6", "-W", "6", "-k", "4", "-y", "3", "-x", "3", "--strategy", "fast"]
-    assert tune_cli.main(argv + [flag, value]) == 1
-    err = capsys.readouterr().err
-    assert flag in err and err.count("\n") == 1 and issubclass(BadParam, MiopyError)
 
 
 # -- builds ahead of timing ------------------------------------------------------------------------------------

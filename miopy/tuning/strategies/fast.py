@@ -4,7 +4,8 @@
    compile worker busy) is measured whole, most promising first.
 2. Otherwise the first round holds the default, the hints (other problems' tuned params valid here), the
    top ``width`` of the cost-estimate order (miopy.tuning.priors), the default's neighbours, then seeded
-   random points: ``2 x width`` in all, in that order of precedence.
+   random points: ``1.5 x width`` in all, in that order of precedence (a short first round, so the climb
+   starts soon when seconds are few).
 3. Each later round measures, as one batch of up to ``width`` points (so they compile in parallel), the
    unmeasured neighbours (one grid step in one param) of the best TOP points so far, best first; when those
    are all measured, the next unmeasured points of the order (else random ones).
@@ -41,7 +42,7 @@ def tune(space: SearchSpace, runner: GuardedRunner, options: TuneOptions) -> lis
     start = _start(space)
     near = space.neighbours(start[0]) if start else []
     first = _unique(start + list(space.hints) + list(space.order[:width]) + near)
-    runner.run(_fill(first, pool, 2 * width, runner))
+    runner.run(_fill(first, pool, width + width // 2, runner))
     stale = 0
     while not runner.done and stale < ROUNDS_PATIENCE:
         batch = _neighbourhood(space, runner, width)
