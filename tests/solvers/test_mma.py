@@ -21,12 +21,12 @@ import pytest
 from miopy import ActivationMode, ptx_probe
 from miopy.conv import reference
 from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction
-from miopy.conv.solvers.mma import NEEDS_PTX, ConvImplicitGemmMma, local_bytes
+from miopy.conv.solvers.mma import NEEDS_PTX, ConvImplicitGemmMma, local_bytes, mma_k
 from miopy.device import DeviceInfo
 from miopy.find import get_solutions
 from miopy.fusion.epilogue import Epilogue
-from miopy.tensor import DataType, TensorDesc
 from miopy.solver import Solver
+from miopy.tensor import DataType, TensorDesc
 from tests.helpers import run_solution
 
 SOLVER = ConvImplicitGemmMma()
@@ -292,6 +292,42 @@ def test_emulated_cp_async_ring_matches_float64_within_the_format_bound(handle, 
     t = host_tensors(problem, seed=2)
     got = run_solution(handle, emulated(SOLVER.solution(problem, params)), problem, t)
     check_within_bound(problem, t, got)
+
+
+def ptx_stubbed_build(handle, spec) -> None:
+    """Build spec's real (PTX) source on any OpenCL device with every inline asm statement removed: the code
+    around the PTX (cp.async, ldmatrix and mma helpers, TF32 conversions, the ring's loop) must compile as it
+    will on NVIDIA's OpenCL, and no #error of the kernel may fire for a valid point."""
+    import re
+
+    import pyopencl as cl
+
+    from miopy.kernel_cache import kernel_source
+    source = "#define asm(...)\n" + re.sub(r"\basm\s+volatile\s*\(", "asm(", kernel_source(spec.file))
+    try:
+        program = cl.Program(handle.context, source).build(spec.build_options(), devices=[handle.device])
+    except cl.RuntimeError as exc:
+        raise AssertionError(f"{spec.name} with {spec.build_options()} does not build:\n{exc}") from None
+    cl.Kernel(program, spec.name)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("direction", list(Direction), ids=lambda d: d.name)
+def test_ptx_sources_of_pipeline_points_build_with_the_asm_stubbed(handle, direction, dtype):
+    """The default and cp.async points with 2, 3 and 4 stages (ldmatrix on and off) of real layers, as NVIDIA's
+    compiler would see them less the PTX itself (which ../benchmarks/mma_variants.py builds on the GPU)."""
+    problem = problem_of(direction, LAYERS[1], dtype)     # ResNet-50 1x1 64->256: fp16 16-byte A copies apply
+    base = SOLVER.default_params(problem, H100)
+    tile = {"M_BLK": 64, "N_BLK": 64, "K_BLK": 2 * mma_k(problem.dtype), "WARPS_M": 2, "WARPS_N": 2,
+            "CP_ASYNC": True, "VECTOR_A": True}
+    points = [base] + [{**base, **tile, "STAGES": stages, "LDMATRIX": stages != 3} for stages in (2, 3, 4)]
+    specs = []
+    for params in points:
+        reason = SOLVER.invalid_reason(problem, params, H100)
+        assert reason is None, (params, reason)
+        specs += [launch.spec for launch in SOLVER.solution(problem, params).launches]
+    for spec in dict.fromkeys(specs):
+        ptx_stubbed_build(handle, spec)
 
 
 # -- on NVIDIA: the tensor cores themselves ----------------------------------------------------------------
