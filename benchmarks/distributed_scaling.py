@@ -99,6 +99,36 @@ def report(data: dict) -> list[str]:
     return out + [""]
 
 
+def summarise(network: str, n: int, layers: int, budget: int, runs: list[dict]) -> dict:
+    """The JSON of a set of runs: each run (with its record keys), and the speedups over the fewest workers."""
+    runs = sorted(runs, key=lambda r: r["workers"])
+    result = {"network": network, "n": n, "layers": layers, "budget": budget,
+              "runs": [r | {"perf_records": len(r["perf"]), "find_records": len(r["find"])} for r in runs]}
+    base = runs[0]
+    for r in runs[1:]:
+        if base["wall_s"] and r["status"] == 0 and base["status"] == 0:
+            result[f"speedup_{r['workers']}_over_{base['workers']}"] = base["wall_s"] / r["wall_s"]
+            if base["jobs_per_min"] and r["jobs_per_min"]:
+                result[f"jobs_per_min_ratio_{r['workers']}_over_{base['workers']}"] = \
+                    r["jobs_per_min"] / base["jobs_per_min"]
+            result[f"same_records_{r['workers']}_and_{base['workers']}"] = \
+                r["perf"] == base["perf"] and r["find"] == base["find"]
+    return result
+
+
+def merge(paths: list[Path]) -> dict:
+    """Runs made in separate calls of this script (one worker count each, the same jobs) as one result."""
+    parts = [json.loads(p.read_text()) for p in paths]
+    setting = {k: parts[0][k] for k in ("network", "n", "layers", "budget")}
+    for part, path in zip(parts, paths):
+        if {k: part[k] for k in setting} != setting:
+            raise SystemExit(f"{path}: other jobs than {paths[0]} ({setting})")
+        if any("perf" not in r for r in part["runs"]):
+            raise SystemExit(f"{path}: its runs do not list their records; cannot compare them")
+    runs = [{**r, "perf": [tuple(x) for x in r["perf"]]} for part in parts for r in part["runs"]]
+    return summarise(setting["network"], setting["n"], setting["layers"], setting["budget"], runs)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--report", type=Path, help="write docs/distributed.md's section from this JSON and stop")
@@ -108,8 +138,16 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=int, default=5, help="tuning points per (problem, solver)")
     ap.add_argument("--workers", default="1,2", help="comma-separated worker counts, each a separate run")
     ap.add_argument("--timeout", type=int, default=240, help="seconds allowed to each run")
+    ap.add_argument("--merge", type=Path, nargs="+", help="combine JSONs of separate calls into --out")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
+    if args.merge:
+        if not args.out:
+            ap.error("--merge needs --out")
+        result = merge(args.merge)
+        Path(args.out).write_text(json.dumps(result, indent=1))
+        print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=1))
+        return 0
     if args.report:
         write_section(ROOT / "docs" / "distributed.md", "distributed-scaling",
                       report(json.loads(args.report.read_text())))
@@ -125,18 +163,7 @@ def main(argv=None) -> int:
         runs = []
         for w in (int(v) for v in args.workers.split(",")):
             runs.append(one_run(w, lines, args, work))
-            result = {"network": args.network, "n": args.n, "layers": len(problems), "budget": args.budget,
-                      "runs": [{k: v for k, v in r.items() if k not in ("perf", "find")} |
-                               {"perf_records": len(r["perf"]), "find_records": len(r["find"])} for r in runs]}
-            base = runs[0]
-            for r in runs[1:]:
-                if base["wall_s"] and r["status"] == 0 and base["status"] == 0:
-                    result[f"speedup_{r['workers']}_over_{base['workers']}"] = base["wall_s"] / r["wall_s"]
-                    if base["jobs_per_min"] and r["jobs_per_min"]:
-                        result[f"jobs_per_min_ratio_{r['workers']}_over_{base['workers']}"] = \
-                            r["jobs_per_min"] / base["jobs_per_min"]
-                    result[f"same_records_{r['workers']}_and_{base['workers']}"] = \
-                        r["perf"] == base["perf"] and r["find"] == base["find"]
+            result = summarise(args.network, args.n, len(problems), args.budget, runs)
             Path(args.out).write_text(json.dumps(result, indent=1))
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=1))
     return 0
