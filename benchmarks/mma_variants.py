@@ -2,6 +2,7 @@
 
     python benchmarks/mma_variants.py --out DIR [--budget-s 220] [--iters 20] [--jobs 12]
                                       [--layers NAME,...] [--dtypes FP32,FP16] [--directions FBW] [--dry-run]
+    python benchmarks/mma_variants.py --report DIR/mma-variants-<device>.json
 
 For each layer of benchmarks/tensor_cores.py's LAYERS (ResNet-50 3x3-256 and 1x1-64-256, VGG-16 3x3-128,
 AlexNet conv2 5x5; N=32), both data types (fp32 under TF32, fp16) and each direction: cuDNN through PyTorch
@@ -242,9 +243,13 @@ def main(argv=None) -> int:
     ap.add_argument("--layers", default="", help="comma-separated names from tensor_cores.LAYERS (default: all)")
     ap.add_argument("--dtypes", default="FP32,FP16")
     ap.add_argument("--directions", default="FBW")
+    ap.add_argument("--report", help="print the table of a result file (e.g. one cut short by a timeout) and exit")
     ap.add_argument("--dry-run", action="store_true", help="list rows and variant params; build and run nothing "
                     "(off NVIDIA: as on a device with every PTX probe, 48 KiB local memory)")
     args = ap.parse_args(argv)
+    if args.report:
+        print(table(json.loads(Path(args.report).read_text())))
+        return 0
     started = time.monotonic()
     deadline = started + args.budget_s
     handle = miopy.Handle()
