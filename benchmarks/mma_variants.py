@@ -53,13 +53,17 @@ VARIANTS = {
     "cp2-deep": {"CP_ASYNC": True, "STAGES": 2, "*deeper": True},
     # the pipeline without ldmatrix (whose gain was 0-10%)
     "cp3-noldm": {"CP_ASYNC": True, "STAGES": 3, "LDMATRIX": False},
+    # B gathered as vectors along output rows (stride-1 layers whose W and Q allow it): widest valid vector
+    "vb": {"*vector_b": True},
+    "cp3-vb": {"CP_ASYNC": True, "STAGES": 3, "*vector_b": True},
 }
 
 
 def _variant(problem, info, base: dict, overrides: dict) -> tuple[dict | None, str | None]:
     """The default params with overrides; where that is invalid, the first valid point of: smaller slices,
     then smaller tiles (largest first; "*tile_first": the other way round), VECTOR_A on where it can be (fp16
-    cp.async needs it). (params, None) or (None, why the first try was invalid)."""
+    cp.async needs it), "*vector_b": the widest valid VECTOR_B. (params, None) or (None, why the first try was
+    invalid)."""
     wanted = {k: v for k, v in overrides.items() if not k.startswith("*")}
     first = dict(base, **wanted)
     k_min = mma_k(problem.dtype)
@@ -71,12 +75,15 @@ def _variant(problem, info, base: dict, overrides: dict) -> tuple[dict | None, s
     pairs = [(tile, k) for tile in tiles for k in k_blks]
     if overrides.get("*tile_first"):
         pairs = [(tile, k) for k in k_blks for tile in tiles]
+    widths = (8, 4, 2) if overrides.get("*vector_b") else (first["VECTOR_B"],)
     for (m, n, wm, wn), k in pairs:
         for vector in (True, False):
-            point = dict(first, M_BLK=m, N_BLK=n, WARPS_M=wm, WARPS_N=wn, K_BLK=k, VECTOR_A=vector)
-            if SOLVER.is_valid(problem, point, info):
-                return point, None
-    return None, SOLVER.invalid_reason(problem, first, info)
+            for width in widths:
+                point = dict(first, M_BLK=m, N_BLK=n, WARPS_M=wm, WARPS_N=wn, K_BLK=k, VECTOR_A=vector,
+                             VECTOR_B=width)
+                if SOLVER.is_valid(problem, point, info):
+                    return point, None
+    return None, SOLVER.invalid_reason(problem, dict(first, VECTOR_B=widths[-1]), info)
 
 
 def rows_of(args) -> list[tuple]:

@@ -43,6 +43,11 @@
  *   VECTOR_A         1: A slices fetched as 16-byte vectors of consecutive k (float4 / 8 halves) where k is
  *                    contiguous in memory (transformed weights, 1x1 forward weights, dy planes in
  *                    backward-weights) and the channel / plane sizes are multiples of the vector
+ *   VECTOR_B         0, or 2 / 4 / 8: forward / backward-data with CHANNEL_BLOCKS and stride 1 along w (W and Q
+ *                    multiples of it): each work-item gathers B as VECTOR_B consecutive columns (one output
+ *                    row's neighbours, neighbours in memory too), read as one vector (or one cp.async of
+ *                    VECTOR_B elements) where the tap keeps them aligned and all inside or all outside the image,
+ *                    else element by element; staged with one local store
  *   LDMATRIX         1: fragments read with ldmatrix.x4 (A always; B when fp16 or laid out [col][kk]);
  *                    0: one 32-bit local read per register
  *   MIOPY_HALF       0 fp32 data with TF32 mma, 1 fp16 data with f16 mma
@@ -71,6 +76,14 @@
 #ifndef CP_ASYNC
 #define CP_ASYNC 0
 #endif
+#ifndef VECTOR_B
+#define VECTOR_B 0
+#endif
+#if VECTOR_B && (DIRECTION == 4 || !CHANNEL_BLOCKS || STRIDE_W != 1 || W % VECTOR_B || Q % VECTOR_B)
+#error "VECTOR_B needs forward / backward-data with CHANNEL_BLOCKS, stride 1 along w, W and Q multiples of it"
+#endif
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
 #if MMA_EMULATE
 #undef LDMATRIX
 #define LDMATRIX 0
@@ -108,11 +121,15 @@
 #if MIOPY_HALF
 #define MMA_K 16
 typedef ushort src_t;        /* what is read from global memory: fp16 bits */
+#define SRC_BASE ushort      /* the scalar type names, for vector types (VECTOR_B) */
+#define RAW_BASE ushort
 typedef ushort raw_t;        /* what local memory holds */
 #define PAD_K 8              /* halves: 4 words */
 #else
 #define MMA_K 8
 typedef float src_t;
+#define SRC_BASE float
+#define RAW_BASE uint
 typedef uint raw_t;          /* TF32 bits */
 #define PAD_K 4
 #endif
@@ -170,6 +187,21 @@ typedef uint raw_t;          /* TF32 bits */
 #define A_NIDX (M_BLK / A_IDX_STEP)
 #define B_NKK (K_BLK / B_KK_STEP)
 #define B_NIDX (N_BLK / B_IDX_STEP)
+#define B_REGS (K_BLK * N_BLK / THREADS)
+#if VECTOR_B
+/* VECTOR_B: vectors of VECTOR_B columns; per work-item B_NVK rows kk = B_T_VK + i * B_VROWS, B_NVJ vectors */
+#define B_VGROUPS (N_BLK / VECTOR_B)
+#define B_VSTEP (THREADS < B_VGROUPS ? THREADS : B_VGROUPS)
+#define B_VROWS (THREADS / B_VSTEP)
+#define B_NVK (K_BLK / B_VROWS)
+#define B_NVJ (B_VGROUPS / B_VSTEP)
+#define B_T_VK (t / B_VSTEP)
+#define B_COL_OF(t, j) (((t) % B_VSTEP + (j) * B_VSTEP) * VECTOR_B)
+#define B_NCOLS B_NVJ
+#else
+#define B_COL_OF(t, j) (B_T_IDX + (j) * B_IDX_STEP)
+#define B_NCOLS B_NIDX
+#endif
 
 /* -- the inner dimension (as conv_direct_local.cl) ----------------------------------------------------- */
 typedef struct { int chan, tap, valid; } inner_t;
@@ -243,6 +275,8 @@ inline int b_offset(tap_t row, tap_t col)
     const int h = col.h + row.h, w = col.w + row.w;
     return ((uint)h < H && (uint)w < W) ? col.off + row.off : -1;
 }
+/* The column e to the right of col in the same output row (stride 1: one element to the right in x) */
+inline tap_t col_plus(tap_t col, int e) { return make_tap(col.off + e, col.h, col.w + e); }
 #elif DIRECTION == 2
 #if TRANSFORM_W
 inline int a_col(int g, int m) { return (g * CG + m) * RS * KG; }
@@ -267,6 +301,8 @@ inline int b_offset(tap_t row, tap_t col)
     const bool inside = ph < P * STRIDE_H && qw < Q * STRIDE_W && ph % STRIDE_H == 0 && qw % STRIDE_W == 0;
     return inside ? col.off + row.off + Y_AT(0, 0, (int)(ph / STRIDE_H), (int)(qw / STRIDE_W)) : -1;
 }
+/* The column e to the right of col in the same row of dx (its dy element moves with qw) */
+inline tap_t col_plus(tap_t col, int e) { return make_tap(col.off, col.h, col.w + e); }
 #else
 inline int a_col(int g, int m) { return (g * KG + m) * YS_K; }
 inline int a_row(inner_t in)
@@ -307,6 +343,10 @@ inline void cp_async4(__local raw_t* dst, __global const src_t* src, bool valid)
 {
     *(__local uint*)dst = valid ? *(__global const uint*)src : 0u;
 }
+inline void cp_async8(__local raw_t* dst, __global const src_t* src, bool valid)
+{
+    *(__local uint2*)dst = valid ? *(__global const uint2*)src : (uint2)(0u);
+}
 inline void cp_async16(__local raw_t* dst, __global const src_t* src, bool valid)
 {
     *(__local uint4*)dst = valid ? *(__global const uint4*)src : (uint4)(0u);
@@ -318,6 +358,11 @@ inline void cp_async4(__local raw_t* dst, __global const src_t* src, bool valid)
 {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;"
                  :: "r"(local_address(dst)), "l"((ulong)src), "r"(valid ? 4u : 0u) : "memory");
+}
+inline void cp_async8(__local raw_t* dst, __global const src_t* src, bool valid)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;"
+                 :: "r"(local_address(dst)), "l"((ulong)src), "r"(valid ? 8u : 0u) : "memory");
 }
 inline void cp_async16(__local raw_t* dst, __global const src_t* src, bool valid)
 {
@@ -400,9 +445,69 @@ inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t
 #endif
 
 #if CHANNEL_BLOCKS && DIRECTION != 4
+#define CHAN_STRIDE (DIRECTION == 1 ? XS_C : YS_K)
+#endif
+
+#if VECTOR_B
+typedef CAT(SRC_BASE, VECTOR_B) b_vec_t;
+#define B_VAT(i, j) B_AT(B_T_VK + (i) * B_VROWS, B_COL_OF(t, j))
+#if B_ASYNC   /* fp32: VECTOR_B * 4 bytes in one copy */
+#if VECTOR_B == 2
+#define cp_async_vb(dst, src, ok) cp_async8((dst), (src), (ok))
+#else
+#define cp_async_vb(dst, src, ok) cp_async16((dst), (src), (ok))
+#endif
+#endif
+/* A step is one tap. Per vector: the offsets of its VECTOR_B columns (consecutive in memory when they are
+ * all inside); `whole` (all inside, aligned: one vector) and `none` (all outside: zeros) hold for every row,
+ * the rows being whole channel planes apart (W, Q multiples of VECTOR_B keep planes aligned). */
+inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, __local raw_t* tile, int t,
+                    int step, int k_begin, int k_end)
+{
+    const inner_t in0 = inner_at(step, B_T_VK, k_begin, k_end);
+    const tap_t row0 = b_row(in0);
+    #pragma unroll
+    for (int j = 0; j < B_NVJ; ++j) {
+        int offs[VECTOR_B];
+        bool none = true;
+        #pragma unroll
+        for (int e = 0; e < VECTOR_B; ++e) {
+            offs[e] = b_offset(row0, col_plus(b_cols[j], e));
+            none = none && offs[e] < 0;
+        }
+        const bool whole = offs[0] >= 0 && offs[VECTOR_B - 1] == offs[0] + VECTOR_B - 1 && offs[0] % VECTOR_B == 0;
+        #pragma unroll
+        for (int i = 0; i < B_NVK; ++i) {
+            const bool chan_ok = CHANS % K_BLK == 0 || in0.chan + i * B_VROWS < CHANS;
+            const int shift = i * B_VROWS * CHAN_STRIDE;
+#if B_ASYNC
+            if (whole || none || !chan_ok) {
+                const bool ok = whole && chan_ok;
+                cp_async_vb(tile + B_VAT(i, j), b + (ok ? offs[0] + shift : 0), ok);
+            } else {
+                #pragma unroll
+                for (int e = 0; e < VECTOR_B; ++e) {
+                    const bool ok = offs[e] >= 0;
+                    cp_async4(tile + B_VAT(i, j) + e, b + (ok ? offs[e] + shift : 0), ok);
+                }
+            }
+#else
+            src_t* at = reg + (i * B_NVJ + j) * VECTOR_B;
+            if (whole || none || !chan_ok) {
+                CAT(vstore, VECTOR_B)((whole && chan_ok) ? *(__global const b_vec_t*)(b + offs[0] + shift)
+                                                         : (b_vec_t)((src_t)0), 0, at);
+            } else {
+                #pragma unroll
+                for (int e = 0; e < VECTOR_B; ++e)
+                    at[e] = offs[e] >= 0 ? b[offs[e] + shift] : (src_t)0;
+            }
+#endif
+        }
+    }
+}
+#elif CHANNEL_BLOCKS && DIRECTION != 4
 /* A step is one tap: every row's element sits a whole number of channels from row B_T_KK's, inside or
  * outside the image alike, so offsets and bounds are worked out once per column. */
-#define CHAN_STRIDE (DIRECTION == 1 ? XS_C : YS_K)
 inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, __local raw_t* tile, int t,
                     int step, int k_begin, int k_end)
 {
@@ -452,6 +557,22 @@ inline raw_t to_raw(src_t v)
 }
 #endif
 
+#if VECTOR_B
+inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t)
+{
+    #pragma unroll
+    for (int i = 0; i < B_NVK; ++i)
+        #pragma unroll
+        for (int j = 0; j < B_NVJ; ++j) {
+            const src_t* at = b_reg + (i * B_NVJ + j) * VECTOR_B;
+            raw_t raw[VECTOR_B];
+            #pragma unroll
+            for (int e = 0; e < VECTOR_B; ++e)
+                raw[e] = to_raw(at[e]);
+            *(__local CAT(RAW_BASE, VECTOR_B)*)(b_tile + B_VAT(i, j)) = CAT(vload, VECTOR_B)(0, raw);
+        }
+}
+#else
 inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t)
 {
     #pragma unroll
@@ -460,6 +581,7 @@ inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t)
         for (int j = 0; j < B_NIDX; ++j)
             b_tile[B_AT(B_T_KK + i * B_KK_STEP, B_T_IDX + j * B_IDX_STEP)] = to_raw(b_reg[i * B_NIDX + j]);
 }
+#endif
 
 inline void stage(__local raw_t* a_tile, __local raw_t* b_tile, const a_reg_t* a_reg, const src_t* b_reg, int t)
 {
@@ -742,10 +864,10 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
         const int m = m0 + A_COL_OF(t, j);
         a_cols[j] = m < GEMM_M ? a_col(g, m) : -1;
     }
-    tap_t b_cols[B_NIDX];
+    tap_t b_cols[B_NCOLS];
     #pragma unroll
-    for (int j = 0; j < B_NIDX; ++j)
-        b_cols[j] = b_col(g, n0 + B_T_IDX + j * B_IDX_STEP);
+    for (int j = 0; j < B_NCOLS; ++j)
+        b_cols[j] = b_col(g, n0 + B_COL_OF(t, j));
 
     float acc[TILES_M * TILES_N * 4];
     #pragma unroll
@@ -762,7 +884,7 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
 #if B_ASYNC
     src_t* b_reg = 0;
 #else
-    src_t b_reg[B_NKK * B_NIDX];
+    src_t b_reg[B_REGS];
 #endif
     #pragma unroll 1
     for (int s = 0; s < STAGES - 1; ++s) {
@@ -797,7 +919,7 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
     /* Iteration i fetches slice i into registers, multiplies slice i-1 from local memory (the global
      * reads in flight meanwhile), then stages slice i. */
     a_reg_t a_reg[A_REGS];
-    src_t b_reg[B_NKK * B_NIDX];
+    src_t b_reg[B_REGS];
     for (int step = 0; step <= steps; ++step) {
         if (step < steps) {
             fetch_a(a_src, a_cols, a_reg, 0, t, step, k_begin, k_end);

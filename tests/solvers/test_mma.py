@@ -177,6 +177,24 @@ def test_invalid_points_say_why():
     assert "SPLIT" in SOLVER.invalid_reason(problem, {**base, "SPLIT": 2}, H100)
 
 
+def test_vector_b_points_say_why():
+    fp32 = problem_of(Direction.FORWARD, LAYERS[1])          # 56 x 56, 1x1
+    base = SOLVER.default_params(fp32, H100)
+    assert base["VECTOR_B"] == 0 and SOLVER.invalid_reason(fp32, {**base, "VECTOR_B": 4}, H100) is None
+    assert "16 bytes" in SOLVER.invalid_reason(fp32, {**base, "VECTOR_B": 8}, H100)
+    assert "CHANNEL_BLOCKS" in SOLVER.invalid_reason(fp32, {**base, "VECTOR_B": 4, "CHANNEL_BLOCKS": False,
+                                                            "TRANSFORM_W": False, "VECTOR_A": False}, H100)
+    narrow = problem_of(Direction.FORWARD, LAYERS[0])        # 14 x 14: 2-vectors only
+    point = SOLVER.default_params(narrow, H100)
+    assert SOLVER.invalid_reason(narrow, {**point, "VECTOR_B": 2}, H100) is None
+    assert "multiples of 4" in SOLVER.invalid_reason(narrow, {**point, "VECTOR_B": 4}, H100)
+    strided = problem_of(Direction.FORWARD, (2, 16, 16, 16, 16, 3, 3, 1, 2, 1, 1))
+    assert "stride 1" in SOLVER.invalid_reason(strided, {**SOLVER.default_params(strided, H100), "VECTOR_B": 2}, H100)
+    wgrad = problem_of(Direction.BACKWARD_WEIGHTS, LAYERS[1])
+    assert "CHANNEL_BLOCKS" in SOLVER.invalid_reason(wgrad, {**SOLVER.default_params(wgrad, H100), "VECTOR_B": 2},
+                                                     H100)
+
+
 def test_pipeline_points_say_why():
     """STAGES > 2 only with cp.async, cp.async only with two stages or more, fp16 cp.async only with 16-byte A
     copies, and the ring within local memory (48 KiB on the H100)."""
@@ -206,7 +224,7 @@ def test_default_params_keep_the_register_pipeline():
         for dtype in DTYPES:
             for shape in LAYERS:
                 params = SOLVER.default_params(problem_of(direction, shape, dtype), H100)
-                assert not params["CP_ASYNC"] and params["STAGES"] <= 2
+                assert not params["CP_ASYNC"] and params["STAGES"] <= 2 and params["VECTOR_B"] == 0
 
 
 def test_pruned_search_space_is_the_filtered_grid(monkeypatch):
@@ -222,15 +240,16 @@ def test_pruned_search_space_is_the_filtered_grid(monkeypatch):
             pruned = list(solver.search_space(problem, H100))
             full = list(Solver.search_space(solver, problem, H100))
             assert pruned == full and any(p["CP_ASYNC"] and p["STAGES"] == 4 for p in full)
+            assert any(p["VECTOR_B"] == 4 for p in full) == (direction is not Direction.BACKWARD_WEIGHTS)
 
 
 # -- the kernels' layout and index mapping, emulated (any OpenCL device) -----------------------------------
 ODD = (2, 6, 7, 9, 13, 3, 3, (1, 2), (2, 1), (1, 2), 1)   # ragged tiles, pad, stride, dilation
 def cfg(m_blk, n_blk, warps_m, warps_n, stages, blocks, split=1, transform=False, vector=False, k_blk=16,
-        cp_async=False) -> dict:
+        cp_async=False, vector_b=0) -> dict:
     return {"M_BLK": m_blk, "N_BLK": n_blk, "K_BLK": k_blk, "WARPS_M": warps_m, "WARPS_N": warps_n, "STAGES": stages,
             "CHANNEL_BLOCKS": blocks, "SPLIT": split, "TRANSFORM_W": transform, "LDMATRIX": False, "VECTOR_A": vector,
-            "CP_ASYNC": cp_async}
+            "CP_ASYNC": cp_async, "VECTOR_B": vector_b}
 
 
 EMULATED = [  # (direction, params): one warp and two, one stage and two, channel blocks, the weight copy, a split
@@ -284,9 +303,27 @@ CP_ASYNC_CASES = [
 ]
 
 
+# VECTOR_B: W = Q = 8; taps s*dil - pad = -2, 0, 2 (aligned for 2-vectors, one tap in three for 4 and 8:
+# the others straddle the padding element by element); stride 2 along h; the second shape pads 1 (odd shifts)
+VB_SHAPE = (2, 6, 9, 8, 13, 3, 3, (1, 2), (2, 1), (1, 2), 1)
+VB_SHAPE_8 = (2, 8, 9, 8, 16, 3, 3, (1, 2), (2, 1), (1, 2), 1)
+VB_ODD = (2, 6, 7, 8, 13, 3, 3, 1, 1, 1, 1)
+CP_ASYNC_CASES += [
+    (Direction.FORWARD, "FP32", VB_SHAPE, cfg(16, 16, 1, 1, 2, True, transform=True, vector_b=4)),
+    (Direction.FORWARD, "FP32", VB_SHAPE, cfg(16, 32, 1, 1, 3, True, cp_async=True, vector_b=2)),
+    (Direction.FORWARD, "FP32", VB_ODD, cfg(16, 16, 1, 1, 4, True, transform=True, cp_async=True, vector_b=4)),
+    (Direction.BACKWARD_DATA, "FP32", VB_SHAPE, cfg(16, 16, 1, 1, 4, True, cp_async=True, vector_b=4)),
+    (Direction.BACKWARD_DATA, "FP32", VB_ODD, cfg(16, 32, 1, 2, 1, True, vector_b=2)),
+    (Direction.FORWARD, "FP16", VB_SHAPE, cfg(16, 16, 1, 1, 2, True, vector_b=8)),
+    (Direction.FORWARD, "FP16", VB_SHAPE_8, cfg(16, 16, 1, 1, 3, True, transform=True, vector=True, cp_async=True,
+                                                vector_b=8)),
+    (Direction.BACKWARD_DATA, "FP16", VB_SHAPE, cfg(16, 32, 1, 2, 2, True, transform=True, vector_b=4)),
+]
+
+
 @pytest.mark.parametrize("direction,dtype,shape,params", CP_ASYNC_CASES,
                          ids=[f"{d.name}-{t}-{p['STAGES']}-{i}" for i, (d, t, _, p) in enumerate(CP_ASYNC_CASES)])
-def test_emulated_cp_async_ring_matches_float64_within_the_format_bound(handle, direction, dtype, shape, params):
+def test_emulated_pipelines_match_float64_within_the_format_bound(handle, direction, dtype, shape, params):
     problem = problem_of(direction, shape, dtype)
     assert SOLVER.invalid_reason(problem, params, H100) is None, SOLVER.invalid_reason(problem, params, H100)
     t = host_tensors(problem, seed=2)
@@ -321,6 +358,10 @@ def test_ptx_sources_of_pipeline_points_build_with_the_asm_stubbed(handle, direc
     tile = {"M_BLK": 64, "N_BLK": 64, "K_BLK": 2 * mma_k(problem.dtype), "WARPS_M": 2, "WARPS_N": 2,
             "CP_ASYNC": True, "VECTOR_A": True}
     points = [base] + [{**base, **tile, "STAGES": stages, "LDMATRIX": stages != 3} for stages in (2, 3, 4)]
+    if direction is not Direction.BACKWARD_WEIGHTS:   # 56 columns a row: 2-, 4- and (fp16) 8-vectors of B
+        widths = (2, 4) if dtype == "FP32" else (2, 4, 8)
+        points += [{**base, "VECTOR_B": widths[-1]}, {**points[2], "VECTOR_B": widths[0]},
+                   {**points[3], "VECTOR_B": widths[-1]}]
     specs = []
     for params in points:
         reason = SOLVER.invalid_reason(problem, params, H100)

@@ -81,7 +81,7 @@ class ConvImplicitGemmMma(ConvSolver):
     grid = {"M_BLK": (16, 32, 64, 128, 256), "N_BLK": (16, 32, 64, 128, 256), "K_BLK": (8, 16, 32, 64),
             "WARPS_M": (1, 2, 4), "WARPS_N": (1, 2, 4), "STAGES": (1, 2, 3, 4), "CHANNEL_BLOCKS": (False, True),
             "SPLIT": (1, 2, 4, 8, 16, 32), "TRANSFORM_W": (False, True), "LDMATRIX": (False, True),
-            "VECTOR_A": (False, True), "CP_ASYNC": (False, True)}
+            "VECTOR_A": (False, True), "CP_ASYNC": (False, True), "VECTOR_B": (0, 2, 4, 8)}
     param_doc = {
         "M_BLK": "work-group tile rows (output channels; input channels in backward-data)",
         "N_BLK": "work-group tile columns (output pixels; filter taps in backward-weights)",
@@ -98,6 +98,9 @@ class ConvImplicitGemmMma(ConvSolver):
         "LDMATRIX": "read mma fragments from local memory with ldmatrix.x4 (B too when fp16 or backward-weights)",
         "VECTOR_A": "fetch A as 16-byte vectors along k (needs k contiguous: transformed or 1x1 forward weights, "
                     "dy planes; channel / plane sizes a multiple of the vector)",
+        "VECTOR_B": "forward / backward-data, CHANNEL_BLOCKS, stride 1 along w: gather B as that many consecutive "
+                    "columns of an output row, one vector (or one cp.async) where the tap keeps them aligned and "
+                    "inside, one local store (W and Q multiples of it; 16 bytes at most)",
         "CP_ASYNC": "copy slices global -> local with cp.async (no registers, zero-fill for padding) into a ring of "
                     "STAGES >= 2 buffers: fp32 A and B, fp16 A only (needs VECTOR_A; its 2-byte B gather stays "
                     "on registers); needs the device's cp.async probe",
@@ -124,12 +127,15 @@ class ConvImplicitGemmMma(ConvSolver):
         values["SPLIT"] = tuple(v for v in values["SPLIT"] if v <= max_split(problem))
         if problem.direction is Direction.BACKWARD_WEIGHTS:
             values["CHANNEL_BLOCKS"] = values["TRANSFORM_W"] = (False,)
+        values["VECTOR_B"] = tuple(v for v in values["VECTOR_B"] if not v or _vector_b_fits(problem, v))
         if CP_ASYNC_PROBE not in dev.ptx_mma:
             values["CP_ASYNC"], values["STAGES"] = (False,), (1, 2)
         names = list(values)
         for point in itertools.product(*values.values()):
             params = dict(zip(names, point))
             if params["STAGES"] > 2 and not params["CP_ASYNC"] or params["CP_ASYNC"] and params["STAGES"] < 2:
+                continue
+            if (params["TRANSFORM_W"] or params["VECTOR_B"]) and not params["CHANNEL_BLOCKS"]:
                 continue
             if self.is_valid(problem, params, dev):
                 yield params
@@ -243,6 +249,10 @@ def _shape_reason(problem: ConvProblem, params: Params) -> str | None:
         reason = _vector_a_reason(problem, params, threads)
         if reason:
             return reason
+    if params["VECTOR_B"]:
+        reason = _vector_b_reason(problem, params, threads)
+        if reason:
+            return reason
     k_size = inner_channels(problem) if params["CHANNEL_BLOCKS"] else shape.k
     for name, blk, size, least in (("M", m_blk, shape.m, 16), ("N", n_blk, shape.n, 16), ("K", k_blk, k_size, 16)):
         if blk > max(least, _pow2_ceil(size)):
@@ -274,10 +284,32 @@ def _vector_a_reason(problem: ConvProblem, params: Params, threads: int) -> str 
     return None if size % vec == 0 else f"VECTOR_A: {what}={size} is not a multiple of {vec}"
 
 
+def _vector_b_fits(problem: ConvProblem, vec: int) -> bool:
+    """Whether the problem lets VECTOR_B=vec gather B along output rows (whatever the tiles)."""
+    p = problem
+    return (p.direction is not Direction.BACKWARD_WEIGHTS and p.stride_w == 1 and vec * p.dtype.itemsize <= 16
+            and p.in_w % vec == 0 and p.out_w % vec == 0)
+
+
+def _vector_b_reason(problem: ConvProblem, params: Params, threads: int) -> str | None:
+    """Why B cannot be gathered in VECTOR_B-column vectors (see VECTOR_B in conv_mma.cl), or None."""
+    vec, p = params["VECTOR_B"], problem
+    if p.direction is Direction.BACKWARD_WEIGHTS or not params["CHANNEL_BLOCKS"]:
+        return "VECTOR_B needs CHANNEL_BLOCKS (forward / backward-data)"
+    if not _vector_b_fits(p, vec):
+        return (f"VECTOR_B={vec}: needs stride 1 along w, W={p.in_w} and Q={p.out_w} multiples of {vec}, "
+                f"at most 16 bytes")
+    groups = params["N_BLK"] // vec
+    step = min(threads, groups)
+    if groups % step or threads % step or params["K_BLK"] % (threads // step):
+        return f"VECTOR_B: a {params['K_BLK']}x{params['N_BLK']} slice is not whole passes of {vec}-vectors"
+    return None
+
+
 # -- default params ---------------------------------------------------------------------------------------
 SMALLEST = {"M_BLK": 16, "N_BLK": 16, "K_BLK": 16, "WARPS_M": 1, "WARPS_N": 1, "STAGES": 1,
             "CHANNEL_BLOCKS": False, "SPLIT": 1, "TRANSFORM_W": False, "LDMATRIX": False, "VECTOR_A": False,
-            "CP_ASYNC": False}
+            "CP_ASYNC": False, "VECTOR_B": 0}
 # (M_BLK, N_BLK, WARPS_M, WARPS_N): 64x64 warp tiles where the problem is large, down to one warp on 16x16
 _TILES = ((128, 128, 2, 2), (128, 128, 2, 4), (256, 128, 4, 2), (128, 256, 2, 4), (128, 64, 2, 2), (64, 128, 2, 2),
           (64, 64, 2, 2), (128, 32, 4, 1), (32, 128, 1, 4), (64, 32, 2, 1), (32, 64, 1, 2), (32, 32, 1, 1),
@@ -297,7 +329,7 @@ def _candidates(problem: ConvProblem, dev: DeviceInfo) -> list[Params]:
                 for s in splits:
                     base = {"M_BLK": m, "N_BLK": n, "K_BLK": k, "WARPS_M": wm, "WARPS_N": wn, "STAGES": 2,
                             "CHANNEL_BLOCKS": cb, "SPLIT": s, "TRANSFORM_W": False, "LDMATRIX": False,
-                            "VECTOR_A": False, "CP_ASYNC": False}
+                            "VECTOR_A": False, "CP_ASYNC": False, "VECTOR_B": 0}
                     featured = _featured(problem, base, dev)
                     if problem.dtype is DataType.FLOAT16 or featured["STAGES"] == 2 or k == min(k_blks):
                         out.append(featured)   # fp32: one stage of 32 spilled or lost to two of 16 on the H100
