@@ -316,6 +316,9 @@ CP_ASYNC_CASES += [
     (Direction.FORWARD, "FP16", VB_SHAPE_8, cfg(16, 16, 1, 1, 3, True, transform=True, vector=True, cp_async=True,
                                                 vector_b=8)),
     (Direction.BACKWARD_DATA, "FP16", VB_SHAPE, cfg(16, 32, 1, 2, 2, True, transform=True, vector_b=4)),
+    # fp16 B mixed: aligned vectors by cp.async (4 bytes here), the others through registers
+    (Direction.BACKWARD_DATA, "FP16", VB_SHAPE_8, cfg(16, 32, 1, 1, 4, True, transform=True, vector=True,
+                                                     cp_async=True, vector_b=2)),
 ]
 
 
