@@ -88,7 +88,8 @@ def _variant(problem, info, base: dict, overrides: dict) -> tuple[dict | None, s
 
 def rows_of(args) -> list[tuple]:
     layers = [s for s in LAYERS if not args.layers or s[0] in args.layers.split(",")]
-    return [(shape, letter, dtype) for letter in args.directions for shape in layers
+    # layer by layer (a run cut short by its budget loses whole layers, not a whole direction)
+    return [(shape, letter, dtype) for shape in layers for letter in args.directions
             for dtype in args.dtypes.split(",")]
 
 

@@ -31,7 +31,8 @@
  *                    cp.async.commit_group per slice, cp.async.wait_group STAGES-2 and one barrier per step.
  *                    fp32: A and B by 4-byte copies (A by 16-byte .cg copies with VECTOR_A), converted to TF32
  *                    when the fragments are read (the weight copy of TRANSFORM_W is rounded already).
- *                    fp16: A by 16-byte copies (needs VECTOR_A); B keeps the register path (a 2-byte element
+ *                    fp16: A by 16-byte copies with VECTOR_A, else by 4-byte pairs along k (A_PAIRS: k contiguous,
+ *                    sizes even, as VECTOR_A's checks with 2-vectors); B keeps the register path (a 2-byte element
  *                    is below cp.async's 4-byte minimum), staged after the multiply of each step, except
  *                    with VECTOR_B, where each vector that is one aligned copy (or all zeros) goes by cp.async
  *                    0: fetched into registers one step ahead, converted, stored (the STAGES 1-2 loop)
@@ -98,9 +99,8 @@
 #if !CP_ASYNC && STAGES > 2
 #error "STAGES > 2 needs CP_ASYNC"
 #endif
-#if CP_ASYNC && MIOPY_HALF && !VECTOR_A
-#error "CP_ASYNC with fp16 data needs VECTOR_A (cp.async copies 4 bytes at least)"
-#endif
+/* fp16 A by cp.async without VECTOR_A: 4-byte pairs of consecutive k (cp.async copies 4 bytes at least) */
+#define A_PAIRS (CP_ASYNC && MIOPY_HALF && !VECTOR_A)
 /* Which operands cp.async copies (the others go through registers): A always, B when its elements are 4 bytes */
 #define A_ASYNC CP_ASYNC
 #define B_ASYNC (CP_ASYNC && !MIOPY_HALF)
@@ -386,8 +386,11 @@ inline void cp_wait(void) { asm volatile("cp.async.wait_group 2;" ::: "memory");
 /* -- slice fetch (global -> registers, or global -> local with cp.async), conversion, stage -------------
  * fetch_a / fetch_b deliver each element of a slice either into reg (register path: converted and stored by
  * stage later) or, when the operand is A_ASYNC / B_ASYNC, straight into its place in the local tile. */
-#if VECTOR_A
-#if MIOPY_HALF
+#if VECTOR_A || A_PAIRS
+#if A_PAIRS
+#define A_VEC 2
+typedef uint a_reg_t;            /* 2 halves (cp.async only: never fetched into registers) */
+#elif MIOPY_HALF
 #define A_VEC 8
 typedef uint4 a_reg_t;           /* 8 halves */
 #else
@@ -408,7 +411,9 @@ inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t
     #pragma unroll
     for (int j = 0; j < A_REGS; ++j) {
         const bool ok = a_cols[j] >= 0 && in.valid;
-#if A_ASYNC
+#if A_PAIRS
+        cp_async4(tile + A_AT((t % A_GROUPS) * A_VEC, A_COL_OF(t, j)), a + (ok ? a_cols[j] + row : 0), ok);
+#elif A_ASYNC
         cp_async16(tile + A_AT((t % A_GROUPS) * A_VEC, A_COL_OF(t, j)), a + (ok ? a_cols[j] + row : 0), ok);
 #else
         reg[j] = ok ? *(__global const a_reg_t*)(a + a_cols[j] + row) : (a_reg_t)(0);
@@ -429,7 +434,7 @@ inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t
         #pragma unroll
         for (int j = 0; j < A_NIDX; ++j) {
             const bool ok = a_cols[j] >= 0 && in.valid;
-#if A_ASYNC       /* fp32 only (fp16 needs VECTOR_A) */
+#if A_ASYNC       /* fp32 only (fp16 copies pairs) */
             cp_async4(tile + A_AT(A_T_KK + i * A_KK_STEP, A_T_IDX + j * A_IDX_STEP), a + (ok ? a_cols[j] + row : 0), ok);
 #else
             reg[i * A_NIDX + j] = ok ? a[a_cols[j] + row] : (src_t)0;
@@ -438,7 +443,7 @@ inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t
     }
 }
 #endif
-#define A_NCOLS (VECTOR_A ? A_REGS : A_NIDX)
+#define A_NCOLS (VECTOR_A || A_PAIRS ? A_REGS : A_NIDX)
 
 #if B_ASYNC
 #define B_PUT(i, j, ok, off) cp_async4(tile + B_AT(B_T_KK + (i) * B_KK_STEP, B_T_IDX + (j) * B_IDX_STEP), \
