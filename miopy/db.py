@@ -613,6 +613,17 @@ class PerfDb:
                                   (device, problem, solver, params_key(params), _finite_or_none(time_ms),
                                    *_stamp()))])
 
+    def of_solver(self, solver: str) -> list[tuple[str, str, dict]]:
+        """(device, problem, params) of every well-formed record of solver, in (device, problem) order."""
+        out = []
+        for device, problem, params in self.store.query("SELECT device, problem, params FROM perf WHERE solver = ? "
+                                                        "ORDER BY device, problem", (solver,)):
+            try:
+                out.append((_typed(device, str, "device"), _typed(problem, str, "problem"), _parsed_params(params)))
+            except _Malformed:
+                continue
+        return out
+
     def rows(self) -> list[tuple]:
         """Every record as a raw row (device, problem, solver, params, time_ms, miopy_version, date)."""
         return self.store.query("SELECT device, problem, solver, params, time_ms, miopy_version, date FROM perf "
@@ -702,6 +713,21 @@ class TuningLog:
         if malformed:
             warn_once(logger, f"user DB: {len(malformed)} malformed tuning point(s) of {solver} on {problem} "
                               f"ignored (first: {malformed[0]})")
+        return out
+
+    def of_solver(self, device: str, solver: str, limit: int = 20000) -> dict[str, list[TuningPoint]]:
+        """This version's points of solver on device, by problem (at most limit rows; malformed ones left out
+        silently): the measured predecessors a new problem's search is ordered by (miopy.tuning.priors)."""
+        rows = self.store.query("SELECT problem, params, time_ms, error FROM tuning WHERE device = ? AND solver = ? "
+                                "AND miopy_version = ? ORDER BY problem, params LIMIT ?",
+                                (device, solver, __version__, limit))
+        out: dict[str, list[TuningPoint]] = {}
+        for problem, params, time_ms, error in rows:
+            try:
+                point = TuningPoint(_parsed_params(params), _parsed_time(time_ms, math.inf), error)
+            except _Malformed:
+                continue
+            out.setdefault(str(problem), []).append(point)
         return out
 
     def put(self, device: str, problem: str, solver: str, point: TuningPoint) -> bool:

@@ -193,7 +193,7 @@ class KernelCache:
         this cache's disk entry when entries hold binaries. False (nothing kept: a later kernel() builds it)
         when the binary does not load here or lacks spec's kernel."""
         key = self.program_key(spec)
-        with self._lock:
+        with self._program_lock(key):   # loads of different programs (a JIT on NVIDIA) run at once
             if key in self._programs:
                 return True
             prg, fault = self._from_binary(binary, spec)
@@ -201,7 +201,8 @@ class KernelCache:
                 logger.debug("a compile worker's binary of %s did not load: %s", spec.name, fault)
                 return False
             self._programs[key] = prg
-            self.stats["adopted"] += 1
+            with self._lock:
+                self.stats["adopted"] += 1
         if self.store_binaries and not config.cache_disabled():
             self._store(key, binary)
         return True

@@ -48,7 +48,8 @@ def parser() -> argparse.ArgumentParser:
                     help="1 fwd, 2 bwd-data, 4 bwd-weights, 0 all")
     ap.add_argument("-S", "--solver", default=None, help="tune only this solver")
     ap.add_argument("--limit", type=int, default=None, help="tune only the first LIMIT layers of each network")
-    ap.add_argument("--strategy", default="local")
+    ap.add_argument("--strategy", default="fast", help="search strategy (default fast; see miopy-tune)")
+    ap.add_argument("--time-budget", type=float, default=None, help="seconds per problem, shared among its solvers")
     ap.add_argument("--layers", default="", help="comma-separated layer names to tune (default: all)")
     ap.add_argument("--budget", type=int, default=4, help="most points per solver and problem")
     ap.add_argument("--jobs", type=int, default=None)
@@ -144,7 +145,8 @@ def build(args: argparse.Namespace) -> int:
         for i, problem in enumerate(problems, 1):
             start = time.perf_counter()
             results = tune_problem(handle, problem, solvers=solvers, strategy_name=args.strategy,
-                                   options=TuneOptions(budget=args.budget), compiler=compiler)
+                                   options=TuneOptions(budget=args.budget, time_budget_s=args.time_budget),
+                                   compiler=compiler)
             print(f"[{i}/{len(problems)}] {problem.key()} tuned in {time.perf_counter() - start:.1f} s: "
                   + ", ".join(f"{r.solver_id} {r.best_ms:.3f} ms" for r in results), flush=True)
     rows = {tuple(row[:3]): row for row in _existing(args.out)} if args.merge else {}

@@ -26,7 +26,8 @@ from ..errors import BadParam, MiopyError, check
 from ..find import tensor_bytes
 from ..handle import Handle
 from ..plan import check_fits
-from ..tuning import DEFAULT_BUDGET, STRATEGIES, Compiler, SearchSpace, TuneOptions, TuneResult, tunable, tune_problem
+from ..tuning import STRATEGIES, Compiler, SearchSpace, TuneOptions, TuneResult, tunable, tune_problem
+from ..tuning.tuner import default_budget
 from .driver import CONV_COMMANDS, conv_arguments, descriptors
 
 DRIVER_PREFIXES = tuple((program, command) for program in ("./bin/MIOpenDriver", "MIOpenDriver", "miopy-driver")
@@ -45,9 +46,17 @@ def parser() -> argparse.ArgumentParser:
     source.add_argument("--onnx", type=Path, help="tune the convolutions an ONNX model runs (the onnx extra), "
                                                   "in the directions -F asks, at --batch")
     ap.add_argument("--batch", type=int, default=None, help="--onnx: batch size of the model's inputs")
-    ap.add_argument("--strategy", choices=sorted(STRATEGIES), default="local", help="search strategy")
-    ap.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="most points measured per solver")
+    ap.add_argument("--strategy", choices=sorted(STRATEGIES), default="local",
+                    help="search strategy (fast: batched multi-start local search with priors and an early "
+                         "timing cut, for use with --time-budget)")
+    ap.add_argument("--budget", type=int, default=None,
+                    help="most points measured per solver (default 32; fast: 128)")
     ap.add_argument("--time-limit", type=float, default=None, help="seconds per solver and problem")
+    ap.add_argument("--time-budget", type=float, default=None,
+                    help="seconds per problem, shared among its solvers (smallest search spaces first)")
+    ap.add_argument("--cut", type=float, default=None,
+                    help="early timing cut: a point whose first run is this many times the best so far is not "
+                         "timed further (> 1; default: fast 1.5, other strategies none)")
     ap.add_argument("--patience", type=int, default=None, help="stop after this many points without a better one")
     ap.add_argument("--jobs", type=int, default=None, help="compile workers (default min(4, CPUs); 0: in-process)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random strategies")
@@ -202,7 +211,8 @@ def tune_one(handle: Handle, problem: ConvProblem, args: argparse.Namespace, com
 
     check_fits(handle, tensor_bytes(problem))   # before the bar: an error is then one line
     solvers = tunable(handle, problem, [registry.get(args.solver)] if args.solver else None)
-    total = sum(min(args.budget, len(SearchSpace.of(s, problem, handle.info))) for s in solvers)
+    budget = options_of(args).budget or 0
+    total = sum(min(budget, len(SearchSpace.of(s, problem, handle.info))) for s in solvers)
     with tqdm(total=total, desc=problem.key(), unit="pt", file=sys.stderr, leave=False) as bar:
         return tune_problem(handle, problem, solvers=solvers, strategy_name=args.strategy, options=options_of(args),
                             compiler=compiler, on_result=lambda _: bar.update(1))
@@ -210,14 +220,18 @@ def tune_one(handle: Handle, problem: ConvProblem, args: argparse.Namespace, com
 
 def options_of(args: argparse.Namespace) -> TuneOptions:
     """The tuning limits the flags give, each checked (BadParam naming the flag)."""
-    check(args.budget >= 1, "--budget", f"must be >= 1, got {args.budget}")
-    check(args.time_limit is None or (math.isfinite(args.time_limit) and args.time_limit > 0), "--time-limit",
-          f"must be a number of seconds > 0, got {args.time_limit}")
+    budget = default_budget(args.strategy) if args.budget is None else args.budget
+    check(budget >= 1, "--budget", f"must be >= 1, got {budget}")
+    for flag, value in (("--time-limit", args.time_limit), ("--time-budget", args.time_budget)):
+        check(value is None or (math.isfinite(value) and value > 0), flag,
+              f"must be a number of seconds > 0, got {value}")
+    check(args.cut is None or (math.isfinite(args.cut) and args.cut > 1), "--cut",
+          f"must be a number > 1, got {args.cut}")
     check(args.patience is None or args.patience >= 1, "--patience", f"must be >= 1, got {args.patience}")
     check(args.jobs is None or args.jobs >= 0, "--jobs", f"must be >= 0 (0: compile in this process), got {args.jobs}")
     check(args.seed >= 0, "--seed", f"must be >= 0, got {args.seed}")
     check(args.workers is None or args.workers >= 1, "--workers", f"must be >= 1, got {args.workers}")
-    return TuneOptions(args.budget, args.time_limit, args.patience, args.seed)
+    return TuneOptions(budget, args.time_limit, args.patience, args.seed, args.cut, args.time_budget)
 
 
 def table(problem: ConvProblem, results: list[TuneResult]) -> str:
@@ -229,7 +243,8 @@ def table(problem: ConvProblem, results: list[TuneResult]) -> str:
         where = (db.params_key(r.best_params) if r.stored and r.best_params is not None
                  else "not stored: no point verified")
         lines.append(f"  {r.solver_id:<28}{r.default_ms:>12.4f}{r.best_ms:>12.4f}{r.speedup:>8.2f}x{gflops:>10.1f}  "
-                     f"{where}; {r.measured} measured, {r.recorded} from the log, {r.failed} failed")
+                     f"{where}; {r.measured} measured, {r.recorded} from the log, {r.failed} failed"
+                     + (f", {r.cut} cut" if r.cut else "") + (f"; {r.seconds['total']:.1f} s" if r.seconds else ""))
     if not results:
         lines.append("  no applicable solver has anything to tune")
     return "\n".join(lines)
@@ -248,7 +263,9 @@ def main(argv=None) -> int:
             return tune_on_cluster(problems, args) or (1 if skipped else 0)
         handle = Handle()
         print(f"miopy-tune: device {handle.info.name} ({handle.info.platform}); {len(problems)} problem(s); "
-              f"strategy {args.strategy}, budget {args.budget}; user DB {config.user_db_path() or 'in memory'}")
+              f"strategy {args.strategy}, budget {options_of(args).budget}"
+              + (f", {args.time_budget:g} s per problem" if args.time_budget else "")
+              + f"; user DB {config.user_db_path() or 'in memory'}")
         with Compiler(handle, args.jobs) as compiler:
             for problem in problems:
                 print(table(problem, tune_one(handle, problem, args, compiler)), flush=True)
@@ -268,7 +285,7 @@ def tune_on_cluster(problems: list[ConvProblem], args: argparse.Namespace) -> in
     """Tuning (and find) jobs on a Dask cluster; the summary table at the end."""
     from ..distributed import cluster, run, tune_jobs  # the optional extra, imported only here
     solvers = [registry.get(args.solver)] if args.solver else None
-    options = TuneOptions(args.budget, args.time_limit, args.patience, args.seed)
+    options = options_of(args)
     jobs = tune_jobs(problems, solvers, strategy=args.strategy, options=options, find=args.find)
     print(f"miopy-tune: {len(jobs)} job(s) for {len(problems)} problem(s) on "
           f"{args.scheduler or f'{args.workers} local worker(s)'}; user DB {config.user_db_path() or 'in memory'}")

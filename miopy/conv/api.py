@@ -33,7 +33,7 @@ def find(handle: Handle, problem: ConvProblem, **kwargs: Any) -> FindResult:
     (tuning sits above find, so the family's API does it)."""
     if kwargs.get("solvers") is None and resolve_enforce() == "search":
         from ..tuning import tune_problem
-        tune_problem(handle, problem, timer=kwargs.get("timer"))
+        tune_problem(handle, problem, strategy_name="fast", timer=kwargs.get("timer"))
     return find_problem(handle, problem, **kwargs)
 
 

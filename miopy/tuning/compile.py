@@ -10,6 +10,12 @@ KernelCache.adopt); where the driver keeps its own binary cache (PoCL) and askin
 compile every kernel again, the worker sends back only whether the build succeeded, and the parent's build
 from source is served by the driver's cache on this host (the workers are processes of this machine). So
 parallel compiling needs no usable kernel cache directory. With jobs=0 kernels are built in the main process.
+
+``start(solutions)`` pipelines: it hands the builds to the workers and returns at once, one Build per
+solution, whose ``wait()`` gives the build's outcome after its binaries were adopted. Adoption runs in a
+pool of threads of this process (where a driver loads a binary by compiling it again, NVIDIA's PTX, those
+loads overlap each other and the timing of earlier points), so a tuning run times point i while the
+workers build the points after it.
 """
 from __future__ import annotations
 
@@ -73,6 +79,28 @@ def _build(specs: tuple[KernelSpec, ...], send_binaries: bool) -> tuple[str | No
     return None, ()
 
 
+class Build:
+    """One solution's build under way; ``wait()`` gives the error text or None once its kernels are usable in
+    this process (without workers the build happens in wait)."""
+
+    def __init__(self, compiler: Compiler, solution: Solution, worker: cf.Future | None = None,
+                 adopted: cf.Future | None = None):
+        self.compiler, self.solution, self.worker, self.adopted = compiler, solution, worker, adopted
+
+    def wait(self) -> str | None:
+        if self.adopted is None:
+            return self.compiler._build_here(self.solution)
+        try:
+            return self.adopted.result()
+        except (cf.process.BrokenProcessPool, cf.CancelledError, RuntimeError) as exc:
+            return self.compiler._worker_failed(exc, self.solution)
+
+    def cancel(self) -> None:
+        """Drop the build if no worker has started it (a run that stopped early)."""
+        if self.worker is not None:
+            self.worker.cancel()
+
+
 class Compiler:
     """Builds solutions' kernels for one handle; use as a context manager so the workers are shut down."""
 
@@ -82,6 +110,7 @@ class Compiler:
               f"must be >= 0 (0: compile in this process), got {jobs}")
         self.jobs = default_jobs() if jobs is None else int(jobs)
         self._pool: cf.ProcessPoolExecutor | None = None
+        self._adopters: cf.ThreadPoolExecutor | None = None
         self._worked = False  # some worker has answered: a later crash is a config's, not the pool's
 
     @property
@@ -103,6 +132,9 @@ class Compiler:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
+        if self._adopters is not None:
+            self._adopters.shutdown(cancel_futures=True)
+            self._adopters = None
 
     def compile(self, solutions: Sequence[Solution]) -> list[str | None]:
         """Build every solution's kernels; per solution, the error text or None. In parallel mode the
@@ -112,6 +144,48 @@ class Compiler:
             if errors is not None:
                 return errors
         return [self._build_here(s) for s in solutions]
+
+    def start(self, solutions: Sequence[Solution]) -> list[Build]:
+        """Start building every solution's kernels (in the workers, when there are any) and return at once;
+        each Build's wait() gives that solution's error text or None, its binaries adopted by then."""
+        if not self.parallel:
+            return [Build(self, s) for s in solutions]
+        try:
+            pool = self._workers()
+            if self._adopters is None:
+                self._adopters = cf.ThreadPoolExecutor(self.jobs, thread_name_prefix="miopy-adopt")
+            send = self.handle.kernels.store_binaries
+            builds = []
+            for solution in solutions:
+                specs = tuple(launch.spec for launch in solution.launches)
+                worker = pool.submit(_build, specs, send)
+                builds.append(Build(self, solution, worker, self._adopters.submit(self._settle, specs, worker)))
+            return builds
+        except (cf.process.BrokenProcessPool, RuntimeError) as exc:
+            warn_once(logger, f"compile workers unavailable ({exc!r}); compiling in the main process")
+            self.close()
+            self.jobs = 0
+            return [Build(self, s) for s in solutions]
+
+    def _settle(self, specs: tuple[KernelSpec, ...], worker: cf.Future) -> str | None:
+        """In an adopter thread: wait for a worker's build, adopt its binaries; its error text or None."""
+        error, binaries = worker.result()
+        self._worked = True
+        for spec, binary in zip(specs, binaries):
+            self.handle.kernels.adopt(spec, binary)
+        return error
+
+    def _worker_failed(self, exc: BaseException, solution: Solution) -> str | None:
+        """A Build whose worker (pool) failed: before any worker answered, the workers could not start, so
+        compiling moves into this process; after, the crash was this config's."""
+        self.close()
+        if not self._worked:
+            if self.jobs:
+                warn_once(logger, f"compile workers could not start ({exc!r}); compiling in the main process "
+                                  "(a script that tunes must guard its main code with if __name__ == '__main__')")
+            self.jobs = 0
+            return self._build_here(solution)
+        return f"compile worker died: {exc!r}"
 
     def prefetch(self, solutions: Sequence[Solution]) -> list[cf.Future]:
         """Start building solutions' kernels in the workers and return at once: each binary is adopted as it

@@ -27,6 +27,7 @@ class Measurement:
     time_ms: float
     error: str | None = None
     cached: bool = False  # served from the tuning log, not measured in this run
+    cut: bool = False     # its first run was cut x slower than the best so far: that one run is its time
 
     @property
     def ok(self) -> bool:
@@ -41,14 +42,25 @@ class TuneOptions:
     time_limit_s: float | None = None  # wall-clock seconds per solver
     patience: int | None = None        # stop after this many points in a row that do not beat the best
     seed: int = 0                      # for the strategies that draw at random
+    cut: float | None = None           # early timing cut factor (None: the strategy's, see tuner.DEFAULT_CUT)
+    time_budget_s: float | None = None  # seconds per problem, shared among its solvers by tune_problem
 
     def __post_init__(self) -> None:
         for name, least in (("budget", 1), ("patience", 1)):
             value = getattr(self, name)
             check(value is None or as_int(value, name) >= least, name, f"must be >= {least}, got {value}")
-        limit = self.time_limit_s
-        check(limit is None or as_real(limit, "time_limit_s") > 0, "time_limit_s", f"must be > 0 s, got {limit}")
+        for name in ("time_limit_s", "time_budget_s"):
+            limit = getattr(self, name)
+            check(limit is None or as_real(limit, name) > 0, name, f"must be > 0 s, got {limit}")
         check(as_int(self.seed, "seed") >= 0, "seed", f"must be >= 0, got {self.seed}")
+        check(self.cut is None or as_real(self.cut, "cut") > 1, "cut",
+              f"must be > 1 (a point whose first run is this many times the best is not timed further), got {self.cut}")
+
+    @property
+    def seconds(self) -> float:
+        """The wall-clock seconds one solver may take: the smaller of time_limit_s and time_budget_s."""
+        return min(math.inf if self.time_limit_s is None else self.time_limit_s,
+                   math.inf if self.time_budget_s is None else self.time_budget_s)
 
 
 class Runner(Protocol):
@@ -78,19 +90,21 @@ class GuardedRunner:
 
     def __init__(self, inner: Runner, options: TuneOptions, recorded: Mapping[str, Measurement] | None = None,
                  on_result: Callable[[Measurement], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, width: int = 8):
         self.inner, self.options, self.clock = inner, options, clock
         self.recorded = dict(recorded or {})
         self.on_result = on_result
         self.results: dict[str, Measurement] = {}
         self.best_ms, self.since_best = math.inf, 0
-        self.deadline = clock() + options.time_limit_s if options.time_limit_s is not None else math.inf
+        self.deadline = clock() + options.seconds
+        self.width = width   # how many points a batch should hold to keep the compile workers busy
 
     @property
     def done(self) -> bool:
-        """The budget, time limit or patience is spent."""
+        """The budget, time limit or patience is spent (the first point is always measured)."""
         o = self.options
-        return ((o.budget is not None and len(self.results) >= o.budget) or self.clock() >= self.deadline
+        return ((o.budget is not None and len(self.results) >= o.budget)
+                or (bool(self.results) and self.clock() >= self.deadline)
                 or (o.patience is not None and self.since_best >= o.patience))
 
     def run(self, points: Sequence[Params]) -> list[Measurement]:

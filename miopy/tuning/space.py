@@ -11,11 +11,15 @@ from ..solver import Params, Problem, Solver
 
 @dataclass(frozen=True)
 class SearchSpace:
-    """Valid points in grid order, the grid they come from, and the solver's default point."""
+    """Valid points in grid order, the grid they come from, and the solver's default point; optionally the
+    priors a search may use (miopy.tuning.priors): hints (other problems' tuned params valid here) and
+    order (every point, most promising first by a cost estimate; empty when there is none)."""
 
     grid: Mapping[str, tuple]
     points: tuple[Params, ...]
     default: Params
+    hints: tuple[Params, ...] = ()
+    order: tuple[Params, ...] = ()
     _keys: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):

@@ -8,10 +8,12 @@ is written to the user perf DB; one that fails is recorded as failed and the nex
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyopencl as cl
 
@@ -25,6 +27,7 @@ from ..plan import check_fits, plan_of
 from ..solver import Params, Problem, Solver
 from .compile import Compiler
 from .device import DeviceRunner
+from .priors import priors
 from .runner import GuardedRunner, Measurement, TuneOptions
 from .space import SearchSpace
 from .strategies import STRATEGIES
@@ -34,6 +37,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_BUDGET = 32
 DEFAULT_OPTIONS = TuneOptions(budget=DEFAULT_BUDGET)
+FAST_BUDGET = 128            # the fast strategy's point cap when none is given: its patience and seconds stop it
+DEFAULT_CUT = {"fast": 1.5}  # early timing cut per strategy when TuneOptions.cut is None (others: no cut)
+WITH_PRIORS = ("fast",)      # strategies whose search space carries priors (miopy.tuning.priors)
 Progress = Callable[[Measurement], None]
 
 
@@ -51,11 +57,18 @@ class TuneResult:
     recorded: int   # points served from the tuning log
     failed: int     # points that failed to compile, launch or verify
     stored: bool    # the winner verified and is in the user perf DB
+    cut: int = 0    # points the early timing cut timed once only
+    seconds: dict = field(default_factory=dict)   # wall seconds: total, compile_wait, timing, verify
 
     @property
     def speedup(self) -> float:
         finite = math.isfinite(self.default_ms) and math.isfinite(self.best_ms) and self.best_ms > 0
         return self.default_ms / self.best_ms if finite else math.nan
+
+
+def default_budget(strategy_name: str) -> int:
+    """The point budget a strategy runs with when the caller gives none."""
+    return FAST_BUDGET if strategy_name == "fast" else DEFAULT_BUDGET
 
 
 def strategy(name: str) -> Callable:
@@ -73,10 +86,15 @@ def tune_solver(handle: Handle, problem: Problem, solver: Solver, *, strategy_na
     reason = solver.not_applicable_reason(problem, handle.info) or _fit_reason(handle, problem, solver)
     if reason is not None:
         raise NotApplicable(f"{solver.id}: {reason}")
+    started = time.perf_counter()
     walk = strategy(strategy_name)
     space = SearchSpace.of(solver, problem, handle.info)
     log, device, key = db.tuning_log(), handle.info.device_id, problem.key()
+    if strategy_name in WITH_PRIORS:
+        known = priors(space, solver.id, device, key)
+        space = dataclasses.replace(space, hints=known.hints, order=known.order)
     recorded = _recorded(log, device, key, solver, space)
+    cut = options.cut if options.cut is not None else DEFAULT_CUT.get(strategy_name)
 
     def record(m: Measurement) -> None:
         if not m.cached:
@@ -86,14 +104,18 @@ def tune_solver(handle: Handle, problem: Problem, solver: Solver, *, strategy_na
 
     workload = Workload(handle, problem, solver.workspace_bytes(problem))
     with contextlib.nullcontext(compiler) if compiler is not None else Compiler(handle) as active:
-        runner = GuardedRunner(DeviceRunner(handle, problem, solver, workload, active, timer), options,
-                               recorded, record)
+        measurer = DeviceRunner(handle, problem, solver, workload, active, timer, cut)
+        runner = GuardedRunner(measurer, options, recorded, record, width=max(8, active.batch_size))
+        measurer.best = lambda: runner.best_ms
         runner.run([space.default])
         walk(space, runner, options)
+    verify = time.perf_counter()
     winner = _verified_winner(handle, problem, solver, workload, runner, log)
     if winner is not None:
         db.user_perf_db().put(device, key, solver.id, winner.params, winner.time_ms)
-    return _summary(solver, problem, space, runner, winner)
+    now = time.perf_counter()
+    seconds = {"total": now - started, **measurer.seconds, "verify": now - verify}
+    return _summary(solver, problem, space, runner, winner, seconds)
 
 
 def tune_problem(handle: Handle, problem: Problem, *, solvers: Sequence[Solver] | None = None,
@@ -101,12 +123,26 @@ def tune_problem(handle: Handle, problem: Problem, *, solvers: Sequence[Solver] 
                  jobs: int | None = None, compiler: Compiler | None = None,
                  on_result: Progress | None = None) -> list[TuneResult]:
     """Tune every applicable solver with a grid (of solvers, else the registry) on problem; OutOfResources when
-    the device cannot hold the problem's tensors."""
+    the device cannot hold the problem's tensors. With options.time_budget_s the solvers share that many
+    seconds: the smallest search spaces go first, and each solver gets an equal share of what is left when
+    it starts (so time a small space did not use goes to the larger ones); results keep the solvers' order."""
     check_fits(handle, tensor_bytes(problem))
+    chosen = tunable(handle, problem, solvers)
+    budget = options.time_budget_s
+    order = list(range(len(chosen)))
+    if budget is not None:
+        order.sort(key=lambda i: len(SearchSpace.of(chosen[i], problem, handle.info)))
+    deadline = time.monotonic() + (budget or 0.0)
+    results: dict[int, TuneResult] = {}
     with contextlib.nullcontext(compiler) if compiler is not None else Compiler(handle, jobs) as active:
-        return [tune_solver(handle, problem, s, strategy_name=strategy_name, options=options, timer=timer,
-                            compiler=active, on_result=on_result)
-                for s in tunable(handle, problem, solvers)]
+        for n, i in enumerate(order):
+            share = options
+            if budget is not None:
+                left = max(deadline - time.monotonic(), 1e-3)
+                share = dataclasses.replace(options, time_budget_s=left / (len(order) - n))
+            results[i] = tune_solver(handle, problem, chosen[i], strategy_name=strategy_name, options=share,
+                                     timer=timer, compiler=active, on_result=on_result)
+    return [results[i] for i in range(len(chosen))]
 
 
 def tunable(handle: Handle, problem: Problem, solvers: Sequence[Solver] | None = None) -> list[Solver]:
@@ -150,10 +186,11 @@ def _verified_winner(handle: Handle, problem: Problem, solver: Solver, workload:
 
 
 def _summary(solver: Solver, problem: Problem, space: SearchSpace, runner: GuardedRunner,
-             winner: Measurement | None) -> TuneResult:
+             winner: Measurement | None, seconds: dict) -> TuneResult:
     results = list(runner.results.values())
     default = runner.results.get(db.params_key(space.default))
     return TuneResult(solver.id, problem.key(), space.default, default.time_ms if default else math.nan,
                       winner.params if winner else None, winner.time_ms if winner else math.inf,
                       measured=sum(not m.cached for m in results), recorded=sum(m.cached for m in results),
-                      failed=sum(not m.ok for m in results), stored=winner is not None)
+                      failed=sum(not m.ok for m in results), stored=winner is not None,
+                      cut=sum(m.cut for m in results), seconds=seconds)

@@ -103,7 +103,9 @@ def test_a_timer_that_returns_no_time_skips_its_solver(handle, report):
     (dict(budget=True), "budget"), (dict(budget=0), "budget"), (dict(budget=2.5), "budget"),
     (dict(time_limit_s=-1), "time_limit_s"), (dict(time_limit_s=math.nan), "time_limit_s"),
     (dict(time_limit_s=0), "time_limit_s"), (dict(time_limit_s="10"), "time_limit_s"),
-    (dict(patience=0), "patience"), (dict(patience=False), "patience"), (dict(seed=-1), "seed")])
+    (dict(patience=0), "patience"), (dict(patience=False), "patience"), (dict(seed=-1), "seed"),
+    (dict(cut=1.0), "cut"), (dict(cut="2"), "cut"), (dict(cut=math.inf), "cut"),
+    (dict(time_budget_s=0), "time_budget_s"), (dict(time_budget_s=math.inf), "time_budget_s")])
 def test_tune_options_are_checked(options, field, report):
     with pytest.raises(BadParam) as info:
         TuneOptions(**options)
@@ -153,7 +155,9 @@ def test_driver_refuses_a_tensor_the_device_cannot_hold_in_one_line(capsys, hand
 @pytest.mark.parametrize("flags, flag", [
     (["--time-limit", "-1"], "--time-limit"), (["--time-limit", "nan"], "--time-limit"),
     (["--jobs", "-1"], "--jobs"), (["--patience", "0"], "--patience"), (["--budget", "0"], "--budget"),
-    (["--seed", "-3"], "--seed"), (["--file", "/nonexistent/commands.txt"], "--file")])
+    (["--seed", "-3"], "--seed"), (["--file", "/nonexistent/commands.txt"], "--file"),
+    (["--time-budget", "-1"], "--time-budget"), (["--time-budget", "nan"], "--time-budget"),
+    (["--cut", "0.5"], "--cut"), (["--strategy", "fast", "--cut", "inf"], "--cut")])
 def test_tune_refuses_bad_limits_before_any_work(capsys, flags, flag, report):
     assert tune_cli.main([*SMALL, *flags]) == 1
     _one_error_line(capsys, "miopy-tune", flag)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import exhaustive, local_search, random_sample
+from . import exhaustive, fast, local_search, random_sample
 
 STRATEGIES: dict[str, Callable] = {
     "exhaustive": exhaustive.tune,
     "random": random_sample.tune,
     "local": local_search.tune,
+    "fast": fast.tune,
 }
