@@ -285,6 +285,10 @@ def table(record: dict) -> str:
                 geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
                 lines.append(f"{'TF32' if dtype == 'FP32' else 'fp16'} geomean {key[6:]} / cuDNN {geo:.2f} over "
                              f"{len(ratios)} rows, worst {max(ratios):.2f}")
+    wrong = [(row, e) for row in record["rows"] for e in row["variants"] if e.get("wrong")]
+    for row, e in wrong[:8]:
+        lines.append(f"WRONG {row['layer']} {row['dtype']} {row['direction']} {e['name']}: "
+                     f"{e['worst_vs_bound']:.3g} x the bound, {e['nan']} NaN, params {e['params']}")
     failures = [(row, e) for row in record["rows"] for e in row["variants"] if "build_error" in e or "error" in e]
     for row, e in failures[:3]:
         lines.append(f"--- {row['layer']} {row['dtype']} {row['direction']} {e['name']} {e.get('params')}:\n"
