@@ -223,13 +223,24 @@ def test_pipeline_points_say_why():
     assert "prefetched" not in (SOLVER.invalid_reason(fp32, deep, H100) or "")
 
 
-def test_default_params_keep_the_register_pipeline():
-    """cp.async is a tuning option until GPU measurements say otherwise: the defaults never switch it on."""
+def test_default_params_pipeline_where_the_h100_measured_it_faster():
+    """TF32 defaults use cp.async (two stages forward / backward-data, three in backward-weights) where the
+    device has it; fp16 keeps the register path; without the probe nothing changes; VECTOR_B stays off."""
+    no_cp = dataclasses.replace(H100, ptx_mma=("tf32", "f16"))
     for direction in Direction:
         for dtype in DTYPES:
             for shape in LAYERS:
-                params = SOLVER.default_params(problem_of(direction, shape, dtype), H100)
-                assert not params["CP_ASYNC"] and params["STAGES"] <= 2 and params["VECTOR_B"] == 0
+                problem = problem_of(direction, shape, dtype)
+                params = SOLVER.default_params(problem, H100)
+                assert SOLVER.is_valid(problem, params, H100) and params["VECTOR_B"] == 0
+                plain = SOLVER.default_params(problem, no_cp)
+                assert not plain["CP_ASYNC"] and plain["STAGES"] <= 2
+                if dtype == "FP16":
+                    assert params == plain
+                elif params["CP_ASYNC"]:
+                    assert params["STAGES"] == (3 if direction is Direction.BACKWARD_WEIGHTS else 2)
+                else:   # the pipelined variants did not fit: the register path's params unchanged
+                    assert params == plain
 
 
 def test_pruned_search_space_is_the_filtered_grid(monkeypatch):

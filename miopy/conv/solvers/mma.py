@@ -145,7 +145,7 @@ class ConvImplicitGemmMma(ConvSolver):
         valid = [c for c in _candidates(problem, dev) if self.is_valid(problem, c, dev)]
         if not valid:
             return dict(SMALLEST)
-        return max(valid, key=lambda c: _score(problem, c, dev))
+        return _pipelined(problem, max(valid, key=lambda c: _score(problem, c, dev)), dev)
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
         """Backward-weights: fp32 split partials; otherwise room for the transformed weights (TRANSFORM_W)."""
@@ -354,6 +354,22 @@ def _featured(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
         if solver.is_valid(problem, trial, dev):
             out = trial
     return out
+
+
+def _pipelined(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
+    """The cp.async pipeline where it measured faster on an H100 (benchmarks/results/h100-mma-variants.json,
+    kernel time against the same params without it): TF32 forward and backward-data with two stages (0.81x to
+    1.0x on all 8 layer-directions); TF32 backward-weights with three stages and 128x128 tiles halved to 128x64
+    (0.34x to 0.79x on all 4). fp16 stays on the register path: two stages there ranged 0.92x to 1.18x."""
+    if problem.dtype is not DataType.FLOAT32 or CP_ASYNC_PROBE not in dev.ptx_mma:
+        return params
+    trials = [dict(params, CP_ASYNC=True, STAGES=2)]
+    if problem.direction is Direction.BACKWARD_WEIGHTS:
+        halved = dict(N_BLK=params["N_BLK"] // 2, WARPS_N=max(1, params["WARPS_N"] // 2)) \
+            if params["M_BLK"] == params["N_BLK"] == 128 else {}
+        trials = [dict(params, CP_ASYNC=True, STAGES=3, **halved), dict(params, CP_ASYNC=True, STAGES=3)] + trials
+    solver = ConvImplicitGemmMma()
+    return next((t for t in trials if solver.is_valid(problem, t, dev)), params)
 
 
 def _score(problem: ConvProblem, params: Params, dev: DeviceInfo) -> float:
