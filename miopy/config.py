@@ -66,9 +66,17 @@ def find_verify() -> bool:
     return (_env("MIOPY_FIND_VERIFY") or "1").lower() not in ("0", "false", "no", "off")
 
 
+def find_compile() -> str:
+    """MIOPY_FIND_COMPILE=auto|threads|processes: how find compiles its cold candidates in parallel. auto (the
+    default): helper processes on NVIDIA's OpenCL (whose compiler does not run in parallel within one
+    process), threads elsewhere. An invalid value is auto."""
+    value = (_env("MIOPY_FIND_COMPILE") or "auto").strip().lower()
+    return value if value in ("auto", "threads", "processes") else "auto"
+
+
 def find_jobs() -> int:
-    """MIOPY_FIND_JOBS=<n>: threads find compiles its candidates' kernels in (default min(8, CPUs); 1: one
-    at a time). An invalid value is the default."""
+    """MIOPY_FIND_JOBS=<n>: threads (or helper processes: find_compile) find compiles its candidates' kernels
+    in (default min(8, CPUs); 1: one at a time). An invalid value is the default."""
     default = min(8, os.cpu_count() or 1)
     try:
         return max(1, int(_env("MIOPY_FIND_JOBS") or default))

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyopencl as cl
 
-from . import config, db
+from . import compile_pool, config, db
 from .device import allocation_reason
 from .errors import BadParam, MiopyError, NotSupported, check
 from .handle import Handle
@@ -367,8 +367,10 @@ def _early_stop_timer(handle: Handle, plan: Plan, buffers: Mapping[str, cl.Buffe
 
 def prebuild(handle: Handle, problem: Problem, candidates: Sequence[Solver], with_reference: bool = False) -> None:
     """Compile the kernels of every candidate (and of the naive reference) not yet built, in
-    config.find_jobs() threads: the OpenCL compiler runs with the GIL released, so a cold find waits for
-    its slowest compile rather than for the sum. Failures are left for the candidate's own build to report."""
+    config.find_jobs() threads (the OpenCL compiler runs with the GIL released, so a cold find waits for
+    its slowest compile rather than for the sum) or, where the driver compiles one program at a time per
+    process (NVIDIA), in as many helper processes (miopy.compile_pool). Failures are left for the
+    candidate's own build to report."""
     jobs = config.find_jobs()
     solvers = list(candidates)
     if with_reference:
@@ -385,6 +387,9 @@ def prebuild(handle: Handle, problem: Problem, candidates: Sequence[Solver], wit
         specs.update({launch.spec: None for launch in solution.launches})
     cold = [spec for spec in specs if not _is_built(handle, spec)]
     if jobs < 2 or len(cold) < 2:
+        return
+    if compile_pool.wanted(handle):
+        compile_pool.pool_for(handle, jobs).build(cold)
         return
     with cf.ThreadPoolExecutor(min(jobs, len(cold)), thread_name_prefix="miopy-find-compile") as pool:
         for future in [pool.submit(handle.kernels.kernel, spec) for spec in cold]:

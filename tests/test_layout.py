@@ -20,6 +20,7 @@ FLOORS = [
     {"solver"},
     {"gemm", "pointwise", "plan"},
     {"handle"},
+    {"compile_pool"},
     {"find"},
     {"tuning"},
     {"activation", "conv", "pooling", "batchnorm", "softmax", "tensor_ops", "lrn", "dropout"},
