@@ -56,6 +56,17 @@ WINO_VARIANTS = ({"TILE_M": 64, "TILE_N": 64, "WORK_M": 4, "WORK_N": 4, "K_BLK":
                  {"TILE_M": 128, "TILE_N": 64, "WORK_M": 8, "WORK_N": 8, "K_BLK": 16})
 
 
+# Backward-weights Winograd (weight gradient): the default, 64x64 GEMM blocks, and SPLIT 32 (more and shorter
+# partial sums; skipped where the split rule caps it lower).
+WINO_WRW_VARIANTS = (None, {"TILE_M": 64, "TILE_N": 64, "WORK_M": 4, "WORK_N": 4, "K_BLK": 16}, {"SPLIT": 32})
+
+
+def _wino_wrw(r: int) -> list[tuple[str, dict | None]]:
+    """The Winograd weight-gradient candidates of an r x r layer (none for other filter sizes)."""
+    sids = {3: ("ConvWinograd3x3F2WrW", "ConvWinograd3x3F4WrW"), 5: ("ConvWinograd5x5F2WrW", "ConvWinograd5x5F3WrW")}
+    return [(sid, v) for sid in sids.get(r, ()) for v in WINO_WRW_VARIANTS]
+
+
 def _split_variants(direction, splits=(8, 32, 128)) -> list[tuple[str, dict | None]]:
     if direction is not W:
         return []
@@ -77,20 +88,21 @@ def rows() -> list[dict]:
     for name, n, c, h, k in five:
         for d in (F, B, W):
             wino = [(sid, v) for sid in ("ConvWinograd5x5F3", "ConvWinograd5x5F2") for v in (None, *WINO_VARIANTS)]
-            cands = [] if d is W else wino
+            cands = _wino_wrw(5) if d is W else wino
             cands += [("ConvDirectLocal", None), ("ConvIm2colGemm", None)] + _split_variants(d, (16, 64))
             out.append({"name": name, "problem": problem_of(d, n, c, h, k, 5, 2), "cands": cands})
     accuracy = [("acc.16-32.1024x2048", 16, 32, ("ConvDirectLocal", "ConvIm2colGemm")),
                 ("acc.1-2.1024x2048", 1, 2, ("ConvDirectNaive", "ConvDepthwise", "ConvDirectLocal", "ConvIm2colGemm"))]
     for name, c, k, sids in accuracy:
         out.append({"name": name, "problem": problem_of(W, 2, c, 1024, k, 3, 1, w=2048), "iters": 3,
-                    "cands": [(s, None) for s in sids] + ([("ConvDirectLocal", {"SPLIT": 16})] if c > 1 else [])})
+                    "cands": [(s, None) for s in sids] + ([("ConvDirectLocal", {"SPLIT": 16})] if c > 1 else [])
+                    + [(s, None) for s, _ in _wino_wrw(3)[::len(WINO_WRW_VARIANTS)]]})
     for set_name in ("alexnet", "vgg16"):
         n = networks.DEFAULT_BATCH[set_name]
         for layer in networks.layer_set(set_name):
             out.append({"name": f"{set_name}.{layer.name}", "problem": layer.problem(n, W),
                         "cands": [("ConvDirectLocal", None), ("ConvIm2colGemm", None), ("ConvGemm1x1", None)]
-                        + _split_variants(W, (4, 16, 64))})
+                        + _split_variants(W, (4, 16, 64)) + _wino_wrw(layer.r)})
     for name, n, c, h, stride, _ in mobilenet[1:]:
         for d in (F, B, W):
             out.append({"name": name, "problem": problem_of(d, n, c, h, c, 3, 1, stride, c),

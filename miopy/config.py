@@ -66,6 +66,12 @@ def find_verify() -> bool:
     return (_env("MIOPY_FIND_VERIFY") or "1").lower() not in ("0", "false", "no", "off")
 
 
+def find_check_on_device() -> bool:
+    """MIOPY_FIND_CHECK_DEVICE=0: find's accuracy check reads each candidate's outputs back and compares them
+    with the naive solver's in NumPy, as before, instead of comparing on the device (the default)."""
+    return _env("MIOPY_FIND_CHECK_DEVICE") != "0"
+
+
 def find_compile() -> str:
     """MIOPY_FIND_COMPILE=auto|threads|processes: how find compiles its cold candidates in parallel. auto (the
     default): helper processes on NVIDIA's OpenCL (whose compiler does not run in parallel within one

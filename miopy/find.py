@@ -42,7 +42,7 @@ from .log import warn_once
 from .plan import Plan, check_fits, checked_solution, solution_plan
 from .reference import max_error, strided_view
 from .solver import Params, Problem, Solver
-from .tensor import STRICT, as_int
+from .tensor import STRICT, DataType, as_int
 from .version import __version__
 
 logger = logging.getLogger(__name__)
@@ -108,6 +108,12 @@ EARLY_STOP_FACTOR = 3.0
 # The host float64 reference is used only below this many multiply-adds (NumPy float64 ~ 1 GFLOP/s).
 HOST_CHECK_MAX_FLOPS = 2e9
 CHECK_SEED = 0   # random_buffers' seed: find's own buffers double as the check's inputs
+ERROR_WG, ERROR_GROUPS = 256, 1024   # the device comparison's work-group size and its most work-groups
+
+
+def error_kernel(dtype: DataType) -> KernelSpec:
+    """The device comparison of find's accuracy check (kernels/check_error.cl) for outputs of dtype."""
+    return KernelSpec.make("check_error.cl", "max_hybrid_error", {**dtype.defines, "WG": ERROR_WG})
 
 
 class AccuracyCheck:
@@ -124,6 +130,7 @@ class AccuracyCheck:
             cl.enqueue_copy(handle.queue, self.buffers[role], host)
         self.buffers["workspace"] = handle.alloc(workspace_bytes)
         self.expected: dict[str, np.ndarray] | None = None
+        self.expected_device: dict[str, cl.Buffer] = {}   # the naive solver's outputs, kept on the device
         self.reference_id: str | None = None   # the naive solver whose outputs are expected, if one
         self.reference_bound = 0.0               # its own bound against float64
         self.how = "not checked"
@@ -142,16 +149,37 @@ class AccuracyCheck:
         limit = self.problem.registry.tolerance(solver, self.problem) + self.reference_bound
         if solver.id == self.reference_id:
             return 0.0, limit
+        if self.expected_device:
+            self._enqueue_poisoned(plan)
+            return max(self._device_error(role, want) for role, want in self.expected_device.items()), limit
         got = self._run(plan)
         return max(max_error(got[role], want) for role, want in self.expected.items()), limit
 
-    def _run(self, plan: Plan) -> dict[str, np.ndarray]:
-        """Run plan once with its outputs poisoned (NaN, so unwritten elements show); its outputs on the host."""
+    def _device_error(self, role: str, want: cl.Buffer) -> float:
+        """max_error of the candidate's output role against the reference's, reduced on the device (a big
+        layer's outputs are hundreds of MB: reading them back and comparing in NumPy took seconds)."""
+        desc = self.problem.tensors()[role]
+        spec = error_kernel(desc.dtype)
+        groups = max(1, min(ERROR_GROUPS, -(-desc.element_span // ERROR_WG)))
+        partial = self.handle.scratch("find-check-partial", 4 * ERROR_GROUPS)
+        self.handle.launch(self.handle.kernels.kernel(spec), (groups * ERROR_WG,), (ERROR_WG,),
+                           (self.buffers[role], want, np.uint64(desc.element_span), partial))
+        out = np.empty(groups, np.float32)
+        cl.enqueue_copy(self.handle.queue, out, partial)
+        return float(out.max())
+
+    def _enqueue_poisoned(self, plan: Plan) -> None:
+        """Enqueue plan once with its outputs poisoned first (NaN, so unwritten elements show)."""
         tensors, queue = self.problem.tensors(), self.handle.queue
         for role in self.problem.outputs():
             nan = np.full(1, np.nan, tensors[role].dtype.numpy)
             cl.enqueue_fill_buffer(queue, self.buffers[role], nan, 0, tensors[role].nbytes)
         plan.enqueue(self.buffers)
+
+    def _run(self, plan: Plan) -> dict[str, np.ndarray]:
+        """Run plan once with its outputs poisoned (NaN, so unwritten elements show); its outputs on the host."""
+        tensors, queue = self.problem.tensors(), self.handle.queue
+        self._enqueue_poisoned(plan)
         out = {}
         for role in self.problem.outputs():
             desc = tensors[role]
@@ -168,8 +196,19 @@ class AccuracyCheck:
             return None
         try:
             plan = solution_plan(self.handle, self.problem, naive.id, naive.default_params(self.problem, info))
-            got = self._run(plan)
+            if config.find_check_on_device():
+                self._enqueue_poisoned(plan)
+                tensors = self.problem.tensors()
+                for role in self.problem.outputs():
+                    copy = self.handle.alloc(tensors[role].nbytes)
+                    cl.enqueue_copy(self.handle.queue, copy, self.buffers[role])
+                    self.expected_device[role] = copy
+                self.handle.finish()
+                got = {}
+            else:
+                got = self._run(plan)
         except MiopyError as exc:
+            self.expected_device = {}
             logger.info("find %s: the naive solver failed (%s); checking on the host", self.problem.key(), exc)
             return None
         self.reference_id, self.reference_bound = naive.id, registry.tolerance(naive, self.problem)
@@ -199,8 +238,8 @@ def random_host(problem: Problem, seed: int = 0) -> dict[str, np.ndarray]:
     positive = getattr(problem, "positive_roles", lambda: ())()
     out = {}
     for role, desc in problem.tensors().items():
-        values = rng.standard_normal(desc.element_span)
-        out[role] = (np.abs(values) + 0.5 if role in positive else values).astype(desc.dtype.numpy)
+        values = rng.standard_normal(desc.element_span, dtype=np.float32)   # float32: 3x faster than float64
+        out[role] = (np.abs(values) + 0.5 if role in positive else values).astype(desc.dtype.numpy, copy=False)
     return out
 
 
@@ -385,6 +424,9 @@ def prebuild(handle: Handle, problem: Problem, candidates: Sequence[Solver], wit
         except MiopyError:
             continue
         specs.update({launch.spec: None for launch in solution.launches})
+    if with_reference and config.find_check_on_device():
+        tensors = problem.tensors()
+        specs.update({error_kernel(tensors[role].dtype): None for role in problem.outputs()})
     cold = [spec for spec in specs if not _is_built(handle, spec)]
     if jobs < 2 or len(cold) < 2:
         return

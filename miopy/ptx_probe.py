@@ -1,4 +1,4 @@
-"""Which PTX tensor-core instructions a device's OpenCL compiler accepts (inline asm mma.sync).
+"""Which PTX tensor-core instructions a device's OpenCL compiler accepts (inline asm mma.sync, cp.async).
 
 Only NVIDIA's OpenCL compiles inline PTX. The probe builds one tiny kernel per instruction, once per device:
 the answer is kept in memory and on disk (a JSON file in the kernel cache directory, keyed by the device
@@ -19,8 +19,8 @@ from . import config
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
-# name -> the mma a solver uses, in a kernel that must compile for the name to count as supported
+FORMAT = 2   # 2: the cp_async probe joined the mma ones
+# name -> the instruction a solver uses, in a kernel that must compile for the name to count as supported
 _PROBES = {
     "tf32": ("uint a = as_uint(x[0]), t; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(t) : \"f\"(x[0])); "
              "asm(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
@@ -30,18 +30,30 @@ _PROBES = {
             "{%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\" : \"=f\"(c0), \"=f\"(c1), \"=f\"(c2), "
             "\"=f\"(c3) : \"r\"(a), \"r\"(a), \"r\"(a), \"r\"(a), \"r\"(a), \"r\"(a), \"f\"(c0), \"f\"(c1), "
             "\"f\"(c2), \"f\"(c3));"),
+    # conv_mma.cl's CP_ASYNC: 4-byte .ca and 16-byte .cg copies with a src-size (zero-fill), commit, wait; the
+    # local address taken as conv_mma.cl takes it (the probe kernel declares the local buffer `lds`)
+    "cp_async": ("uint dst = (uint)(size_t)lds, n = x[5] > 0.0f ? 4u : 0u; "
+                 "asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4, %2;\" :: \"r\"(dst), "
+                 "\"l\"((ulong)(x + 1)), \"r\"(n) : \"memory\"); "
+                 "asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(dst + 16u), "
+                 "\"l\"((ulong)(x + 4)), \"r\"(4u * n) : \"memory\"); "
+                 "asm volatile(\"cp.async.commit_group;\" ::: \"memory\"); "
+                 "asm volatile(\"cp.async.wait_group 0;\" ::: \"memory\"); barrier(CLK_LOCAL_MEM_FENCE); "
+                 "c0 += lds[0] + lds[4]; c1 += lds[5];"),
 }
 _MEMO: dict[str, tuple[str, ...]] = {}
 
 
 def probe_source(name: str) -> str:
     """The probe kernel for one instruction family."""
-    return ("__kernel void probe(__global float* x) { float c0 = x[1], c1 = x[2], c2 = x[3], c3 = x[4]; "
+    return ("__kernel void probe(__global float* x) { __local float lds[8] __attribute__((aligned(16))); "
+            "float c0 = x[1], c1 = x[2], c2 = x[3], c3 = x[4]; "
             f"{_PROBES[name]} x[0] = c0 + c1 + c2 + c3; }}")
 
 
 def supported_mma(device: cl.Device, device_id: str) -> tuple[str, ...]:
-    """The instruction families ("tf32", "f16") whose mma.sync device compiles; () off NVIDIA's OpenCL."""
+    """The instruction families whose probe kernel device compiles: "tf32" and "f16" (mma.sync), "cp_async";
+    () off NVIDIA's OpenCL."""
     if "NVIDIA" not in device.platform.name.upper():
         return ()
     if device_id in _MEMO:

@@ -11,6 +11,7 @@ def _isolated_stores(tmp_path_factory):
     os.environ["MIOPY_USER_DB_PATH"] = str(root / "user.db")
     for var in ("MIOPY_FIND_ONLY_SOLVER", "MIOPY_DISABLE_SOLVERS", "MIOPY_FIND_MODE", "MIOPY_FIND_ENFORCE",
                 "MIOPY_DISABLE_CACHE", "MIOPY_MATH_MODE", "MIOPY_FIND_VERIFY", "MIOPY_FIND_JOBS", "MIOPY_FIND_COMPILE",
+                "MIOPY_FIND_CHECK_DEVICE",
                 "MIOPY_HEURISTIC_MODEL"):
         os.environ.pop(var, None)
     yield

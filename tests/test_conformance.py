@@ -73,7 +73,7 @@ def test_sampled_grid_points_match_reference(handle, solver, direction):
 @pytest.mark.parametrize("solver", [s for s in registry.ALL if s.grid], ids=lambda s: s.id)
 def test_invalid_points_rejected_without_compiling(handle, solver):
     skip_unless_runs_here(solver, handle.info)
-    problem = next(q for q in (posed_for(solver, p) for p in pool(Direction.FORWARD) + pool(Direction.BACKWARD_DATA))
+    problem = next(q for q in (posed_for(solver, p) for d in Direction for p in pool(d))
                    if solver.is_applicable(q, handle.info))
     before = handle.cache_stats()["compiled"]
     bad = {name: values[0] for name, values in solver.grid.items()}
@@ -89,7 +89,7 @@ def test_solution_is_pure(handle):
     for solver in registry.ALL:
         if not runs_here(solver, handle.info):
             continue   # tests/solvers/test_mma.py, test_cpu_*.py: pure on a described device
-        problem = next(q for q in (posed_for(solver, p) for p in pool(Direction.FORWARD))
+        problem = next(q for q in (posed_for(solver, p) for d in Direction for p in pool(d))
                        if solver.is_applicable(q, handle.info))
         params = solver.default_params(problem, handle.info)
         assert solver.solution(problem, params) == solver.solution(problem, params)

@@ -67,8 +67,11 @@ def timer_by_solver(times, calls):
 TIMES = {"TestShiftedPad": 0.5, "TestHalfWritten": 0.7, "ConvDirectLocal": 2.0, "ConvDirectNaive": 5.0}
 
 
+@pytest.mark.parametrize("on_device", [True, False], ids=["device-compare", "host-compare"])
 @pytest.mark.parametrize("direction", list(Direction))
-def test_wrong_candidates_are_dropped_and_the_right_one_returned(fresh_dbs, handle, test_registry, direction):
+def test_wrong_candidates_are_dropped_and_the_right_one_returned(fresh_dbs, handle, test_registry, direction,
+                                                                 on_device, monkeypatch):
+    monkeypatch.setenv("MIOPY_FIND_CHECK_DEVICE", "1" if on_device else "0")
     test_registry((*WRONG, LOCAL, NAIVE))
     problem = make_problem(direction, 2, 8, 9, 9, 8, 3, 3, pad=1)
     calls: list[str] = []
@@ -152,3 +155,39 @@ def test_early_stop_times_a_hopeless_candidate_once():
     assert _early_stop_timer(slow, None, {}, best=2.0) == EARLY_STOP_FACTOR * 2.0 + 1 and slow.calls == [(1, 1)]
     close = FakeHandle([2.5, 2.2])
     assert _early_stop_timer(close, None, {}, best=2.0) == 2.2 and close.calls == [(1, 1), (2, 5)]
+
+
+@pytest.mark.parametrize("dtype", ["FP32", "FP16"])
+def test_the_device_comparison_is_max_error(handle, dtype):
+    """check_error.cl against reference.max_error on the same data: errors of every size, an unwritten (NaN)
+    and an overflowed (inf) element, and the reference's NaN gaps skipped."""
+    import numpy as np
+    import pyopencl as cl
+
+    from miopy.find import AccuracyCheck
+    from miopy.reference import max_error
+    problem = make_problem(Direction.FORWARD, 2, 3, 9, 11, 5, 3, 3, pad=1, dtype=dtype)
+    check = AccuracyCheck(handle, problem, 0)
+    role = problem.outputs()[0]
+    desc = problem.tensors()[role]
+    rng = np.random.default_rng(7)
+    want = rng.standard_normal(desc.element_span).astype(desc.dtype.numpy)
+    cases = {"close": want + rng.standard_normal(want.size).astype(want.dtype) * 1e-3}
+    cases["unwritten"] = cases["close"].copy()
+    cases["unwritten"][want.size // 3] = np.nan
+    cases["overflowed"] = cases["close"].copy()
+    cases["overflowed"][-1] = np.inf
+    gapped = want.copy()
+    gapped[::7] = np.nan                 # gaps of a strided tensor: NaN in the reference, skipped
+    reference = cl.Buffer(handle.context, cl.mem_flags.READ_WRITE, want.nbytes)
+    for name, got in cases.items():
+        for expected in (want, gapped):
+            cl.enqueue_copy(handle.queue, reference, expected)
+            cl.enqueue_copy(handle.queue, check.buffers[role], got)
+            keep = ~np.isnan(expected)
+            host = max_error(got[keep], expected[keep])     # an infinite error is the largest float there
+            device = check._device_error(role, reference)
+            if host > 1e300:
+                assert device == np.inf, name
+            else:
+                assert device == pytest.approx(host, rel=1e-3, abs=1e-7) and host > 1e-5, name

@@ -18,6 +18,12 @@ from .solvers.mma import ConvImplicitGemmMma
 from .solvers.naive import ConvDirectNaive
 from .solvers.winograd import ConvWinograd3x3F2, ConvWinograd3x3F4
 from .solvers.winograd_large import ConvWinograd5x5F2, ConvWinograd5x5F3
+from .solvers.winograd_wrw import (
+    ConvWinograd3x3F2WrW,
+    ConvWinograd3x3F4WrW,
+    ConvWinograd5x5F2WrW,
+    ConvWinograd5x5F3WrW,
+)
 
 REGISTRY = Registry("convolution", ConvProblem, (
     ConvImplicitGemmMma(),
@@ -28,6 +34,10 @@ REGISTRY = Registry("convolution", ConvProblem, (
     ConvWinograd3x3F2(),
     ConvWinograd5x5F3(),
     ConvWinograd5x5F2(),
+    ConvWinograd3x3F2WrW(),
+    ConvWinograd3x3F4WrW(),
+    ConvWinograd5x5F3WrW(),
+    ConvWinograd5x5F2WrW(),
     ConvGemv1x1(),
     ConvGemm1x1(),
     ConvDirectLocal(),

@@ -24,7 +24,16 @@
  *   DIRECTION        1 forward, 2 backward-data, 4 backward-weights
  *   M_BLK N_BLK K_BLK   work-group tile and inner slice (K_BLK a multiple of MMA_K)
  *   WARPS_M WARPS_N  warps per work-group along m and col; local size (32*WARPS_M*WARPS_N, 1, 1)
- *   STAGES           local buffers: 2 = double buffering (one barrier per step), 1 = one buffer
+ *   STAGES           local buffers: 2 = double buffering (one barrier per step), 1 = one buffer;
+ *                    3, 4 (CP_ASYNC only): copies of slice s + STAGES - 1 in flight while slice s is multiplied
+ *   CP_ASYNC         1: slices copied global -> local by cp.async (sm_80+) without passing through registers,
+ *                    zero-filled (src-size 0) where the gather reads padding; STAGES >= 2 buffers in a ring,
+ *                    cp.async.commit_group per slice, cp.async.wait_group STAGES-2 and one barrier per step.
+ *                    fp32: A and B by 4-byte copies (A by 16-byte .cg copies with VECTOR_A), converted to TF32
+ *                    when the fragments are read (the weight copy of TRANSFORM_W is rounded already).
+ *                    fp16: A by 16-byte copies (needs VECTOR_A); B keeps the register path (a 2-byte element
+ *                    is below cp.async's 4-byte minimum), staged after the multiply of each step.
+ *                    0: fetched into registers one step ahead, converted, stored (the STAGES 1-2 loop)
  *   CHANNEL_BLOCKS   forward / backward-data: 1 steps over (K_BLK channels, one tap); 0 the flat index
  *   SPLIT, SPLIT_CHUNK  backward-weights: partial sums over SPLIT chunks of N*P*Q, summed by reduce_splits
  *   TRANSFORM_W      forward / backward-data with CHANNEL_BLOCKS: 1 reads A from a copy of the weights
@@ -34,6 +43,11 @@
  *   VECTOR_A         1: A slices fetched as 16-byte vectors of consecutive k (float4 / 8 halves) where k is
  *                    contiguous in memory (transformed weights, 1x1 forward weights, dy planes in
  *                    backward-weights) and the channel / plane sizes are multiples of the vector
+ *   VECTOR_B         0, or 2 / 4 / 8: forward / backward-data with CHANNEL_BLOCKS and stride 1 along w (W and Q
+ *                    multiples of it): each work-item gathers B as VECTOR_B consecutive columns (one output
+ *                    row's neighbours, neighbours in memory too), read as one vector (or one cp.async of
+ *                    VECTOR_B elements) where the tap keeps them aligned and all inside or all outside the image,
+ *                    else element by element; staged with one local store
  *   LDMATRIX         1: fragments read with ldmatrix.x4 (A always; B when fp16 or laid out [col][kk]);
  *                    0: one 32-bit local read per register
  *   MIOPY_HALF       0 fp32 data with TF32 mma, 1 fp16 data with f16 mma
@@ -59,6 +73,17 @@
 #ifndef VECTOR_A
 #define VECTOR_A 0
 #endif
+#ifndef CP_ASYNC
+#define CP_ASYNC 0
+#endif
+#ifndef VECTOR_B
+#define VECTOR_B 0
+#endif
+#if VECTOR_B && (DIRECTION == 4 || !CHANNEL_BLOCKS || STRIDE_W != 1 || W % VECTOR_B || Q % VECTOR_B)
+#error "VECTOR_B needs forward / backward-data with CHANNEL_BLOCKS, stride 1 along w, W and Q multiples of it"
+#endif
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
 #if MMA_EMULATE
 #undef LDMATRIX
 #define LDMATRIX 0
@@ -66,6 +91,18 @@
 #if TRANSFORM_W && (DIRECTION == 4 || !CHANNEL_BLOCKS)
 #error "TRANSFORM_W needs CHANNEL_BLOCKS (forward or backward-data)"
 #endif
+#if CP_ASYNC && (STAGES < 2 || STAGES > 4)
+#error "CP_ASYNC needs STAGES 2, 3 or 4"
+#endif
+#if !CP_ASYNC && STAGES > 2
+#error "STAGES > 2 needs CP_ASYNC"
+#endif
+#if CP_ASYNC && MIOPY_HALF && !VECTOR_A
+#error "CP_ASYNC with fp16 data needs VECTOR_A (cp.async copies 4 bytes at least)"
+#endif
+/* Which operands cp.async copies (the others go through registers): A always, B when its elements are 4 bytes */
+#define A_ASYNC CP_ASYNC
+#define B_ASYNC (CP_ASYNC && !MIOPY_HALF)
 
 #define CG (C / G)
 #define KG (K / G)
@@ -84,11 +121,15 @@
 #if MIOPY_HALF
 #define MMA_K 16
 typedef ushort src_t;        /* what is read from global memory: fp16 bits */
+#define SRC_BASE ushort      /* the scalar type names, for vector types (VECTOR_B) */
+#define RAW_BASE ushort
 typedef ushort raw_t;        /* what local memory holds */
 #define PAD_K 8              /* halves: 4 words */
 #else
 #define MMA_K 8
 typedef float src_t;
+#define SRC_BASE float
+#define RAW_BASE uint
 typedef uint raw_t;          /* TF32 bits */
 #define PAD_K 4
 #endif
@@ -146,6 +187,21 @@ typedef uint raw_t;          /* TF32 bits */
 #define A_NIDX (M_BLK / A_IDX_STEP)
 #define B_NKK (K_BLK / B_KK_STEP)
 #define B_NIDX (N_BLK / B_IDX_STEP)
+#define B_REGS (K_BLK * N_BLK / THREADS)
+#if VECTOR_B
+/* VECTOR_B: vectors of VECTOR_B columns; per work-item B_NVK rows kk = B_T_VK + i * B_VROWS, B_NVJ vectors */
+#define B_VGROUPS (N_BLK / VECTOR_B)
+#define B_VSTEP (THREADS < B_VGROUPS ? THREADS : B_VGROUPS)
+#define B_VROWS (THREADS / B_VSTEP)
+#define B_NVK (K_BLK / B_VROWS)
+#define B_NVJ (B_VGROUPS / B_VSTEP)
+#define B_T_VK (t / B_VSTEP)
+#define B_COL_OF(t, j) (((t) % B_VSTEP + (j) * B_VSTEP) * VECTOR_B)
+#define B_NCOLS B_NVJ
+#else
+#define B_COL_OF(t, j) (B_T_IDX + (j) * B_IDX_STEP)
+#define B_NCOLS B_NIDX
+#endif
 
 /* -- the inner dimension (as conv_direct_local.cl) ----------------------------------------------------- */
 typedef struct { int chan, tap, valid; } inner_t;
@@ -219,6 +275,8 @@ inline int b_offset(tap_t row, tap_t col)
     const int h = col.h + row.h, w = col.w + row.w;
     return ((uint)h < H && (uint)w < W) ? col.off + row.off : -1;
 }
+/* The column e to the right of col in the same output row (stride 1: one element to the right in x) */
+inline tap_t col_plus(tap_t col, int e) { return make_tap(col.off + e, col.h, col.w + e); }
 #elif DIRECTION == 2
 #if TRANSFORM_W
 inline int a_col(int g, int m) { return (g * CG + m) * RS * KG; }
@@ -243,6 +301,8 @@ inline int b_offset(tap_t row, tap_t col)
     const bool inside = ph < P * STRIDE_H && qw < Q * STRIDE_W && ph % STRIDE_H == 0 && qw % STRIDE_W == 0;
     return inside ? col.off + row.off + Y_AT(0, 0, (int)(ph / STRIDE_H), (int)(qw / STRIDE_W)) : -1;
 }
+/* The column e to the right of col in the same row of dx (its dy element moves with qw) */
+inline tap_t col_plus(tap_t col, int e) { return make_tap(col.off, col.h, col.w + e); }
 #else
 inline int a_col(int g, int m) { return (g * KG + m) * YS_K; }
 inline int a_row(inner_t in)
@@ -270,7 +330,59 @@ inline int b_offset(tap_t row, tap_t col)
 }
 #endif
 
-/* -- slice fetch (global -> registers), conversion and stage (registers -> local) ---------------------- */
+/* -- cp.async (global -> local without registers) ---------------------------------------------------------
+ * The local address is taken as the LDMATRIX path takes it; the source is the global address (NVIDIA's generic
+ * address of global memory is the global one). src-size 0 copies nothing and zero-fills the destination: the
+ * source is then the tensor's base, never read. MMA_EMULATE: synchronous stand-ins with the same effect. */
+#if !MMA_EMULATE
+inline uint local_address(__local const raw_t* p) { return (uint)(size_t)p; }
+#endif
+
+#if CP_ASYNC && MMA_EMULATE
+inline void cp_async4(__local raw_t* dst, __global const src_t* src, bool valid)
+{
+    *(__local uint*)dst = valid ? *(__global const uint*)src : 0u;
+}
+inline void cp_async8(__local raw_t* dst, __global const src_t* src, bool valid)
+{
+    *(__local uint2*)dst = valid ? *(__global const uint2*)src : (uint2)(0u);
+}
+inline void cp_async16(__local raw_t* dst, __global const src_t* src, bool valid)
+{
+    *(__local uint4*)dst = valid ? *(__global const uint4*)src : (uint4)(0u);
+}
+inline void cp_commit(void) {}
+inline void cp_wait(void) {}
+#elif CP_ASYNC
+inline void cp_async4(__local raw_t* dst, __global const src_t* src, bool valid)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;"
+                 :: "r"(local_address(dst)), "l"((ulong)src), "r"(valid ? 4u : 0u) : "memory");
+}
+inline void cp_async8(__local raw_t* dst, __global const src_t* src, bool valid)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;"
+                 :: "r"(local_address(dst)), "l"((ulong)src), "r"(valid ? 8u : 0u) : "memory");
+}
+inline void cp_async16(__local raw_t* dst, __global const src_t* src, bool valid)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                 :: "r"(local_address(dst)), "l"((ulong)src), "r"(valid ? 16u : 0u) : "memory");
+}
+inline void cp_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+/* this work-item's copies of every group but the newest STAGES - 2 have landed */
+#if STAGES == 2
+inline void cp_wait(void) { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+#elif STAGES == 3
+inline void cp_wait(void) { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+#else
+inline void cp_wait(void) { asm volatile("cp.async.wait_group 2;" ::: "memory"); }
+#endif
+#endif
+
+/* -- slice fetch (global -> registers, or global -> local with cp.async), conversion, stage -------------
+ * fetch_a / fetch_b deliver each element of a slice either into reg (register path: converted and stored by
+ * stage later) or, when the operand is A_ASYNC / B_ASYNC, straight into its place in the local tile. */
 #if VECTOR_A
 #if MIOPY_HALF
 #define A_VEC 8
@@ -285,40 +397,119 @@ typedef float4 a_reg_t;
 #define A_COL_OF(t, j) ((t) / A_GROUPS + (j) * A_VROWS)
 /* Work-item t fetches k = (t % A_GROUPS) * A_VEC ... + A_VEC - 1 of rows A_COL_OF(t, j): all valid or none
  * (the solver checks that channel, plane and split sizes are multiples of A_VEC). */
-inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t* reg, int t, int step,
-                    int k_begin, int k_end)
+inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t* reg, __local raw_t* tile, int t,
+                    int step, int k_begin, int k_end)
 {
     const inner_t in = inner_at(step, (t % A_GROUPS) * A_VEC, k_begin, k_end);
     const int row = a_row(in);
     #pragma unroll
-    for (int j = 0; j < A_REGS; ++j)
-        reg[j] = (a_cols[j] >= 0 && in.valid) ? *(__global const a_reg_t*)(a + a_cols[j] + row) : (a_reg_t)(0);
+    for (int j = 0; j < A_REGS; ++j) {
+        const bool ok = a_cols[j] >= 0 && in.valid;
+#if A_ASYNC
+        cp_async16(tile + A_AT((t % A_GROUPS) * A_VEC, A_COL_OF(t, j)), a + (ok ? a_cols[j] + row : 0), ok);
+#else
+        reg[j] = ok ? *(__global const a_reg_t*)(a + a_cols[j] + row) : (a_reg_t)(0);
+#endif
+    }
 }
 #else
 typedef src_t a_reg_t;
 #define A_REGS (A_NKK * A_NIDX)
 #define A_COL_OF(t, j) (A_T_IDX + (j) * A_IDX_STEP)
-inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t* reg, int t, int step,
-                    int k_begin, int k_end)
+inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t* reg, __local raw_t* tile, int t,
+                    int step, int k_begin, int k_end)
 {
     #pragma unroll
     for (int i = 0; i < A_NKK; ++i) {
         const inner_t in = inner_at(step, A_T_KK + i * A_KK_STEP, k_begin, k_end);
         const int row = a_row(in);
         #pragma unroll
-        for (int j = 0; j < A_NIDX; ++j)
-            reg[i * A_NIDX + j] = (a_cols[j] >= 0 && in.valid) ? a[a_cols[j] + row] : (src_t)0;
+        for (int j = 0; j < A_NIDX; ++j) {
+            const bool ok = a_cols[j] >= 0 && in.valid;
+#if A_ASYNC       /* fp32 only (fp16 needs VECTOR_A) */
+            cp_async4(tile + A_AT(A_T_KK + i * A_KK_STEP, A_T_IDX + j * A_IDX_STEP), a + (ok ? a_cols[j] + row : 0), ok);
+#else
+            reg[i * A_NIDX + j] = ok ? a[a_cols[j] + row] : (src_t)0;
+#endif
+        }
     }
 }
 #endif
 #define A_NCOLS (VECTOR_A ? A_REGS : A_NIDX)
 
+#if B_ASYNC
+#define B_PUT(i, j, ok, off) cp_async4(tile + B_AT(B_T_KK + (i) * B_KK_STEP, B_T_IDX + (j) * B_IDX_STEP), \
+                                       b + ((ok) ? (off) : 0), (ok))
+#else
+#define B_PUT(i, j, ok, off) (reg[(i) * B_NIDX + (j)] = (ok) ? b[off] : (src_t)0)
+#endif
+
 #if CHANNEL_BLOCKS && DIRECTION != 4
+#define CHAN_STRIDE (DIRECTION == 1 ? XS_C : YS_K)
+#endif
+
+#if VECTOR_B
+typedef CAT(SRC_BASE, VECTOR_B) b_vec_t;
+#define B_VAT(i, j) B_AT(B_T_VK + (i) * B_VROWS, B_COL_OF(t, j))
+#if B_ASYNC   /* fp32: VECTOR_B * 4 bytes in one copy */
+#if VECTOR_B == 2
+#define cp_async_vb(dst, src, ok) cp_async8((dst), (src), (ok))
+#else
+#define cp_async_vb(dst, src, ok) cp_async16((dst), (src), (ok))
+#endif
+#endif
+/* A step is one tap. Per vector: the offsets of its VECTOR_B columns (consecutive in memory when they are
+ * all inside); `whole` (all inside, aligned: one vector) and `none` (all outside: zeros) hold for every row,
+ * the rows being whole channel planes apart (W, Q multiples of VECTOR_B keep planes aligned). */
+inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, __local raw_t* tile, int t,
+                    int step, int k_begin, int k_end)
+{
+    const inner_t in0 = inner_at(step, B_T_VK, k_begin, k_end);
+    const tap_t row0 = b_row(in0);
+    #pragma unroll
+    for (int j = 0; j < B_NVJ; ++j) {
+        int offs[VECTOR_B];
+        bool none = true;
+        #pragma unroll
+        for (int e = 0; e < VECTOR_B; ++e) {
+            offs[e] = b_offset(row0, col_plus(b_cols[j], e));
+            none = none && offs[e] < 0;
+        }
+        const bool whole = offs[0] >= 0 && offs[VECTOR_B - 1] == offs[0] + VECTOR_B - 1 && offs[0] % VECTOR_B == 0;
+        #pragma unroll
+        for (int i = 0; i < B_NVK; ++i) {
+            const bool chan_ok = CHANS % K_BLK == 0 || in0.chan + i * B_VROWS < CHANS;
+            const int shift = i * B_VROWS * CHAN_STRIDE;
+#if B_ASYNC
+            if (whole || none || !chan_ok) {
+                const bool ok = whole && chan_ok;
+                cp_async_vb(tile + B_VAT(i, j), b + (ok ? offs[0] + shift : 0), ok);
+            } else {
+                #pragma unroll
+                for (int e = 0; e < VECTOR_B; ++e) {
+                    const bool ok = offs[e] >= 0;
+                    cp_async4(tile + B_VAT(i, j) + e, b + (ok ? offs[e] + shift : 0), ok);
+                }
+            }
+#else
+            src_t* at = reg + (i * B_NVJ + j) * VECTOR_B;
+            if (whole || none || !chan_ok) {
+                CAT(vstore, VECTOR_B)((whole && chan_ok) ? *(__global const b_vec_t*)(b + offs[0] + shift)
+                                                         : (b_vec_t)((src_t)0), 0, at);
+            } else {
+                #pragma unroll
+                for (int e = 0; e < VECTOR_B; ++e)
+                    at[e] = offs[e] >= 0 ? b[offs[e] + shift] : (src_t)0;
+            }
+#endif
+        }
+    }
+}
+#elif CHANNEL_BLOCKS && DIRECTION != 4
 /* A step is one tap: every row's element sits a whole number of channels from row B_T_KK's, inside or
  * outside the image alike, so offsets and bounds are worked out once per column. */
-#define CHAN_STRIDE (DIRECTION == 1 ? XS_C : YS_K)
-inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, int t, int step,
-                    int k_begin, int k_end)
+inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, __local raw_t* tile, int t,
+                    int step, int k_begin, int k_end)
 {
     const inner_t in0 = inner_at(step, B_T_KK, k_begin, k_end);
     const tap_t row0 = b_row(in0);
@@ -331,12 +522,12 @@ inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t
         const bool chan_ok = CHANS % K_BLK == 0 || in0.chan + i * B_KK_STEP < CHANS;
         #pragma unroll
         for (int j = 0; j < B_NIDX; ++j)
-            reg[i * B_NIDX + j] = (chan_ok && offs[j] >= 0) ? b[offs[j] + i * B_KK_STEP * CHAN_STRIDE] : (src_t)0;
+            B_PUT(i, j, chan_ok && offs[j] >= 0, offs[j] + i * B_KK_STEP * CHAN_STRIDE);
     }
 }
 #else
-inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, int t, int step,
-                    int k_begin, int k_end)
+inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, __local raw_t* tile, int t,
+                    int step, int k_begin, int k_end)
 {
     #pragma unroll
     for (int i = 0; i < B_NKK; ++i) {
@@ -346,7 +537,7 @@ inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t
         #pragma unroll
         for (int j = 0; j < B_NIDX; ++j) {
             const int off = b_offset(row, b_cols[j]);
-            reg[i * B_NIDX + j] = off >= 0 ? b[off] : (src_t)0;
+            B_PUT(i, j, off >= 0, off);
         }
     }
 }
@@ -363,6 +554,32 @@ inline raw_t to_raw(src_t v)
     uint r;
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
     return r;
+}
+#endif
+
+#if VECTOR_B
+inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t)
+{
+    #pragma unroll
+    for (int i = 0; i < B_NVK; ++i)
+        #pragma unroll
+        for (int j = 0; j < B_NVJ; ++j) {
+            const src_t* at = b_reg + (i * B_NVJ + j) * VECTOR_B;
+            raw_t raw[VECTOR_B];
+            #pragma unroll
+            for (int e = 0; e < VECTOR_B; ++e)
+                raw[e] = to_raw(at[e]);
+            *(__local CAT(RAW_BASE, VECTOR_B)*)(b_tile + B_VAT(i, j)) = CAT(vload, VECTOR_B)(0, raw);
+        }
+}
+#else
+inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t)
+{
+    #pragma unroll
+    for (int i = 0; i < B_NKK; ++i)
+        #pragma unroll
+        for (int j = 0; j < B_NIDX; ++j)
+            b_tile[B_AT(B_T_KK + i * B_KK_STEP, B_T_IDX + j * B_IDX_STEP)] = to_raw(b_reg[i * B_NIDX + j]);
 }
 #endif
 
@@ -385,12 +602,16 @@ inline void stage(__local raw_t* a_tile, __local raw_t* b_tile, const a_reg_t* a
         for (int j = 0; j < A_NIDX; ++j)
             a_tile[A_AT(A_T_KK + i * A_KK_STEP, A_T_IDX + j * A_IDX_STEP)] = to_raw(a_reg[i * A_NIDX + j]);
 #endif
-    #pragma unroll
-    for (int i = 0; i < B_NKK; ++i)
-        #pragma unroll
-        for (int j = 0; j < B_NIDX; ++j)
-            b_tile[B_AT(B_T_KK + i * B_KK_STEP, B_T_IDX + j * B_IDX_STEP)] = to_raw(b_reg[i * B_NIDX + j]);
+    stage_b(b_tile, b_reg, t);
 }
+
+/* Fragments of operands copied by cp.async hold fp32 bits: rounded to TF32 as they are read (as to_raw does
+ * on the register path), except A from the weight copy, which transform_weights rounded already. */
+#define A_CONVERT (A_ASYNC && !MIOPY_HALF && !TRANSFORM_W)
+#define B_CONVERT (B_ASYNC && !MIOPY_HALF)
+#if A_CONVERT || B_CONVERT
+inline uint tf32_bits(uint v) { return to_raw(as_float(v)); }
+#endif
 
 /* -- the mma and its fragments -------------------------------------------------------------------------
  * Lane = 4 * gid + tig. TF32 m16n8k8: a0 (row gid, k tig), a1 (gid+8, tig), a2 (gid, tig+4), a3 (gid+8,
@@ -490,8 +711,6 @@ inline void mma(float* c, uint a0, uint a1, uint a2, uint a3, uint b0, uint b1)
 /* Four 8x8 matrices of 16-bit elements (8 rows of 16 bytes each; lane l gives the address of row l % 8 of
  * matrix l / 8): lane 4*gid + tig receives elements (gid, 2*tig) and (gid, 2*tig + 1) of each, or with .trans
  * elements (2*tig, gid) and (2*tig + 1, gid). A 32-bit element counts as two 16-bit ones (TF32 rows). */
-inline uint local_address(__local const raw_t* p) { return (uint)(size_t)p; }
-
 inline void ldmatrix_x4(uint* r, __local const raw_t* row)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
@@ -531,6 +750,11 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
             a[i][2] = A_FRAG(a_tile, kb + A_K1, m);
             a[i][3] = A_FRAG(a_tile, kb + A_K1, m + 8);
 #endif
+#if A_CONVERT
+            #pragma unroll
+            for (int r = 0; r < 4; ++r)
+                a[i][r] = tf32_bits(a[i][r]);
+#endif
         }
 #if LDMATRIX && B_LDMATRIX
         /* two n-tiles per ldmatrix: matrices (tile j, k low), (j, k high), (j+1, k low), (j+1, k high) */
@@ -552,6 +776,11 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
             b[j][0] = B_FRAG(b_tile, kb + A_K0, n);
             b[j][1] = B_FRAG(b_tile, kb + A_K1, n);
         }
+#endif
+#if B_CONVERT
+        #pragma unroll
+        for (int j = 0; j < TILES_N; ++j)
+            b[j][0] = tf32_bits(b[j][0]), b[j][1] = tf32_bits(b[j][1]);
 #endif
         #pragma unroll
         for (int i = 0; i < TILES_M; ++i)
@@ -635,25 +864,66 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
         const int m = m0 + A_COL_OF(t, j);
         a_cols[j] = m < GEMM_M ? a_col(g, m) : -1;
     }
-    tap_t b_cols[B_NIDX];
+    tap_t b_cols[B_NCOLS];
     #pragma unroll
-    for (int j = 0; j < B_NIDX; ++j)
-        b_cols[j] = b_col(g, n0 + B_T_IDX + j * B_IDX_STEP);
+    for (int j = 0; j < B_NCOLS; ++j)
+        b_cols[j] = b_col(g, n0 + B_COL_OF(t, j));
 
     float acc[TILES_M * TILES_N * 4];
     #pragma unroll
     for (int i = 0; i < TILES_M * TILES_N * 4; ++i)
         acc[i] = 0.0f;
 
+    const int steps = STEPS(k_begin, k_end);
+#if CP_ASYNC
+    /* A ring of STAGES buffers: slice s lands in buffer s % STAGES. Iteration i waits until this work-item's
+     * copies of slice i have landed (wait_group: all but the newest STAGES-2 groups) and the barrier makes every
+     * work-item's visible, and frees the buffer of slice i-1 (everyone has multiplied it); then the copies of
+     * slice i + STAGES - 1 go into that buffer (one commit group per slice, empty past the end) while slice i is
+     * multiplied. An operand on the register path (fp16 B) is fetched before the multiply, stored after it. */
+#if B_ASYNC
+    src_t* b_reg = 0;
+#else
+    src_t b_reg[B_REGS];
+#endif
+    #pragma unroll 1
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < steps) {
+            fetch_a(a_src, a_cols, 0, a_tiles + s * A_TILE, t, s, k_begin, k_end);
+            fetch_b(b_src, b_cols, b_reg, b_tiles + s * B_TILE, t, s, k_begin, k_end);
+#if !B_ASYNC
+            stage_b(b_tiles + s * B_TILE, b_reg, t);
+#endif
+        }
+        cp_commit();
+    }
+    int read = 0, write = STAGES - 1;
+    for (int step = 0; step < steps; ++step) {
+        cp_wait();
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int next = step + STAGES - 1;
+        if (next < steps) {
+            fetch_a(a_src, a_cols, 0, a_tiles + write * A_TILE, t, next, k_begin, k_end);
+            fetch_b(b_src, b_cols, b_reg, b_tiles + write * B_TILE, t, next, k_begin, k_end);
+        }
+        cp_commit();
+        multiply_slice(a_tiles + read * A_TILE, b_tiles + read * B_TILE, acc, wm, wn, gid, tig EMU_ARG);
+#if !B_ASYNC
+        if (next < steps)
+            stage_b(b_tiles + write * B_TILE, b_reg, t);
+#endif
+        read = read == STAGES - 1 ? 0 : read + 1;
+        write = write == STAGES - 1 ? 0 : write + 1;
+    }
+#else
     /* Iteration i fetches slice i into registers, multiplies slice i-1 from local memory (the global
      * reads in flight meanwhile), then stages slice i. */
     a_reg_t a_reg[A_REGS];
-    src_t b_reg[B_NKK * B_NIDX];
-    const int steps = STEPS(k_begin, k_end);
+    src_t b_reg[B_REGS];
     for (int step = 0; step <= steps; ++step) {
         if (step < steps) {
-            fetch_a(a_src, a_cols, a_reg, t, step, k_begin, k_end);
-            fetch_b(b_src, b_cols, b_reg, t, step, k_begin, k_end);
+            fetch_a(a_src, a_cols, a_reg, 0, t, step, k_begin, k_end);
+            fetch_b(b_src, b_cols, b_reg, 0, t, step, k_begin, k_end);
         }
         if (step > 0) {
             const int prev = STAGES == 2 ? (step - 1) & 1 : 0;
@@ -668,6 +938,7 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
             barrier(CLK_LOCAL_MEM_FENCE);
         }
     }
+#endif
 
     #pragma unroll
     for (int i = 0; i < TILES_M; ++i) {
@@ -709,7 +980,10 @@ __kernel void transform_weights(__global const DATA_T* restrict w, __global src_
     const int i = get_global_id(0);
     if (i >= K * CG * RS) return;
     const int k = i / (CG * RS), crs = i % (CG * RS), c = crs / RS, tap = crs % RS;
-    const src_t v = ((__global const src_t*)w)[W_AT(k, c, TAP_R(tap), TAP_S(tap))];
+    src_t v = ((__global const src_t*)w)[W_AT(k, c, TAP_R(tap), TAP_S(tap))];
+#if !MIOPY_HALF    /* rounded to TF32 once here (idempotent on the register path; cp.async copies it as is) */
+    v = as_float(to_raw(v));
+#endif
 #if DIRECTION == 1
     wt[(k * RS + tap) * CG + c] = v;
 #else

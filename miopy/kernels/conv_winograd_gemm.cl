@@ -17,9 +17,25 @@
  *   TILE_M TILE_N           block of C per work-group
  *   WORK_M WORK_N           block of C per work-item (multiples of 4)
  *   K_BLK                   reduction rows staged in local memory per step (divides GEMM_K)
- * Launch: global (ceil(n / TILE_N) * TILE_N / WORK_N, ceil(m / TILE_M) * TILE_M / WORK_M, ALPHA*ALPHA),
+ *   SPLIT GEMM_BATCH        optional (backward-weights): the reduction is cut into SPLIT chunks of
+ *   SPLIT_CHUNK             SPLIT_CHUNK rows (a multiple of K_BLK; the last may be short or empty);
+ *                           group z of the third axis sums chunk z / GEMM_BATCH of GEMM z % GEMM_BATCH
+ *                           into the partial C [z / GEMM_BATCH][z % GEMM_BATCH] (default: 1 chunk)
+ *   ACCUMULATE_ARG          defined: the kernel takes an int argument accumulate; when it is set, C += the
+ *                           product (backward-weights' later passes over the tiles) instead of C =
+ *   SUM_STEPS               0, or K_BLK steps summed in registers before they join a second register
+ *                           tile (the running total), so rounding grows with the steps, not the terms
+ * Launch: global (ceil(n / TILE_N) * TILE_N / WORK_N, ceil(m / TILE_M) * TILE_M / WORK_M, ALPHA^2 * SPLIT),
  *         local (TILE_N / WORK_N, TILE_M / WORK_M, 1).
  */
+#ifndef SPLIT
+#define SPLIT 1
+#define GEMM_BATCH (1 << 30)
+#define SPLIT_CHUNK GEMM_K
+#endif
+#ifndef SUM_STEPS
+#define SUM_STEPS 0
+#endif
 #define THREADS_N (TILE_N / WORK_N)
 #define THREADS_M (TILE_M / WORK_M)
 #define WG (THREADS_N * THREADS_M)
@@ -47,12 +63,18 @@
     }
 
 __kernel __attribute__((reqd_work_group_size(THREADS_N, THREADS_M, 1)))
-void wino_gemm(__global float* restrict ws)
+void wino_gemm(__global float* restrict ws
+#ifdef ACCUMULATE_ARG
+               , const int accumulate
+#endif
+               )
 {
     __local float4 a_tile[2][K_BLK][TILE_M / 4];
     __local float4 b_tile[2][K_BLK][TILE_N / 4];
     const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * THREADS_N + tx;
-    const int z = get_group_id(2), m0 = get_group_id(1) * TILE_M, n0 = get_group_id(0) * TILE_N;
+    const int z = get_group_id(2) % GEMM_BATCH, split = get_group_id(2) / GEMM_BATCH;
+    const int m0 = get_group_id(1) * TILE_M, n0 = get_group_id(0) * TILE_N;
+    const int k_begin = split * SPLIT_CHUNK, k_end = min(k_begin + SPLIT_CHUNK, GEMM_K);
     __global const float4* a = (__global const float4*)(ws + A_OFF + z * (GEMM_K * GEMM_M) + m0);
     __global const float4* b = (__global const float4*)(ws + B_OFF + z * (GEMM_K * GEMM_N) + n0);
 
@@ -62,16 +84,26 @@ void wino_gemm(__global float* restrict ws)
     for (int i = 0; i < WORK_M; ++i)
         #pragma unroll
         for (int v = 0; v < WORK_N / 4; ++v) acc[i][v] = (float4)(0.0f);
+#if SUM_STEPS > 0
+    float4 total[WORK_M][WORK_N / 4];
+    #pragma unroll
+    for (int i = 0; i < WORK_M; ++i)
+        #pragma unroll
+        for (int v = 0; v < WORK_N / 4; ++v) total[i][v] = (float4)(0.0f);
+    int steps = 0;
+#endif
 
-    FETCH(a_next, a, 0, A_ITEMS, A_LOADS, TILE_M / 4, GEMM_M / 4)
-    FETCH(b_next, b, 0, B_ITEMS, B_LOADS, TILE_N / 4, GEMM_N / 4)
-    STAGE(a_tile[0], a_next, A_ITEMS, A_LOADS, TILE_M / 4)
-    STAGE(b_tile[0], b_next, B_ITEMS, B_LOADS, TILE_N / 4)
+    if (k_begin < k_end) {   /* uniform over the work-group */
+        FETCH(a_next, a, k_begin, A_ITEMS, A_LOADS, TILE_M / 4, GEMM_M / 4)
+        FETCH(b_next, b, k_begin, B_ITEMS, B_LOADS, TILE_N / 4, GEMM_N / 4)
+        STAGE(a_tile[0], a_next, A_ITEMS, A_LOADS, TILE_M / 4)
+        STAGE(b_tile[0], b_next, B_ITEMS, B_LOADS, TILE_N / 4)
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
 
-    for (int k0 = 0; k0 < GEMM_K; k0 += K_BLK) {
-        const int buf = (k0 / K_BLK) & 1;
-        const bool more = k0 + K_BLK < GEMM_K;
+    for (int k0 = k_begin; k0 < k_end; k0 += K_BLK) {
+        const int buf = ((k0 - k_begin) / K_BLK) & 1;
+        const bool more = k0 + K_BLK < k_end;
         if (more) {
             FETCH(a_next, a, k0 + K_BLK, A_ITEMS, A_LOADS, TILE_M / 4, GEMM_M / 4)
             FETCH(b_next, b, k0 + K_BLK, B_ITEMS, B_LOADS, TILE_N / 4, GEMM_N / 4)
@@ -95,9 +127,28 @@ void wino_gemm(__global float* restrict ws)
             STAGE(b_tile[buf ^ 1], b_next, B_ITEMS, B_LOADS, TILE_N / 4)
         }
         barrier(CLK_LOCAL_MEM_FENCE);
+#if SUM_STEPS > 0
+        if (++steps == SUM_STEPS) {
+            steps = 0;
+            #pragma unroll
+            for (int i = 0; i < WORK_M; ++i)
+                #pragma unroll
+                for (int v = 0; v < WORK_N / 4; ++v) {
+                    total[i][v] += acc[i][v];
+                    acc[i][v] = (float4)(0.0f);
+                }
+        }
+#endif
     }
+#if SUM_STEPS > 0
+    #pragma unroll
+    for (int i = 0; i < WORK_M; ++i)
+        #pragma unroll
+        for (int v = 0; v < WORK_N / 4; ++v) acc[i][v] += total[i][v];
+#endif
 
-    __global float4* c = (__global float4*)(ws + C_OFF + z * (GEMM_M * GEMM_N) + m0 * GEMM_N + n0);
+    __global float4* c = (__global float4*)(ws + C_OFF + (split * GEMM_BATCH + z) * (GEMM_M * GEMM_N)
+                                            + m0 * GEMM_N + n0);
     #pragma unroll
     for (int u = 0; u < WORK_M / 4; ++u)
         #pragma unroll
@@ -105,6 +156,10 @@ void wino_gemm(__global float* restrict ws)
             const int row = (u * THREADS_M + ty) * 4 + i;
             #pragma unroll
             for (int v = 0; v < WORK_N / 4; ++v)
+#ifdef ACCUMULATE_ARG
+                if (accumulate) c[row * (GEMM_N / 4) + v * THREADS_N + tx] += acc[u * 4 + i][v];
+                else
+#endif
                 c[row * (GEMM_N / 4) + v * THREADS_N + tx] = acc[u * 4 + i][v];
         }
 }

@@ -21,16 +21,17 @@ import pytest
 from miopy import ActivationMode, ptx_probe
 from miopy.conv import reference
 from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction
-from miopy.conv.solvers.mma import NEEDS_PTX, ConvImplicitGemmMma, local_bytes
+from miopy.conv.solvers.mma import NEEDS_PTX, ConvImplicitGemmMma, local_bytes, mma_k
 from miopy.device import DeviceInfo
 from miopy.find import get_solutions
 from miopy.fusion.epilogue import Epilogue
+from miopy.solver import Solver
 from miopy.tensor import DataType, TensorDesc
 from tests.helpers import run_solution
 
 SOLVER = ConvImplicitGemmMma()
 H100 = DeviceInfo("NVIDIA CUDA", "NVIDIA Corporation", "NVIDIA H100", "580", "ALL | GPU", 132, 48 << 10, 1024,
-                  (1024, 1024, 64), 80 << 30, False, ptx_mma=("tf32", "f16"))
+                  (1024, 1024, 64), 80 << 30, False, ptx_mma=("tf32", "f16", "cp_async"))
 DTYPES = ("FP32", "FP16")
 
 
@@ -129,10 +130,24 @@ def test_probe_runs_once_per_device_then_memory_then_disk(tmp_path, monkeypatch)
     built = []
     monkeypatch.setattr(ptx_probe, "_compiles", lambda dev, source: built.append(source) or "m16n8k8" in source)
     assert ptx_probe.supported_mma(_FakeDevice(), "nv-1") == ("tf32",)
-    assert ptx_probe.supported_mma(_FakeDevice(), "nv-1") == ("tf32",) and len(built) == 2
+    assert ptx_probe.supported_mma(_FakeDevice(), "nv-1") == ("tf32",) and len(built) == 3
     monkeypatch.setattr(ptx_probe, "_MEMO", {})
-    assert ptx_probe.supported_mma(_FakeDevice(), "nv-1") == ("tf32",) and len(built) == 2
-    assert ptx_probe.supported_mma(_FakeDevice(), "nv-2") == ("tf32",) and len(built) == 4
+    assert ptx_probe.supported_mma(_FakeDevice(), "nv-1") == ("tf32",) and len(built) == 3
+    assert ptx_probe.supported_mma(_FakeDevice(), "nv-2") == ("tf32",) and len(built) == 6
+
+
+def test_a_refused_cp_async_probe_leaves_cp_async_points_invalid_with_the_reason(tmp_path, monkeypatch):
+    monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(ptx_probe, "_MEMO", {})
+    monkeypatch.setattr(ptx_probe, "_compiles", lambda dev, source: "cp.async" not in source)
+    found = ptx_probe.supported_mma(_FakeDevice(), "nv-old")
+    assert found == ("tf32", "f16") and "cp.async.wait_group" in ptx_probe.probe_source("cp_async")
+    device = dataclasses.replace(H100, ptx_mma=found)
+    problem = problem_of(Direction.FORWARD, LAYERS[0])
+    point = {**SOLVER.default_params(problem, device), "CP_ASYNC": True, "STAGES": 3}
+    assert "cp.async" in SOLVER.invalid_reason(problem, point, device)
+    assert SOLVER.invalid_reason(problem, point, H100) is None
+    assert not any(p["CP_ASYNC"] or p["STAGES"] > 2 for p in SOLVER.search_space(problem, device))
 
 
 # -- the tuning grid on a described H100 (nothing compiled) -------------------------------------------------
@@ -162,11 +177,79 @@ def test_invalid_points_say_why():
     assert "SPLIT" in SOLVER.invalid_reason(problem, {**base, "SPLIT": 2}, H100)
 
 
+def test_vector_b_points_say_why():
+    fp32 = problem_of(Direction.FORWARD, LAYERS[1])          # 56 x 56, 1x1
+    base = SOLVER.default_params(fp32, H100)
+    assert base["VECTOR_B"] == 0 and SOLVER.invalid_reason(fp32, {**base, "VECTOR_B": 4}, H100) is None
+    assert "16 bytes" in SOLVER.invalid_reason(fp32, {**base, "VECTOR_B": 8}, H100)
+    assert "CHANNEL_BLOCKS" in SOLVER.invalid_reason(fp32, {**base, "VECTOR_B": 4, "CHANNEL_BLOCKS": False,
+                                                            "TRANSFORM_W": False, "VECTOR_A": False}, H100)
+    narrow = problem_of(Direction.FORWARD, LAYERS[0])        # 14 x 14: 2-vectors only
+    point = SOLVER.default_params(narrow, H100)
+    assert SOLVER.invalid_reason(narrow, {**point, "VECTOR_B": 2}, H100) is None
+    assert "multiples of 4" in SOLVER.invalid_reason(narrow, {**point, "VECTOR_B": 4}, H100)
+    strided = problem_of(Direction.FORWARD, (2, 16, 16, 16, 16, 3, 3, 1, 2, 1, 1))
+    assert "stride 1" in SOLVER.invalid_reason(strided, {**SOLVER.default_params(strided, H100), "VECTOR_B": 2}, H100)
+    wgrad = problem_of(Direction.BACKWARD_WEIGHTS, LAYERS[1])
+    assert "CHANNEL_BLOCKS" in SOLVER.invalid_reason(wgrad, {**SOLVER.default_params(wgrad, H100), "VECTOR_B": 2},
+                                                     H100)
+
+
+def test_pipeline_points_say_why():
+    """STAGES > 2 only with cp.async, cp.async only with two stages or more, fp16 cp.async only with 16-byte A
+    copies, and the ring within local memory (48 KiB on the H100)."""
+    fp32 = problem_of(Direction.FORWARD, LAYERS[0])
+    half = problem_of(Direction.FORWARD, LAYERS[0], "FP16")
+    base = {**SOLVER.default_params(fp32, H100), "CP_ASYNC": False}
+    assert "needs CP_ASYNC" in SOLVER.invalid_reason(fp32, {**base, "STAGES": 3}, H100)
+    assert "STAGES >= 2" in SOLVER.invalid_reason(fp32, {**base, "STAGES": 1, "CP_ASYNC": True}, H100)
+    small = {**base, "M_BLK": 64, "N_BLK": 64, "K_BLK": 16, "WARPS_M": 2, "WARPS_N": 2, "CP_ASYNC": True}
+    for stages in (2, 3, 4):
+        assert SOLVER.invalid_reason(fp32, {**small, "STAGES": stages}, H100) is None
+    wide = {**small, "M_BLK": 128, "N_BLK": 128, "STAGES": 3}   # 3 x 18.5 KiB
+    assert local_bytes(wide, fp32.dtype, fp32.direction) > H100.local_mem_bytes
+    assert "local memory" in SOLVER.invalid_reason(fp32, wide, H100)
+    half_point = {**SOLVER.default_params(half, H100), "CP_ASYNC": True, "STAGES": 2}
+    assert SOLVER.invalid_reason(half, {**half_point, "VECTOR_A": True}, H100) is None
+    assert "needs VECTOR_A" in SOLVER.invalid_reason(half, {**half_point, "VECTOR_A": False}, H100)
+    # cp.async moves the prefetch out of registers: a 128x128x64 fp32 slice over 4 warps is 128 copies a lane
+    deep = {**small, "M_BLK": 128, "N_BLK": 128, "K_BLK": 64, "STAGES": 2}
+    assert "prefetched" in SOLVER.invalid_reason(fp32, {**deep, "CP_ASYNC": False}, H100)
+    assert "prefetched" not in (SOLVER.invalid_reason(fp32, deep, H100) or "")
+
+
+def test_default_params_keep_the_register_pipeline():
+    """cp.async is a tuning option until GPU measurements say otherwise: the defaults never switch it on."""
+    for direction in Direction:
+        for dtype in DTYPES:
+            for shape in LAYERS:
+                params = SOLVER.default_params(problem_of(direction, shape, dtype), H100)
+                assert not params["CP_ASYNC"] and params["STAGES"] <= 2 and params["VECTOR_B"] == 0
+
+
+def test_pruned_search_space_is_the_filtered_grid(monkeypatch):
+    """search_space skips values that no point can take; on a reduced grid it yields exactly the grid
+    points that pass invalid_reason, in grid order."""
+    small = {**ConvImplicitGemmMma.grid, "M_BLK": (16, 32), "N_BLK": (16, 32), "K_BLK": (16,), "WARPS_M": (1, 2),
+             "WARPS_N": (1,), "SPLIT": (1, 2)}
+    monkeypatch.setattr(ConvImplicitGemmMma, "grid", small)
+    solver = ConvImplicitGemmMma()
+    for direction in Direction:
+        for dtype in DTYPES:
+            problem = problem_of(direction, (2, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1), dtype)
+            pruned = list(solver.search_space(problem, H100))
+            full = list(Solver.search_space(solver, problem, H100))
+            assert pruned == full and any(p["CP_ASYNC"] and p["STAGES"] == 4 for p in full)
+            assert any(p["VECTOR_B"] == 4 for p in full) == (direction is not Direction.BACKWARD_WEIGHTS)
+
+
 # -- the kernels' layout and index mapping, emulated (any OpenCL device) -----------------------------------
 ODD = (2, 6, 7, 9, 13, 3, 3, (1, 2), (2, 1), (1, 2), 1)   # ragged tiles, pad, stride, dilation
-def cfg(m_blk, n_blk, warps_m, warps_n, stages, blocks, split=1, transform=False, vector=False, k_blk=16) -> dict:
+def cfg(m_blk, n_blk, warps_m, warps_n, stages, blocks, split=1, transform=False, vector=False, k_blk=16,
+        cp_async=False, vector_b=0) -> dict:
     return {"M_BLK": m_blk, "N_BLK": n_blk, "K_BLK": k_blk, "WARPS_M": warps_m, "WARPS_N": warps_n, "STAGES": stages,
-            "CHANNEL_BLOCKS": blocks, "SPLIT": split, "TRANSFORM_W": transform, "LDMATRIX": False, "VECTOR_A": vector}
+            "CHANNEL_BLOCKS": blocks, "SPLIT": split, "TRANSFORM_W": transform, "LDMATRIX": False, "VECTOR_A": vector,
+            "CP_ASYNC": cp_async, "VECTOR_B": vector_b}
 
 
 EMULATED = [  # (direction, params): one warp and two, one stage and two, channel blocks, the weight copy, a split
@@ -193,6 +276,98 @@ def test_emulated_kernels_match_float64_within_the_format_bound(handle, directio
     t = host_tensors(problem, seed=1)
     got = run_solution(handle, emulated(SOLVER.solution(problem, params)), problem, t)
     check_within_bound(problem, t, got)
+
+
+SPLIT_SHAPE = (8, 6, 9, 9, 24, 3, 3, 1, 1, 1, 1)   # N*P*Q = 648: two chunks
+ONE_STEP = (2, 6, 7, 9, 13, 1, 1, 0, 1, 1, 1)      # a 1x1 over 6 channels: one slice, fewer than STAGES - 1
+ONE_STEP_8 = (2, 8, 7, 9, 13, 1, 1, 0, 1, 1, 1)    # the same over 8 channels (fp16 16-byte A copies)
+# (direction, dtype, shape, params): the cp.async ring (emulated copies, same buffers and order) with 2, 3 and 4
+# stages; fp32 with 4-byte A and B copies (fragments rounded to TF32 when read) and 16-byte A copies, the weight
+# copy (rounded by transform_weights), splits, channel blocks; fp16 with 16-byte A copies and B on registers
+CP_ASYNC_CASES = [
+    (Direction.FORWARD, "FP32", ODD, cfg(16, 32, 1, 2, 2, False, cp_async=True)),
+    (Direction.FORWARD, "FP32", ODD, cfg(16, 16, 1, 1, 3, True, transform=True, cp_async=True)),
+    (Direction.FORWARD, "FP32", ONE_STEP, cfg(16, 16, 1, 1, 4, False, cp_async=True)),
+    (Direction.BACKWARD_DATA, "FP32", ODD, cfg(16, 32, 1, 2, 4, True, cp_async=True)),
+    (Direction.BACKWARD_DATA, "FP32", ODD, cfg(16, 16, 1, 1, 3, False, cp_async=True)),
+    (Direction.BACKWARD_WEIGHTS, "FP32", SPLIT_SHAPE, cfg(32, 16, 2, 1, 3, False, split=2, cp_async=True)),
+    (Direction.BACKWARD_WEIGHTS, "FP32", VECTOR_SHAPE, cfg(16, 16, 1, 1, 4, False, vector=True, k_blk=32,
+                                                          cp_async=True)),
+    (Direction.FORWARD, "FP16", VECTOR_SHAPE, cfg(16, 32, 1, 1, 3, True, transform=True, vector=True, cp_async=True)),
+    (Direction.FORWARD, "FP16", ONE_STEP_8, cfg(16, 16, 1, 1, 4, True, vector=True, cp_async=True)),
+    (Direction.BACKWARD_DATA, "FP16", VECTOR_SHAPE, cfg(16, 16, 1, 1, 4, True, transform=True, vector=True,
+                                                       cp_async=True)),
+    (Direction.BACKWARD_WEIGHTS, "FP16", VECTOR_SHAPE, cfg(16, 16, 1, 1, 2, False, vector=True, k_blk=32,
+                                                          cp_async=True)),
+]
+
+
+# VECTOR_B: W = Q = 8; taps s*dil - pad = -2, 0, 2 (aligned for 2-vectors, one tap in three for 4 and 8:
+# the others straddle the padding element by element); stride 2 along h; the second shape pads 1 (odd shifts)
+VB_SHAPE = (2, 6, 9, 8, 13, 3, 3, (1, 2), (2, 1), (1, 2), 1)
+VB_SHAPE_8 = (2, 8, 9, 8, 16, 3, 3, (1, 2), (2, 1), (1, 2), 1)
+VB_ODD = (2, 6, 7, 8, 13, 3, 3, 1, 1, 1, 1)
+CP_ASYNC_CASES += [
+    (Direction.FORWARD, "FP32", VB_SHAPE, cfg(16, 32, 1, 1, 3, True, cp_async=True, vector_b=2)),
+    (Direction.FORWARD, "FP32", VB_ODD, cfg(16, 16, 1, 1, 4, True, transform=True, cp_async=True, vector_b=4)),
+    (Direction.BACKWARD_DATA, "FP32", VB_SHAPE, cfg(16, 16, 1, 1, 4, True, cp_async=True, vector_b=4)),
+    (Direction.BACKWARD_DATA, "FP32", VB_ODD, cfg(16, 32, 1, 2, 1, True, vector_b=2)),
+    (Direction.FORWARD, "FP16", VB_SHAPE, cfg(16, 16, 1, 1, 2, True, vector_b=8)),
+    (Direction.FORWARD, "FP16", VB_SHAPE_8, cfg(16, 16, 1, 1, 3, True, transform=True, vector=True, cp_async=True,
+                                                vector_b=8)),
+    (Direction.BACKWARD_DATA, "FP16", VB_SHAPE, cfg(16, 32, 1, 2, 2, True, transform=True, vector_b=4)),
+]
+
+
+@pytest.mark.parametrize("direction,dtype,shape,params", CP_ASYNC_CASES,
+                         ids=[f"{d.name}-{t}-{p['STAGES']}-{i}" for i, (d, t, _, p) in enumerate(CP_ASYNC_CASES)])
+def test_emulated_pipelines_match_float64_within_the_format_bound(handle, direction, dtype, shape, params):
+    problem = problem_of(direction, shape, dtype)
+    assert SOLVER.invalid_reason(problem, params, H100) is None, SOLVER.invalid_reason(problem, params, H100)
+    t = host_tensors(problem, seed=2)
+    got = run_solution(handle, emulated(SOLVER.solution(problem, params)), problem, t)
+    check_within_bound(problem, t, got)
+
+
+def ptx_stubbed_build(handle, spec) -> None:
+    """Build spec's real (PTX) source on any OpenCL device with every inline asm statement removed: the code
+    around the PTX (cp.async, ldmatrix and mma helpers, TF32 conversions, the ring's loop) must compile as it
+    will on NVIDIA's OpenCL, and no #error of the kernel may fire for a valid point."""
+    import re
+
+    import pyopencl as cl
+
+    from miopy.kernel_cache import kernel_source
+    source = "#define asm(...)\n" + re.sub(r"\basm\s+volatile\s*\(", "asm(", kernel_source(spec.file))
+    try:
+        program = cl.Program(handle.context, source).build(spec.build_options(), devices=[handle.device])
+    except cl.RuntimeError as exc:
+        raise AssertionError(f"{spec.name} with {spec.build_options()} does not build:\n{exc}") from None
+    cl.Kernel(program, spec.name)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("direction", list(Direction), ids=lambda d: d.name)
+def test_ptx_sources_of_pipeline_points_build_with_the_asm_stubbed(handle, direction, dtype):
+    """The default and cp.async points with 2, 3 and 4 stages (ldmatrix on and off; VECTOR_B 2 and widest where
+    it applies) of a real layer, as NVIDIA's compiler would see them less the PTX itself (which
+    benchmarks/mma_variants.py builds on the GPU)."""
+    problem = problem_of(direction, LAYERS[1], dtype)     # ResNet-50 1x1 64->256: fp16 16-byte A copies apply
+    base = SOLVER.default_params(problem, H100)
+    tile = {"M_BLK": 64, "N_BLK": 64, "K_BLK": 2 * mma_k(problem.dtype), "WARPS_M": 2, "WARPS_N": 2,
+            "CP_ASYNC": True, "VECTOR_A": True}
+    points = [base] + [{**base, **tile, "STAGES": stages, "LDMATRIX": stages != 3} for stages in (2, 3, 4)]
+    if direction is not Direction.BACKWARD_WEIGHTS:   # 56 columns a row: 2-, 4- and (fp16) 8-vectors of B
+        widest = 4 if dtype == "FP32" else 8
+        points[0], points[1], points[3] = ({**points[0], "VECTOR_B": widest}, {**points[1], "VECTOR_B": 2},
+                                           {**points[3], "VECTOR_B": widest})
+    specs = []
+    for params in points:
+        reason = SOLVER.invalid_reason(problem, params, H100)
+        assert reason is None, (params, reason)
+        specs += [launch.spec for launch in SOLVER.solution(problem, params).launches]
+    for spec in dict.fromkeys(specs):
+        ptx_stubbed_build(handle, spec)
 
 
 # -- on NVIDIA: the tensor cores themselves ----------------------------------------------------------------

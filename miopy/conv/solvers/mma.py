@@ -1,6 +1,9 @@
 """ConvImplicitGemmMma: implicit-GEMM convolution on NVIDIA tensor cores (inline PTX mma.sync), all directions."""
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
+
 from ...device import DeviceInfo, grid_reason, index_reason, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
@@ -13,7 +16,8 @@ from .direct_local import gemm_shape, inner_channels, max_split, split_chunk
 KERNEL_FILE = "conv_mma.cl"
 WARP = 32
 MAX_ACCUMULATORS = 128        # fp32 sums per lane (a 64x64 warp tile): beyond this registers spill
-MAX_PREFETCH = 64             # elements per lane fetched one step ahead (A and B together)
+MAX_PREFETCH = 64             # elements per lane fetched one step ahead into registers (A and B together)
+MAX_COPIES = 128              # elements per lane a step copies, registers and cp.async together (unrolled code)
 REDUCE_WG = 64
 # Hybrid |a-e|/(1+|e|) bound vs float64 for find / tuning checks: 4 * 2^-11 * sqrt(L) at L = 1024 terms (the
 # registry grows it like sqrt(L) beyond): each TF32 operand rounds by up to 2^-11 (10-bit mantissa), so a sum of
@@ -21,6 +25,7 @@ REDUCE_WG = 64
 # result is near 0. fp16 data (exact products, one rounding of the output) stays far below. docs/tensor_cores.md.
 TENSOR_CORE_TOLERANCE = 4 * 2.0**-11 * 32
 NEEDS_PTX = "needs NVIDIA OpenCL with PTX mma"
+CP_ASYNC_PROBE = "cp_async"   # the ptx_probe name of cp.async (global -> local copies, sm_80+)
 
 
 def mma_k(dtype: DataType) -> int:
@@ -31,6 +36,13 @@ def mma_k(dtype: DataType) -> int:
 def instruction(dtype: DataType) -> str:
     """The ptx_probe name of the mma family dtype runs on."""
     return "f16" if dtype is DataType.FLOAT16 else "tf32"
+
+
+def async_operands(params: Params, dtype: DataType) -> tuple[bool, bool]:
+    """Whether cp.async copies A and B (see CP_ASYNC in conv_mma.cl): A always, B when its elements are 4 bytes
+    (fp16's 2-byte gather stays on the register path)."""
+    on = bool(params["CP_ASYNC"])
+    return on, on and dtype is not DataType.FLOAT16
 
 
 def local_bytes(params: Params, dtype: DataType, direction: Direction) -> int:
@@ -67,16 +79,17 @@ class ConvImplicitGemmMma(ConvSolver):
     tensor_cores = True
     tolerance = TENSOR_CORE_TOLERANCE
     grid = {"M_BLK": (16, 32, 64, 128, 256), "N_BLK": (16, 32, 64, 128, 256), "K_BLK": (8, 16, 32, 64),
-            "WARPS_M": (1, 2, 4), "WARPS_N": (1, 2, 4), "STAGES": (1, 2), "CHANNEL_BLOCKS": (False, True),
+            "WARPS_M": (1, 2, 4), "WARPS_N": (1, 2, 4), "STAGES": (1, 2, 3, 4), "CHANNEL_BLOCKS": (False, True),
             "SPLIT": (1, 2, 4, 8, 16, 32), "TRANSFORM_W": (False, True), "LDMATRIX": (False, True),
-            "VECTOR_A": (False, True)}
+            "VECTOR_A": (False, True), "CP_ASYNC": (False, True), "VECTOR_B": (0, 2, 4, 8)}
     param_doc = {
         "M_BLK": "work-group tile rows (output channels; input channels in backward-data)",
         "N_BLK": "work-group tile columns (output pixels; filter taps in backward-weights)",
         "K_BLK": "slice of the inner dimension staged in local memory per step (a multiple of the mma's k)",
         "WARPS_M": "warps along the tile's rows (each warp owns M_BLK/WARPS_M rows, a multiple of 16)",
         "WARPS_N": "warps along the tile's columns (each warp owns N_BLK/WARPS_N columns, a multiple of 8)",
-        "STAGES": "local buffers: 2 stages the next slice while this one is multiplied (one barrier a step)",
+        "STAGES": "local buffers: 2 stages the next slice while this one is multiplied (one barrier a step); "
+                  "3 and 4 (CP_ASYNC) keep STAGES-1 slices' copies in flight",
         "CHANNEL_BLOCKS": "forward / backward-data: loop over (K_BLK channels, one tap) slices, channels "
                           "padded to K_BLK; else over the flat channel x tap index",
         "SPLIT": "backward-weights only: partial sums over that many chunks of N*P*Q, then a fixed-order sum",
@@ -85,6 +98,12 @@ class ConvImplicitGemmMma(ConvSolver):
         "LDMATRIX": "read mma fragments from local memory with ldmatrix.x4 (B too when fp16 or backward-weights)",
         "VECTOR_A": "fetch A as 16-byte vectors along k (needs k contiguous: transformed or 1x1 forward weights, "
                     "dy planes; channel / plane sizes a multiple of the vector)",
+        "VECTOR_B": "forward / backward-data, CHANNEL_BLOCKS, stride 1 along w: gather B as that many consecutive "
+                    "columns of an output row, one vector (or one cp.async) where the tap keeps them aligned and "
+                    "inside, one local store (W and Q multiples of it; 16 bytes at most)",
+        "CP_ASYNC": "copy slices global -> local with cp.async (no registers, zero-fill for padding) into a ring of "
+                    "STAGES >= 2 buffers: fp32 A and B, fp16 A only (needs VECTOR_A; its 2-byte B gather stays "
+                    "on registers); needs the device's cp.async probe",
     }
 
     def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
@@ -97,8 +116,29 @@ class ConvImplicitGemmMma(ConvSolver):
     def invalid_reason(self, problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
         reason = super().invalid_reason(problem, params, dev)
         if reason is None:
-            reason = _warp_reason(problem, params) or _device_reason(problem, params, dev)
+            reason = (_pipeline_reason(problem, params, dev) or _warp_reason(problem, params)
+                      or _device_reason(problem, params, dev))
         return reason or _shape_reason(problem, params)
+
+    def search_space(self, problem: ConvProblem, dev: DeviceInfo) -> Iterator[Params]:
+        """Every valid grid point in grid order, without visiting values no point of this problem can take
+        (splits outside backward-weights, channel blocks in it, cp.async without the device's probe)."""
+        values = dict(self.grid)
+        values["SPLIT"] = tuple(v for v in values["SPLIT"] if v <= max_split(problem))
+        if problem.direction is Direction.BACKWARD_WEIGHTS:
+            values["CHANNEL_BLOCKS"] = values["TRANSFORM_W"] = (False,)
+        values["VECTOR_B"] = tuple(v for v in values["VECTOR_B"] if not v or _vector_b_fits(problem, v))
+        if CP_ASYNC_PROBE not in dev.ptx_mma:
+            values["CP_ASYNC"], values["STAGES"] = (False,), (1, 2)
+        names = list(values)
+        for point in itertools.product(*values.values()):
+            params = dict(zip(names, point))
+            if params["STAGES"] > 2 and not params["CP_ASYNC"] or params["CP_ASYNC"] and params["STAGES"] < 2:
+                continue
+            if (params["TRANSFORM_W"] or params["VECTOR_B"]) and not params["CHANNEL_BLOCKS"]:
+                continue
+            if self.is_valid(problem, params, dev):
+                yield params
 
     def default_params(self, problem: ConvProblem, dev: DeviceInfo) -> Params:
         valid = [c for c in _candidates(problem, dev) if self.is_valid(problem, c, dev)]
@@ -139,6 +179,20 @@ class ConvImplicitGemmMma(ConvSolver):
         return Solution(self.id, dict(params), tuple(launches), self.workspace_bytes(problem))
 
 
+def _pipeline_reason(problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
+    """STAGES against CP_ASYNC, and cp.async against the device and the data type."""
+    stages = params["STAGES"]
+    if not params["CP_ASYNC"]:
+        return f"STAGES={stages} > 2 needs CP_ASYNC" if stages > 2 else None
+    if CP_ASYNC_PROBE not in dev.ptx_mma:
+        return "CP_ASYNC needs cp.async (the device's compiler refused the probe, or it is not NVIDIA's)"
+    if stages < 2:
+        return "CP_ASYNC needs STAGES >= 2 (copies land in one buffer while another is multiplied)"
+    if problem.dtype is DataType.FLOAT16 and not params["VECTOR_A"]:
+        return "CP_ASYNC with fp16 data needs VECTOR_A (cp.async copies 4 bytes at least; fp16 B stays on registers)"
+    return None
+
+
 def _warp_reason(problem: ConvProblem, params: Params) -> str | None:
     """The tile against the warps and the mma shape, and a lane's registers."""
     m_blk, n_blk, k_blk = params["M_BLK"], params["N_BLK"], params["K_BLK"]
@@ -153,7 +207,11 @@ def _warp_reason(problem: ConvProblem, params: Params) -> str | None:
     sums = m_blk * n_blk // (WARP * warps_m * warps_n)
     if sums > MAX_ACCUMULATORS:
         return f"{sums} sums per lane > {MAX_ACCUMULATORS}"
-    prefetch = (m_blk + n_blk) * k_blk // (WARP * warps_m * warps_n)
+    copies = (m_blk + n_blk) * k_blk // (WARP * warps_m * warps_n)
+    if copies > MAX_COPIES:
+        return f"{copies} elements copied per lane a step > {MAX_COPIES}"
+    a_async, b_async = async_operands(params, problem.dtype)
+    prefetch = ((0 if a_async else m_blk) + (0 if b_async else n_blk)) * k_blk // (WARP * warps_m * warps_n)
     if prefetch > MAX_PREFETCH:
         return f"{prefetch} prefetched elements per lane > {MAX_PREFETCH}"
     return None
@@ -191,6 +249,10 @@ def _shape_reason(problem: ConvProblem, params: Params) -> str | None:
         reason = _vector_a_reason(problem, params, threads)
         if reason:
             return reason
+    if params["VECTOR_B"]:
+        reason = _vector_b_reason(problem, params, threads)
+        if reason:
+            return reason
     k_size = inner_channels(problem) if params["CHANNEL_BLOCKS"] else shape.k
     for name, blk, size, least in (("M", m_blk, shape.m, 16), ("N", n_blk, shape.n, 16), ("K", k_blk, k_size, 16)):
         if blk > max(least, _pow2_ceil(size)):
@@ -222,9 +284,32 @@ def _vector_a_reason(problem: ConvProblem, params: Params, threads: int) -> str 
     return None if size % vec == 0 else f"VECTOR_A: {what}={size} is not a multiple of {vec}"
 
 
+def _vector_b_fits(problem: ConvProblem, vec: int) -> bool:
+    """Whether the problem lets VECTOR_B=vec gather B along output rows (whatever the tiles)."""
+    p = problem
+    return (p.direction is not Direction.BACKWARD_WEIGHTS and p.stride_w == 1 and vec * p.dtype.itemsize <= 16
+            and p.in_w % vec == 0 and p.out_w % vec == 0)
+
+
+def _vector_b_reason(problem: ConvProblem, params: Params, threads: int) -> str | None:
+    """Why B cannot be gathered in VECTOR_B-column vectors (see VECTOR_B in conv_mma.cl), or None."""
+    vec, p = params["VECTOR_B"], problem
+    if p.direction is Direction.BACKWARD_WEIGHTS or not params["CHANNEL_BLOCKS"]:
+        return "VECTOR_B needs CHANNEL_BLOCKS (forward / backward-data)"
+    if not _vector_b_fits(p, vec):
+        return (f"VECTOR_B={vec}: needs stride 1 along w, W={p.in_w} and Q={p.out_w} multiples of {vec}, "
+                f"at most 16 bytes")
+    groups = params["N_BLK"] // vec
+    step = min(threads, groups)
+    if groups % step or threads % step or params["K_BLK"] % (threads // step):
+        return f"VECTOR_B: a {params['K_BLK']}x{params['N_BLK']} slice is not whole passes of {vec}-vectors"
+    return None
+
+
 # -- default params ---------------------------------------------------------------------------------------
 SMALLEST = {"M_BLK": 16, "N_BLK": 16, "K_BLK": 16, "WARPS_M": 1, "WARPS_N": 1, "STAGES": 1,
-            "CHANNEL_BLOCKS": False, "SPLIT": 1, "TRANSFORM_W": False, "LDMATRIX": False, "VECTOR_A": False}
+            "CHANNEL_BLOCKS": False, "SPLIT": 1, "TRANSFORM_W": False, "LDMATRIX": False, "VECTOR_A": False,
+            "CP_ASYNC": False, "VECTOR_B": 0}
 # (M_BLK, N_BLK, WARPS_M, WARPS_N): 64x64 warp tiles where the problem is large, down to one warp on 16x16
 _TILES = ((128, 128, 2, 2), (128, 128, 2, 4), (256, 128, 4, 2), (128, 256, 2, 4), (128, 64, 2, 2), (64, 128, 2, 2),
           (64, 64, 2, 2), (128, 32, 4, 1), (32, 128, 1, 4), (64, 32, 2, 1), (32, 64, 1, 2), (32, 32, 1, 1),
@@ -244,7 +329,7 @@ def _candidates(problem: ConvProblem, dev: DeviceInfo) -> list[Params]:
                 for s in splits:
                     base = {"M_BLK": m, "N_BLK": n, "K_BLK": k, "WARPS_M": wm, "WARPS_N": wn, "STAGES": 2,
                             "CHANNEL_BLOCKS": cb, "SPLIT": s, "TRANSFORM_W": False, "LDMATRIX": False,
-                            "VECTOR_A": False}
+                            "VECTOR_A": False, "CP_ASYNC": False, "VECTOR_B": 0}
                     featured = _featured(problem, base, dev)
                     if problem.dtype is DataType.FLOAT16 or featured["STAGES"] == 2 or k == min(k_blks):
                         out.append(featured)   # fp32: one stage of 32 spilled or lost to two of 16 on the H100
@@ -292,7 +377,7 @@ def _score(problem: ConvProblem, params: Params, dev: DeviceInfo) -> float:
     tile_reuse *= min(1.0, warp_m * warp_n / (warp_m + warp_n) / 32) ** 0.3   # local reads per mma: 64x64 warps
     # fp16 likes 32-deep slices, fp32 16 (32 with one stage spilled registers on an H100)
     depth = min(1.0, k_blk / (32 if problem.dtype is DataType.FLOAT16 else 16)) ** 0.25
-    depth *= 1.0 if params["STAGES"] == 2 else 0.9
+    depth *= 1.0 if params["STAGES"] >= 2 else 0.9
     split_cost = 1 + 0.05 * (params["SPLIT"] - 1)
     fetch_cost = 1.0 if params["CHANNEL_BLOCKS"] else 1.1
     return fill * k_fill * busy * tile_reuse * depth / (split_cost * fetch_cost)

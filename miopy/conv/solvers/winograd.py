@@ -14,12 +14,20 @@ much harder kernel.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from ...device import DeviceInfo, index_reason, local_memory_reason, work_group_reason
+import numpy as np
+
+from ...device import (
+    SPLIT_WORKSPACE_CAP,
+    DeviceInfo,
+    index_reason,
+    local_memory_reason,
+    work_group_reason,
+)
 from ...kernel_cache import KernelSpec
-from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
+from ...solver import KernelLaunch, Params, Solution, ceil_div, require, require_none, round_up
 from ...tensor import DataType
 from ..problem import ConvProblem, Direction
 from ..solver import ConvSolver
@@ -30,6 +38,11 @@ TRANSFORM_WG = 64     # work-group size of the three transform kernels
 REGISTERS_PER_ITEM = 255       # most 32-bit registers one work-item may use (NVIDIA and AMD GPUs)
 REGISTERS_PER_GROUP = 65536    # register file one work-group may fill (an NVIDIA SM / AMD SIMD)
 FLOAT_BYTES = 4
+MAX_SPLIT = 64        # backward-weights: most partial sums of dU (the grid's largest SPLIT)
+MIN_SPLIT_CHUNK = 128 # backward-weights: tiles each partial sum covers, at least
+SUM_BLOCK = 256       # backward-weights: tiles summed in registers before they join the running total
+REDUCE_WG = 64        # work-group size of the weight-gradient filter transform
+PASS_BYTES = 1 << 30  # backward-weights: the transformed tiles of x and dy (V^T, M^T) per pass, at most
 
 
 @dataclass(frozen=True)
@@ -55,16 +68,22 @@ class WinogradLayout:
     filter_addressing: tuple[int, int, int, int, int]   # base, per out channel, per in channel, per r, per s
     dtype: DataType   # of the tensors (the workspace is float whatever it is)
     r: int = 3                                          # filter size (r x r)
+    pass_tiles: int = 0                                 # backward-weights: tiles per pass (0: other directions)
+    max_split: int = 0                                  # backward-weights: most partial dU
 
     @classmethod
     def of(cls, p: ConvProblem, m: int) -> WinogradLayout:
         ws_k, ws_c, ws_r, ws_s = p.w.strides
         common = dict(m=m, batch=p.n, dtype=p.dtype, r=p.r)
         back = p.r - 1   # backward-data: pad r-1-pad, filters read from their last tap backwards
-        if p.direction is Direction.FORWARD:
-            return cls(**common, in_role="x", out_role="y", in_c=p.c, out_c=p.k, in_hw=(p.in_h, p.in_w),
+        if p.direction is not Direction.BACKWARD_DATA:   # backward-weights: the forward's geometry, dy as out
+            plan = cls(**common, in_role="x", out_role="y", in_c=p.c, out_c=p.k, in_hw=(p.in_h, p.in_w),
                        out_hw=(p.out_h, p.out_w), pad=(p.pad_h, p.pad_w), in_strides=p.x.strides,
                        out_strides=p.y.strides, filter_addressing=(0, ws_k, ws_c, ws_r, ws_s))
+            if p.direction is Direction.BACKWARD_WEIGHTS:
+                plan = replace(plan, pass_tiles=plan.tiles_per_pass())
+                plan = replace(plan, max_split=plan.split_cap())
+            return plan
         return cls(**common, in_role="y", out_role="x", in_c=p.k, out_c=p.c, in_hw=(p.out_h, p.out_w),
                    out_hw=(p.in_h, p.in_w), pad=(back - p.pad_h, back - p.pad_w), in_strides=p.y.strides,
                    out_strides=p.x.strides, filter_addressing=(back * (ws_r + ws_s), ws_c, ws_k, -ws_r, -ws_s))
@@ -82,27 +101,74 @@ class WinogradLayout:
         return self.batch * self.tiles_hw[0] * self.tiles_hw[1]
 
     @property
+    def weights(self) -> bool:
+        """Whether this is a backward-weights plan (V^T and M^T by tiles, partial dU; no U)."""
+        return self.pass_tiles > 0
+
+    def tiles_per_pass(self) -> int:
+        """Backward-weights: the tiles whose V^T and M^T fit PASS_BYTES (a multiple of MAX_TILE, at least
+        one), or all of them; the passes add into the same partial dU."""
+        in_cp, out_cp = channel_padding(self.in_c), channel_padding(self.out_c)
+        fit = PASS_BYTES // (self.alpha ** 2 * (in_cp + out_cp) * FLOAT_BYTES) // MAX_TILE * MAX_TILE
+        return min(round_up(self.tiles, MAX_TILE), max(MAX_TILE, fit))
+
+    @property
+    def passes(self) -> int:
+        return ceil_div(self.tiles, self.pass_tiles) if self.weights else 1
+
+    @property
+    def reduction(self) -> int:
+        """Backward-weights: the tiles one pass sums (all but the last pass; the last may have fewer)."""
+        return min(self.tiles, self.pass_tiles)
+
+    @property
     def padded(self) -> tuple[int, int, int]:
-        """(reduction, output channels, tiles) as padded in the workspace."""
+        """(input channels, output channels, tiles) as padded in the workspace. Backward-weights pads both
+        channel counts, its GEMM's rows and columns, to channel_padding (GEMM blocks must divide it)."""
+        if self.weights:
+            return channel_padding(self.in_c), channel_padding(self.out_c), self.pass_tiles
         return round_up(self.in_c, MAX_K_BLK), round_up(self.out_c, MAX_TILE), round_up(self.tiles, MAX_TILE)
 
     @property
     def offsets(self) -> tuple[int, int, int, int]:
-        """Float offsets of U, V, M in the workspace and its total size in floats."""
+        """Float offsets in the workspace of U, V, M and its total size in floats; backward-weights has no
+        U but the max_split partial dU [split][AA][OUT_CP][IN_CP] after V^T and M^T (the first slot)."""
         in_cp, out_cp, tiles_p = self.padded
         aa = self.alpha ** 2
-        u, v, m = aa * in_cp * out_cp, aa * in_cp * tiles_p, aa * out_cp * tiles_p
+        v, m = aa * in_cp * tiles_p, aa * out_cp * tiles_p
+        if self.weights:
+            return v + m, 0, v, v + m + self.max_split * aa * out_cp * in_cp
+        u = aa * in_cp * out_cp
         return 0, u, u + v, u + v + m
+
+    def split_cap(self) -> int:
+        """Most partial dU backward-weights may use (a power of two): chunks of at least MIN_SPLIT_CHUNK
+        tiles, at most MAX_SPLIT, partials within SPLIT_WORKSPACE_CAP or the transformed tensors' own size
+        (whichever is larger: the partials then at most double a workspace the transforms need anyway)."""
+        in_cp, out_cp, tiles_p = self.padded
+        aa = self.alpha ** 2
+        partial, transformed = aa * out_cp * in_cp * FLOAT_BYTES, aa * (in_cp + out_cp) * tiles_p * FLOAT_BYTES
+        room = max(SPLIT_WORKSPACE_CAP, transformed) // partial
+        cap = max(1, min(MAX_SPLIT, self.reduction // MIN_SPLIT_CHUNK, room))
+        return 1 << (cap.bit_length() - 1)
+
+    def split_chunk(self, split: int, k_blk: int) -> int:
+        """Tiles of a pass each of split partial sums covers: a multiple of k_blk (only the last is short)."""
+        return round_up(ceil_div(self.reduction, split), k_blk)
 
     def transform_defines(self) -> dict[str, int]:
         in_cp, out_cp, tiles_p = self.padded
         u_off, v_off, m_off, _ = self.offsets
+        v_strides = (1, in_cp) if self.weights else (tiles_p, 1)
         defines = {**self.dtype.defines, "WINO_M": self.m, "WINO_R": self.r, "N": self.batch, "IN_C": self.in_c,
                    "IN_H": self.in_hw[0],
                    "IN_W": self.in_hw[1], "OUT_C": self.out_c, "OUT_H": self.out_hw[0], "OUT_W": self.out_hw[1],
                    "PAD_H": self.pad[0], "PAD_W": self.pad[1], "TILES_H": self.tiles_hw[0],
                    "TILES_W": self.tiles_hw[1], "TILES": self.tiles, "IN_CP": in_cp, "OUT_CP": out_cp,
-                   "TILES_P": tiles_p, "U_OFF": u_off, "V_OFF": v_off, "M_OFF": m_off}
+                   "TILES_P": tiles_p, "U_OFF": u_off, "V_OFF": v_off, "M_OFF": m_off, "V_CS": v_strides[0],
+                   "V_TS": v_strides[1], "CHANNELS_FAST": int(self.weights)}
+        if self.weights:
+            defines["P_OFF"] = u_off
         for prefix, strides in (("IS", self.in_strides), ("OS", self.out_strides)):
             defines.update({f"{prefix}_{axis}": st for axis, st in zip("NCHW", strides)})
         defines.update(zip(("FS_BASE", "FS_OUT", "FS_IN", "FS_R", "FS_S"), self.filter_addressing))
@@ -111,8 +177,22 @@ class WinogradLayout:
     def gemm_defines(self) -> dict[str, int]:
         in_cp, out_cp, tiles_p = self.padded
         u_off, v_off, m_off, _ = self.offsets
+        if self.weights:   # partial dU[s][xi] (out x in channels) = M^T[xi]^T V^T[xi] over chunk s of the tiles
+            return {"GEMM_M": out_cp, "GEMM_N": in_cp, "GEMM_K": tiles_p, "A_OFF": m_off, "B_OFF": v_off,
+                    "C_OFF": u_off, "GEMM_BATCH": self.alpha ** 2}
         return {"GEMM_M": out_cp, "GEMM_N": tiles_p, "GEMM_K": in_cp, "A_OFF": u_off, "B_OFF": v_off,
                 "C_OFF": m_off}
+
+    @property
+    def gemm_columns(self) -> int:
+        """Columns of the batched GEMM's output: tiles, or input channels for the weight gradient."""
+        return self.in_c if self.weights else self.tiles
+
+
+def channel_padding(channels: int) -> int:
+    """Channels rounded up to the next power of two from 32 to MAX_TILE, then to a multiple of MAX_TILE:
+    a GEMM block of 32 fits any count, and few channels are not padded to MAX_TILE."""
+    return round_up(channels, min(MAX_TILE, max(32, 1 << (channels - 1).bit_length())))
 
 
 @dataclass(frozen=True)
@@ -176,7 +256,7 @@ class _ConvWinograd3x3(ConvSolver):
         require(problem.groups == 1, "grouped convolution is not implemented")
         require_none(index_reason(*(d.element_span for d in (problem.x, problem.w, problem.y)),
                                   self.workspace_bytes(problem) // FLOAT_BYTES))
-        require(any(self.is_valid(problem, p, dev) for p in _FALLBACK_DEFAULTS),
+        require(any(self.is_valid(problem, p, dev) for p in self.fallback_params()),
                 "no GEMM tiling fits the device")
 
     def invalid_reason(self, problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
@@ -194,9 +274,13 @@ class _ConvWinograd3x3(ConvSolver):
                     f"over {REGISTERS_PER_GROUP}")
         return None
 
+    def fallback_params(self) -> tuple[Params, ...]:
+        """Small tilings, smallest last, that fit any device: applicability needs one of them valid."""
+        return _FALLBACK_DEFAULTS
+
     def default_params(self, problem: ConvProblem, dev: DeviceInfo) -> Params:
         candidates = _gpu_defaults(WinogradLayout.of(problem, self.tile), dev) if dev.is_gpu else ()
-        return next(dict(p) for p in (*candidates, *_FALLBACK_DEFAULTS) if self.is_valid(problem, p, dev))
+        return next(dict(p) for p in (*candidates, *self.fallback_params()) if self.is_valid(problem, p, dev))
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
         return WinogradLayout.of(problem, self.tile).offsets[3] * FLOAT_BYTES
@@ -234,20 +318,38 @@ def _filter_launch(plan: WinogradLayout, file: str) -> KernelLaunch:
     return KernelLaunch(spec, (out_cp, in_cp), (TRANSFORM_WG, 1), ("w", "workspace"))
 
 
-def _input_launch(plan: WinogradLayout, file: str) -> KernelLaunch:
+def _input_launch(plan: WinogradLayout, file: str, first_tile: int = 0) -> KernelLaunch:
     in_cp, _, tiles_p = plan.padded
     spec = KernelSpec.make(file, "wino_input_transform", plan.transform_defines(), ("-cl-mad-enable",))
+    if plan.weights:   # CHANNELS_FAST: one axis; the pass's tiles from first_tile on
+        return KernelLaunch(spec, (in_cp * tiles_p,), (TRANSFORM_WG,),
+                            (plan.in_role, "workspace", np.int32(first_tile)))
     return KernelLaunch(spec, (tiles_p, in_cp), (TRANSFORM_WG, 1), (plan.in_role, "workspace"))
 
 
-def _gemm_launch(plan: WinogradLayout, shape: WinogradTiling) -> KernelLaunch:
+def sum_steps(plan: WinogradLayout, split: int, k_blk: int) -> int:
+    """Backward-weights: K_BLK steps summed in registers before the running total, where a split's chunk
+    of tiles is longer than SUM_BLOCK; else 0. Lower than the direct solvers' threshold (a chunk of
+    ACCURATE_SPLIT_CHUNK): the transformed products vary in size (over some 100x in F(4x4,3x3), whose A
+    reaches 8), and 4096-tile running sums measured 4x the error of 256-tile blocks, F(2x2,3x3) included
+    (16 channels, 512x512: hybrid error 8.3e-4 against 2.0e-4)."""
+    if not plan.weights or plan.split_chunk(split, k_blk) <= SUM_BLOCK:
+        return 0
+    return max(1, SUM_BLOCK // k_blk)
+
+
+def _gemm_launch(plan: WinogradLayout, shape: WinogradTiling, split: int = 1, accumulate: bool = False) -> KernelLaunch:
     defines = {**plan.gemm_defines(), "TILE_M": shape.tile_m, "TILE_N": shape.tile_n, "WORK_M": shape.work_m,
                "WORK_N": shape.work_n, "K_BLK": shape.k_blk}
+    if plan.weights:
+        defines.update(SPLIT=split, SPLIT_CHUNK=plan.split_chunk(split, shape.k_blk),
+                       SUM_STEPS=sum_steps(plan, split, shape.k_blk), ACCUMULATE_ARG=1)
     spec = KernelSpec.make("conv_winograd_gemm.cl", "wino_gemm", defines, ("-cl-mad-enable",))
     local_n, local_m = shape.local_size
-    global_size = (-(-plan.tiles // shape.tile_n) * local_n, -(-plan.out_c // shape.tile_m) * local_m,
-                   plan.alpha ** 2)
-    return KernelLaunch(spec, global_size, (local_n, local_m, 1), ("workspace",))
+    global_size = (ceil_div(plan.gemm_columns, shape.tile_n) * local_n, ceil_div(plan.out_c, shape.tile_m) * local_m,
+                   plan.alpha ** 2 * split)
+    args = ("workspace", np.int32(accumulate)) if plan.weights else ("workspace",)   # later passes add to C
+    return KernelLaunch(spec, global_size, (local_n, local_m, 1), args)
 
 
 def _output_launch(plan: WinogradLayout, epilogue, file: str) -> KernelLaunch:
