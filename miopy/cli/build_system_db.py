@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import json
 import os
 import sys
 import tempfile
@@ -54,6 +55,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--budget", type=int, default=4, help="most points per solver and problem")
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--merge", action="store_true", help="keep OUT's existing records not tuned again")
+    ap.add_argument("--json", type=Path, default=None,
+                    help="tuning: append each tuned record (default and tuned time, speedup, params) to this JSON")
     ap.add_argument("--find", action="store_true", help="write find records (resumable) instead of tuning")
     ap.add_argument("--deadline", type=float, default=None, help="--find: start no problem after this many s")
     ap.add_argument("--ahead", type=int, default=None, help="--find: problems compiled ahead (default 2 x jobs)")
@@ -149,11 +152,27 @@ def build(args: argparse.Namespace) -> int:
                                    compiler=compiler)
             print(f"[{i}/{len(problems)}] {problem.key()} tuned in {time.perf_counter() - start:.1f} s: "
                   + ", ".join(f"{r.solver_id} {r.best_ms:.3f} ms" for r in results), flush=True)
+            if args.json is not None:
+                _append_json(args.json, handle.info.device_id, problem.key(), results, time.perf_counter() - start)
     rows = {tuple(row[:3]): row for row in _existing(args.out)} if args.merge else {}
     for row in db.user_perf_db().rows():
         rows[tuple(row[:3])] = faster(rows.get(tuple(row[:3])), row)
     db.write_perf_file(args.out, rows.values())
     return len(rows)
+
+
+def _append_json(path: Path, device: str, problem: str, results, seconds: float) -> None:
+    """Add one problem's tuning results to path's list (rewritten whole: a killed run keeps what it wrote)."""
+    try:
+        rows = json.loads(path.read_text()) if path.exists() else []
+    except ValueError:
+        rows = []
+    rows += [{"device": device, "problem": problem, "solver": r.solver_id, "default_ms": r.default_ms,
+              "best_ms": r.best_ms, "speedup": r.speedup, "params": r.best_params, "seconds": seconds}
+             for r in results]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(rows, indent=1, default=str))
+    tmp.replace(path)
 
 
 def faster(kept: tuple | None, new: tuple) -> tuple:
