@@ -51,6 +51,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--limit", type=int, default=None, help="tune only the first LIMIT layers of each network")
     ap.add_argument("--strategy", default="fast", help="search strategy (default fast; see miopy-tune)")
     ap.add_argument("--time-budget", type=float, default=None, help="seconds per problem, shared among its solvers")
+    ap.add_argument("--file", type=Path, default=None,
+                    help="tuning: the problems of these miopy-driver lines instead of --networks' layers")
     ap.add_argument("--layers", default="", help="comma-separated layer names to tune (default: all)")
     ap.add_argument("--budget", type=int, default=4, help="most points per solver and problem")
     ap.add_argument("--jobs", type=int, default=None)
@@ -139,9 +141,15 @@ def _compile_ahead(handle: Handle, compiler: Compiler, problems: list) -> None:
 
 def build(args: argparse.Namespace) -> int:
     """Tune and write OUT; returns the number of records written."""
-    problems = [layer.problem(args.batchsize, d) for name in args.networks.split(",")
-                for layer in networks.layer_set(name)[:args.limit]
-                if not args.layers or layer.name in args.layers.split(",") for d in directions(args.forw)]
+    if args.file is not None:
+        from .tune import file_problems
+        problems, skipped = file_problems(args.file)
+        for message in skipped:
+            print(f"build_system_db: {message}", file=sys.stderr)
+    else:
+        problems = [layer.problem(args.batchsize, d) for name in args.networks.split(",")
+                    for layer in networks.layer_set(name)[:args.limit]
+                    if not args.layers or layer.name in args.layers.split(",") for d in directions(args.forw)]
     handle = Handle()
     solvers = [registry.get(args.solver)] if args.solver else None
     with Compiler(handle, args.jobs) as compiler:
