@@ -809,8 +809,9 @@ class BuildDb:
         self.conn.close()
 
 
-def write_perf_file(path: Path, rows: Iterable[Sequence[Any]]) -> None:
-    """Write a new DB file at path (replacing any) holding these raw perf rows.
+def write_perf_file(path: Path, rows: Iterable[Sequence[Any]], find_rows: Iterable[Sequence[Any]] = ()) -> None:
+    """Write a new DB file at path (replacing any) holding these raw perf rows (and raw find rows: the file's
+    own, which a perf rebuild must keep).
 
     It uses a rollback journal, not WAL, so it can be shipped and opened read-only. Used to build the
     system DB; errors raise (this is a build step, not a convolution call).
@@ -820,7 +821,9 @@ def write_perf_file(path: Path, rows: Iterable[Sequence[Any]]) -> None:
     conn = _connect(str(tmp))
     try:
         _create_schema(conn)
-        _transaction(conn, [("INSERT OR REPLACE INTO perf VALUES (?, ?, ?, ?, ?, ?, ?)", tuple(row)) for row in rows])
+        _transaction(conn, [("INSERT OR REPLACE INTO perf VALUES (?, ?, ?, ?, ?, ?, ?)", tuple(row)) for row in rows]
+                     + [(f"INSERT OR REPLACE INTO find VALUES ({', '.join('?' * len(row))})", tuple(row))
+                        for row in find_rows])
         conn.execute("VACUUM")
     finally:
         conn.close()

@@ -108,7 +108,10 @@ EARLY_STOP_FACTOR = 3.0
 # The host float64 reference is used only below this many multiply-adds (NumPy float64 ~ 1 GFLOP/s).
 HOST_CHECK_MAX_FLOPS = 2e9
 CHECK_SEED = 0   # random_buffers' seed: find's own buffers double as the check's inputs
-ERROR_WG, ERROR_GROUPS = 256, 1024   # the device comparison's work-group size and its most work-groups
+ERROR_WG, ERROR_GROUPS = 256, 1024
+# random_host draws at most this many values per tensor and repeats them: an odd length near 4M, far longer
+# than any output's receptive field and sharing no factor with power-of-two strides
+RANDOM_PERIOD = (1 << 22) + 15   # the device comparison's work-group size and its most work-groups
 
 
 def error_kernel(dtype: DataType) -> KernelSpec:
@@ -232,13 +235,16 @@ def default_timer(handle: Handle, plan: Plan, buffers: Mapping[str, cl.Buffer]) 
 
 
 def random_host(problem: Problem, seed: int = 0) -> dict[str, np.ndarray]:
-    """Random normal host data for every tensor of problem, flat over each descriptor's span; roles the
-    problem's optional positive_roles() names (an LRN backward's saved scale) get |normal| + 0.5."""
+    """Random normal host data for every tensor of problem, flat over each descriptor's span (tensors longer
+    than RANDOM_PERIOD repeat one block of it); roles the problem's optional positive_roles() names (an LRN
+    backward's saved scale) get |normal| + 0.5."""
     rng = np.random.default_rng(seed)
     positive = getattr(problem, "positive_roles", lambda: ())()
     out = {}
     for role, desc in problem.tensors().items():
-        values = rng.standard_normal(desc.element_span, dtype=np.float32)   # float32: 3x faster than float64
+        values = rng.standard_normal(min(desc.element_span, RANDOM_PERIOD), dtype=np.float32)
+        if desc.element_span > RANDOM_PERIOD:   # repeat a long odd-length block: drawing 100M normals took 2 s
+            values = np.resize(values, desc.element_span)
         out[role] = (np.abs(values) + 0.5 if role in positive else values).astype(desc.dtype.numpy, copy=False)
     return out
 

@@ -26,3 +26,23 @@ def test_find_build_writes_every_direction_resumes_and_ships(fresh_dbs, handle, 
     assert served.from_db and served[0].time_ms > 0
     assert get_solutions(handle, problem).from_db
     assert db.find_db().get(handle.info.device_id, problem.key()) == []   # the user DB was not written
+
+
+def test_tuning_into_the_file_keeps_its_find_records(fresh_dbs, handle, tmp_path, monkeypatch):
+    """Rewriting OUT's perf table (tuning, with --merge or without) never drops the find rows it holds: the
+    shipped DB once lost all of them that way."""
+    monkeypatch.setitem(networks.NETWORKS, "tiny", (networks.Layer("t1", 4, 6, 6, 4, 3, 3, 1, 1),))
+    out = tmp_path / "system.db"
+    assert build_system_db.main(["--find", "--out", str(out), "--networks", "tiny", "-n", "1", "-F", "1",
+                                 "--jobs", "0"]) == 0
+    built = db.BuildDb(out)
+    found = built.find_problems(handle.info.device_id)
+    built.close()
+    assert len(found) == 1
+    for merge in (["--merge"], []):
+        assert build_system_db.main(["--out", str(out), "--networks", "tiny", "-n", "1", "--budget", "2",
+                                     "--jobs", "0", "-S", "ConvDirectNaive", *merge]) == 0
+        built = db.BuildDb(out)
+        assert built.find_problems(handle.info.device_id) == found
+        built.close()
+        assert db.PerfDb(db.Store(out, readonly=True), "built").rows()

@@ -23,6 +23,7 @@ import contextlib
 import itertools
 import json
 import os
+import sqlite3
 import sys
 import tempfile
 import time
@@ -165,7 +166,7 @@ def build(args: argparse.Namespace) -> int:
     rows = {tuple(row[:3]): row for row in _existing(args.out)} if args.merge else {}
     for row in db.user_perf_db().rows():
         rows[tuple(row[:3])] = faster(rows.get(tuple(row[:3])), row)
-    db.write_perf_file(args.out, rows.values())
+    db.write_perf_file(args.out, rows.values(), find_rows=_existing_find(args.out))
     return len(rows)
 
 
@@ -191,6 +192,17 @@ def faster(kept: tuple | None, new: tuple) -> tuple:
 
 def _existing(path: Path) -> list[tuple]:
     return db.PerfDb(db.Store(path, readonly=True), "existing DB").rows()
+
+
+def _existing_find(path: Path) -> list[tuple]:
+    """OUT's find rows as stored (tuning rewrites OUT's perf table and must keep them: --merge or not)."""
+    if not path.exists():
+        return []
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        try:
+            return conn.execute("SELECT * FROM find").fetchall()
+        except sqlite3.DatabaseError:
+            return []
 
 
 @contextlib.contextmanager
