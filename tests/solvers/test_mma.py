@@ -451,6 +451,30 @@ def test_ptx_sources_of_pipeline_points_build_with_the_asm_stubbed(handle, direc
         ptx_stubbed_build(handle, spec)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_ptx_sources_of_split_k_and_pair_tail_points_build_with_the_asm_stubbed(handle, dtype):
+    """Split-K forward (with a fused bias + ReLU in the reduction) and backward-data on ResNet-50's 14x14 stage,
+    with and without cp.async; backward-weights cp.async over AlexNet conv2's odd 27x27 planes (fp16: A pairs
+    with the element-by-element tail)."""
+    specs = []
+    for direction in (Direction.FORWARD, Direction.BACKWARD_DATA):
+        problem = problem_of(direction, LAYERS[0], dtype)
+        base = SOLVER.default_params(problem, H100)
+        for extra in ({"SPLIT": 4}, {"SPLIT": 2, "CP_ASYNC": True, "STAGES": 3, "K_BLK": mma_k(problem.dtype)}):
+            params = {**base, **extra}
+            reason = SOLVER.invalid_reason(problem, params, H100)
+            assert reason is None, (params, reason)
+            epilogue = Epilogue(bias=True, activation=ActivationMode.RELU) if direction is Direction.FORWARD else None
+            specs += [launch.spec for launch in SOLVER.solution(problem, params, epilogue).launches]
+    wgrad = problem_of(Direction.BACKWARD_WEIGHTS, LAYERS[2], dtype)
+    params = {**SOLVER.default_params(wgrad, H100), "CP_ASYNC": True, "STAGES": 3, "VECTOR_A": False,
+              "M_BLK": 64, "N_BLK": 64, "WARPS_M": 2, "WARPS_N": 2}
+    assert SOLVER.invalid_reason(wgrad, params, H100) is None, SOLVER.invalid_reason(wgrad, params, H100)
+    specs += [launch.spec for launch in SOLVER.solution(wgrad, params).launches]
+    for spec in dict.fromkeys(specs):
+        ptx_stubbed_build(handle, spec)
+
+
 # -- on NVIDIA: the tensor cores themselves ----------------------------------------------------------------
 POOL = [ODD, (2, 12, 9, 9, 18, 3, 3, 1, 1, 1, 3), (3, 16, 17, 15, 24, 5, 5, 2, 2, 1, 1),
         (4, 64, 14, 14, 96, 1, 1, 0, 1, 1, 1), (2, 256, 14, 14, 64, 3, 3, 1, 1, 1, 1)]
@@ -531,3 +555,26 @@ def test_tf32_warm_calls_compile_nothing(handle, monkeypatch):
     for call in calls * 2:
         call()
     own.finish()
+
+
+def test_variant_benchmark_plans_split_variants_and_writes_the_docs_table(monkeypatch):
+    """benchmarks/mma_variants.py: the previous defaults and the split variants on ResNet-50's 1x1 backward-weights
+    (a described H100, nothing built), direction filters, and the docs table of the H100 result file."""
+    import argparse
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.syspath_prepend(str(root / "benchmarks"))
+    import mma_variants
+
+    args = argparse.Namespace(layers="resnet50-1x1-64-256", directions="WF", dtypes="FP32",
+                              variants="prev,split-double,splitk2")
+    wgrad, fwd = mma_variants.plan_rows(H100, args)
+    by = {v["name"]: v for v in wgrad["variants"]}
+    assert by["prev"]["params"]["SPLIT"] == 8 and by["prev"]["params"]["M_BLK"] == 32
+    assert by["split-double"]["params"]["SPLIT"] == 2 * by["default"]["params"]["SPLIT"]
+    assert by["splitk2"] == {"name": "splitk2", "not_for": "W"}
+    assert {v["name"]: v for v in fwd["variants"]}["prev"] == {"name": "prev", "not_for": "F"}
+    record = json.loads((root / "benchmarks" / "results" / "h100-mma-variants.json").read_text())
+    lines = mma_variants.markdown(record, "h100-mma-variants.json")
+    assert sum(line.startswith("| resnet50") for line in lines) == 12
+    assert "- TF32 geomean best / cuDNN 1.84 over 12 rows, worst 3.37" in lines
