@@ -2,8 +2,8 @@
 with a budget of seconds, early timing cut, builds ahead of timing) on AlexNet layers, one solver family at a
 time, each run from cold caches.
 
-Every run is a new process with an empty kernel cache (MIOPY_CACHE_DIR), CUDA_CACHE_DISABLE=1 (or, with
---cuda-cache fresh, an empty CUDA_CACHE_PATH) and an empty POCL_CACHE_DIR, and no system DB (nothing
+Every run is a new process with an empty kernel cache (MIOPY_CACHE_DIR), an empty CUDA_CACHE_PATH (or, with
+--cuda-cache off, CUDA_CACHE_DISABLE=1) and an empty POCL_CACHE_DIR, and no system DB (nothing
 known about the device); the runs of one way share a user DB across layers, as `miopy-tune --network
 alexnet` would (so the fast strategy's priors are what the earlier layers of the same session measured;
 --isolated gives every run its own). A run's wall time covers
@@ -137,8 +137,10 @@ def main(argv=None) -> int:
     ap.add_argument("--time-budget", type=float, default=10.0, help="the new way's seconds per layer and family")
     ap.add_argument("--jobs", type=int, default=None, help="compile workers (default min(4, CPUs))")
     ap.add_argument("--isolated", action="store_true", help="every run its own user DB (no priors at all)")
-    ap.add_argument("--cuda-cache", choices=("off", "fresh"), default="off",
-                    help="NVIDIA's JIT cache per run: off (CUDA_CACHE_DISABLE=1) or a fresh empty directory")
+    ap.add_argument("--cuda-cache", choices=("off", "fresh"), default="fresh",
+                    help="NVIDIA's JIT cache per run: a fresh empty directory (default: cold, as a new user's, and "
+                         "as cold_find_sweep.py measures) or off (CUDA_CACHE_DISABLE=1: the main process then "
+                         "JIT-compiles every worker's PTX again)")
     ap.add_argument("--before", type=Path, default=None, help="run the old way with this older checkout's code")
     ap.add_argument("--timeout", type=float, default=120.0, help="per run, s")
     ap.add_argument("--deadline", type=float, default=280.0, help="start no run after this many s")

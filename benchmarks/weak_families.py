@@ -211,13 +211,21 @@ def main(argv=None) -> int:
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--budget", type=float, default=270.0, help="seconds; rows not started by then are skipped")
     ap.add_argument("--only", default="", help="comma-separated row-name prefixes")
+    ap.add_argument("--lines", type=Path, help="write the selected rows' miopy-driver lines here (to tune them "
+                    "into a perf DB: build_system_db --file) and stop")
     args = ap.parse_args(argv)
     if args.report:
         write_section(Path(__file__).resolve().parents[1] / "docs" / "performance_notes.md", "weak-families",
                       report(json.loads(args.report.read_text())))
         return 0
+    if args.lines:
+        picked = [r for r in rows() if not args.only or any(r["name"].startswith(p) for p in args.only.split(","))]
+        unique = dict.fromkeys(f"miopy-driver {r['problem'].driver_command()}" for r in picked)
+        args.lines.write_text("".join(line + "\n" for line in unique))
+        print(f"wrote {len(unique)} driver lines to {args.lines}")
+        return 0
     if not args.out:
-        ap.error("--out is required (or --report)")
+        ap.error("--out is required (or --report, --lines)")
     start = time.monotonic()
     handle = miopy.Handle()
     result = {"device": handle.info.name, "device_id": handle.info.device_id, "command": " ".join(sys.argv),

@@ -174,3 +174,21 @@ def test_builds_move_into_this_process_when_the_workers_cannot_start(fresh_dbs, 
         result = tune_solver(handle, problem, NAIVE, strategy_name="exhaustive", timer=timer, compiler=compiler)
         assert compiler.jobs == 0
     assert result.measured == 3 and result.failed == 0 and result.best_params == {"WG": 128}
+
+
+# -- the winner's check on large problems ----------------------------------------------------------------------
+def test_a_large_problem_checks_its_winner_against_the_naive_solver_on_the_device(fresh_dbs, handle, monkeypatch):
+    """Above HOST_CHECK_MAX_FLOPS (here: every problem) the float64 host reference is not computed; the naive
+    solver's output on the device is the answer, and a wrong fast point is still rejected."""
+    from miopy.tuning import workload
+    from tests.test_tuning import WgTimer, WrongAt256
+    workload.EXPECTED.clear()
+    monkeypatch.setattr(workload, "HOST_CHECK_MAX_FLOPS", 0)
+    problem = make_problem(Direction.FORWARD, 1, 4, 6, 6, 4, 3, 3, 1)
+    monkeypatch.setattr(problem.registry, "reference", lambda *a: pytest.fail("host reference computed"))
+    result = tune_solver(handle, problem, WrongAt256(), strategy_name="exhaustive",
+                         timer=WgTimer({64: 3.0, 128: 2.0, 256: 1.0}), compiler=miopy.tuning.Compiler(handle, 0))
+    assert result.best_params == {"WG": 128} and result.stored
+    logged = db.tuning_log().get(handle.info.device_id, problem.key(), WrongAt256.id)[db.params_key({"WG": 256})]
+    assert math.isinf(logged.time_ms) and "ConvDirectNaive on the device" in logged.error
+    workload.EXPECTED.clear()

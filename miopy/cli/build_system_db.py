@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import json
 import os
 import sys
 import tempfile
@@ -50,10 +51,14 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--limit", type=int, default=None, help="tune only the first LIMIT layers of each network")
     ap.add_argument("--strategy", default="fast", help="search strategy (default fast; see miopy-tune)")
     ap.add_argument("--time-budget", type=float, default=None, help="seconds per problem, shared among its solvers")
+    ap.add_argument("--file", type=Path, default=None,
+                    help="tuning: the problems of these miopy-driver lines instead of --networks' layers")
     ap.add_argument("--layers", default="", help="comma-separated layer names to tune (default: all)")
     ap.add_argument("--budget", type=int, default=4, help="most points per solver and problem")
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--merge", action="store_true", help="keep OUT's existing records not tuned again")
+    ap.add_argument("--json", type=Path, default=None,
+                    help="tuning: append each tuned record (default and tuned time, speedup, params) to this JSON")
     ap.add_argument("--find", action="store_true", help="write find records (resumable) instead of tuning")
     ap.add_argument("--deadline", type=float, default=None, help="--find: start no problem after this many s")
     ap.add_argument("--ahead", type=int, default=None, help="--find: problems compiled ahead (default 2 x jobs)")
@@ -136,9 +141,15 @@ def _compile_ahead(handle: Handle, compiler: Compiler, problems: list) -> None:
 
 def build(args: argparse.Namespace) -> int:
     """Tune and write OUT; returns the number of records written."""
-    problems = [layer.problem(args.batchsize, d) for name in args.networks.split(",")
-                for layer in networks.layer_set(name)[:args.limit]
-                if not args.layers or layer.name in args.layers.split(",") for d in directions(args.forw)]
+    if args.file is not None:
+        from .tune import file_problems
+        problems, skipped = file_problems(args.file)
+        for message in skipped:
+            print(f"build_system_db: {message}", file=sys.stderr)
+    else:
+        problems = [layer.problem(args.batchsize, d) for name in args.networks.split(",")
+                    for layer in networks.layer_set(name)[:args.limit]
+                    if not args.layers or layer.name in args.layers.split(",") for d in directions(args.forw)]
     handle = Handle()
     solvers = [registry.get(args.solver)] if args.solver else None
     with Compiler(handle, args.jobs) as compiler:
@@ -149,11 +160,27 @@ def build(args: argparse.Namespace) -> int:
                                    compiler=compiler)
             print(f"[{i}/{len(problems)}] {problem.key()} tuned in {time.perf_counter() - start:.1f} s: "
                   + ", ".join(f"{r.solver_id} {r.best_ms:.3f} ms" for r in results), flush=True)
+            if args.json is not None:
+                _append_json(args.json, handle.info.device_id, problem.key(), results, time.perf_counter() - start)
     rows = {tuple(row[:3]): row for row in _existing(args.out)} if args.merge else {}
     for row in db.user_perf_db().rows():
         rows[tuple(row[:3])] = faster(rows.get(tuple(row[:3])), row)
     db.write_perf_file(args.out, rows.values())
     return len(rows)
+
+
+def _append_json(path: Path, device: str, problem: str, results, seconds: float) -> None:
+    """Add one problem's tuning results to path's list (rewritten whole: a killed run keeps what it wrote)."""
+    try:
+        rows = json.loads(path.read_text()) if path.exists() else []
+    except ValueError:
+        rows = []
+    rows += [{"device": device, "problem": problem, "solver": r.solver_id, "default_ms": r.default_ms,
+              "best_ms": r.best_ms, "speedup": r.speedup, "params": r.best_params, "seconds": seconds}
+             for r in results]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(rows, indent=1, default=str))
+    tmp.replace(path)
 
 
 def faster(kept: tuple | None, new: tuple) -> tuple:

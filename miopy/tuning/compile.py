@@ -24,6 +24,8 @@ import functools
 import logging
 import multiprocessing
 import os
+import threading
+import time
 from collections.abc import Sequence
 
 import pyopencl as cl
@@ -111,6 +113,8 @@ class Compiler:
         self.jobs = default_jobs() if jobs is None else int(jobs)
         self._pool: cf.ProcessPoolExecutor | None = None
         self._adopters: cf.ThreadPoolExecutor | None = None
+        self.adopt_s = 0.0   # seconds adopter threads spent loading workers' binaries (summed over threads)
+        self._adopt_lock = threading.Lock()
         self._worked = False  # some worker has answered: a later crash is a config's, not the pool's
 
     @property
@@ -171,8 +175,11 @@ class Compiler:
         """In an adopter thread: wait for a worker's build, adopt its binaries; its error text or None."""
         error, binaries = worker.result()
         self._worked = True
+        start = time.perf_counter()
         for spec, binary in zip(specs, binaries):
             self.handle.kernels.adopt(spec, binary)
+        with self._adopt_lock:
+            self.adopt_s += time.perf_counter() - start
         return error
 
     def _worker_failed(self, exc: BaseException, solution: Solution) -> str | None:

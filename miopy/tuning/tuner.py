@@ -58,7 +58,8 @@ class TuneResult:
     failed: int     # points that failed to compile, launch or verify
     stored: bool    # the winner verified and is in the user perf DB
     cut: int = 0    # points the early timing cut timed once only
-    seconds: dict = field(default_factory=dict)   # wall seconds: total, compile_wait, timing, verify
+    seconds: dict = field(default_factory=dict)   # wall seconds: total, setup, compile_wait, timing, verify
+    # (and adopt_threads: seconds the adopter threads spent loading workers' binaries, summed over threads)
 
     @property
     def speedup(self) -> float:
@@ -103,18 +104,22 @@ def tune_solver(handle: Handle, problem: Problem, solver: Solver, *, strategy_na
             on_result(m)
 
     workload = Workload(handle, problem, solver.workspace_bytes(problem))
+    setup = time.perf_counter() - started
     with contextlib.nullcontext(compiler) if compiler is not None else Compiler(handle) as active:
+        adopted = active.adopt_s
         measurer = DeviceRunner(handle, problem, solver, workload, active, timer, cut)
         runner = GuardedRunner(measurer, options, recorded, record, width=max(8, active.batch_size))
         measurer.best = lambda: runner.best_ms
         runner.run([space.default])
         walk(space, runner, options)
+        adopted = active.adopt_s - adopted
     verify = time.perf_counter()
     winner = _verified_winner(handle, problem, solver, workload, runner, log)
     if winner is not None:
         db.user_perf_db().put(device, key, solver.id, winner.params, winner.time_ms)
     now = time.perf_counter()
-    seconds = {"total": now - started, **measurer.seconds, "verify": now - verify}
+    seconds = {"total": now - started, "setup": setup, **measurer.seconds, "verify": now - verify,
+               "adopt_threads": adopted}
     return _summary(solver, problem, space, runner, winner, seconds)
 
 

@@ -1,17 +1,39 @@
-"""Inputs a tuning run times on, and the float64 answer its winner is checked against."""
+"""Inputs a tuning run times on, and the answer its winner is checked against: float64 on the host, or for a
+problem of more than find.HOST_CHECK_MAX_FLOPS the naive solver on the device, its own bound against
+float64 added to the tolerance (as find's accuracy check does: a float64 reference of an AlexNet layer at
+batch 128 costs seconds to tens of seconds on the host, the naive kernel milliseconds)."""
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import numpy as np
 import pyopencl as cl
 
-from ..find import random_host, tensor_bytes
+from ..errors import MiopyError
+from ..find import HOST_CHECK_MAX_FLOPS, random_host, tensor_bytes
 from ..handle import Handle
-from ..plan import Plan, check_fits
+from ..plan import Plan, check_fits, solution_plan
 from ..reference import max_error, strided_view
 from ..solver import Problem, Solver
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The outputs a winner must match, the bound of the reference itself (0 for float64) and where they came
+    from."""
+
+    arrays: dict
+    bound: float = 0.0
+    how: str = "float64 on the host"
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.arrays.values())
 
 
 class Workload:
@@ -21,70 +43,118 @@ class Workload:
     def __init__(self, handle: Handle, problem: Problem, workspace_bytes: int, seed: int = 0):
         self.handle, self.problem = handle, problem
         check_fits(handle, {**tensor_bytes(problem), "workspace": workspace_bytes})   # before any host data
-        self.host = random_host(problem, seed)
+        self.host = host_data(problem, seed)
         self.buffers: dict = {}
         for role, host in self.host.items():
             self.buffers[role] = handle.alloc(host.nbytes)
             cl.enqueue_copy(handle.queue, self.buffers[role], host)
         self.buffers["workspace"] = handle.alloc(workspace_bytes)
         self.seed = seed
-        self._expected: dict[str, np.ndarray] | None = None
+        self._expected: Expected | None = None
 
     def error_of(self, plan: Plan, solver: Solver) -> str | None:
-        """Run plan with its outputs poisoned (NaN); why it is wrong against float64, or None."""
+        """Run plan with its outputs poisoned (NaN); why it is wrong against the expected answer, or None."""
+        expected = self.reference()
+        got = self._run(plan)
+        limit = self.problem.registry.tolerance(solver, self.problem) + expected.bound
+        for role, want in expected.arrays.items():
+            err = max_error(got[role], want)
+            if not err <= limit:
+                return f"wrong result in {role}: max error {err:.3g} > tolerance {limit:.1e} ({expected.how})"
+        return None
+
+    def expected(self) -> dict[str, np.ndarray]:
+        """The expected outputs on this workload's inputs (see reference())."""
+        return self.reference().arrays
+
+    def reference(self) -> Expected:
+        """The answer on this workload's inputs, shared with the process's other workloads of the same problem
+        and seed (the inputs are the same: random_host is deterministic), so the solvers of one problem tuned
+        one after the other (or as jobs of one distributed worker) compute it once. Float64 on the host, or
+        above HOST_CHECK_MAX_FLOPS the naive solver on the device when one applies and runs."""
+        if self._expected is None:
+            self._expected = EXPECTED.get((self.problem, self.seed))
+        if self._expected is None:
+            flops = getattr(self.problem, "flops", None)
+            if flops is not None and flops() > HOST_CHECK_MAX_FLOPS:
+                self._expected = self._from_naive()
+            if self._expected is None:
+                views = {role: strided_view(self.host[role], desc.dims, desc.strides)
+                         for role, desc in self.problem.tensors().items()}
+                self._expected = Expected(self.problem.registry.reference(self.problem, views))
+            EXPECTED.put((self.problem, self.seed), self._expected)
+        return self._expected
+
+    def _run(self, plan: Plan) -> dict[str, np.ndarray]:
+        """Run plan once with its outputs poisoned (NaN, so unwritten elements show); its outputs on the host."""
         tensors = self.problem.tensors()
         for role in self.problem.outputs():
             poison = np.full(tensors[role].element_span, np.nan, tensors[role].dtype.numpy)
             cl.enqueue_copy(self.handle.queue, self.buffers[role], poison)
         plan.enqueue(self.buffers)
-        limit = self.problem.registry.tolerance(solver, self.problem)
-        for role, expected in self.expected().items():
+        out = {}
+        for role in self.problem.outputs():
             desc = tensors[role]
             got = np.empty(desc.element_span, desc.dtype.numpy)
             cl.enqueue_copy(self.handle.queue, got, self.buffers[role])
-            self.handle.finish()
-            err = max_error(strided_view(got, desc.dims, desc.strides), expected)
-            if not err <= limit:
-                return f"wrong result in {role}: max error {err:.3g} > tolerance {limit:.0e}"
-        return None
+            out[role] = strided_view(got, desc.dims, desc.strides)
+        self.handle.finish()
+        return out
 
-    def expected(self) -> dict[str, np.ndarray]:
-        """The float64 answer on this workload's inputs, shared with the process's other workloads of the same
-        problem and seed (the inputs are the same: random_host is deterministic), so the solvers of one
-        problem tuned one after the other (or as jobs of one distributed worker) compute it once."""
-        if self._expected is None:
-            self._expected = EXPECTED.get((self.problem, self.seed))
-        if self._expected is None:
-            views = {role: strided_view(self.host[role], desc.dims, desc.strides)
-                     for role, desc in self.problem.tensors().items()}
-            self._expected = self.problem.registry.reference(self.problem, views)
-            EXPECTED.put((self.problem, self.seed), self._expected)
-        return self._expected
+    def _from_naive(self) -> Expected | None:
+        registry, info = self.problem.registry, self.handle.info
+        naive = next((s for s in registry.ALL if s.algorithm == "naive" and s.is_applicable(self.problem, info)), None)
+        if naive is None:
+            return None
+        try:
+            plan = solution_plan(self.handle, self.problem, naive.id, naive.default_params(self.problem, info))
+            got = self._run(plan)
+        except (MiopyError, cl.Error) as exc:
+            logger.info("tuning %s: the naive solver failed (%s); checking on the host", self.problem.key(), exc)
+            return None
+        return Expected({role: np.asarray(value, np.float64) for role, value in got.items()},
+                        registry.tolerance(naive, self.problem), f"{naive.id} on the device")
+
+
+def host_data(problem: Problem, seed: int) -> dict[str, np.ndarray]:
+    """random_host(problem, seed), kept for the next solver of the same problem (drawing the normals of an
+    AlexNet layer at batch 128 takes about a second). Read-only: nothing writes to these arrays."""
+    found = HOST.get((problem, seed))
+    if found is None:
+        found = random_host(problem, seed)
+        for array in found.values():
+            array.flags.writeable = False
+        HOST.put((problem, seed), found)
+    return found
 
 
 class ExpectedCache:
-    """Float64 reference outputs by (problem, seed), least recently used first out, at most max_bytes."""
+    """Values (Expected, or dicts of arrays) by (problem, seed), least recently used first out, at most
+    max_bytes."""
 
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
         self._items: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key) -> dict[str, np.ndarray] | None:
+    @staticmethod
+    def _size(value) -> int:
+        return value.nbytes if isinstance(value, Expected) else sum(a.nbytes for a in value.values())
+
+    def get(self, key):
         with self._lock:
             found = self._items.get(key)
             if found is not None:
                 self._items.move_to_end(key)
             return found
 
-    def put(self, key, value: dict[str, np.ndarray]) -> None:
-        size = sum(a.nbytes for a in value.values())
-        if size > self.max_bytes:
+    def put(self, key, value) -> None:
+        if self._size(value) > self.max_bytes:
             return
         with self._lock:
             self._items[key] = value
             self._items.move_to_end(key)
-            while sum(a.nbytes for v in self._items.values() for a in v.values()) > self.max_bytes:
+            while sum(self._size(v) for v in self._items.values()) > self.max_bytes:
                 self._items.popitem(last=False)
 
     def clear(self) -> None:
@@ -93,3 +163,4 @@ class ExpectedCache:
 
 
 EXPECTED = ExpectedCache(512 * 2**20)
+HOST = ExpectedCache(512 * 2**20)
