@@ -27,6 +27,10 @@ MAX_PREFETCH = 64             # elements per lane fetched one step ahead into re
 MAX_COPIES = 128              # elements per lane a step copies, registers and cp.async together (unrolled code)
 REDUCE_WG = 64
 MAX_SPLIT_FB = 16             # forward / backward-data split-K: at most this many partial outputs
+# forward / backward-data split-K only where the output is small (about two waves of 128x128 tiles on an H100's
+# 132 compute units): larger outputs fill the GPU without it, and the solver's workspace (find allocates the
+# largest) stays the weight copy there
+SPLIT_FB_MAX_OUTPUT = 2 * 132 * 128 * 128
 PARTIAL_ALIGN = 256           # bytes: the split partials start this aligned after the weight copy
 # Hybrid |a-e|/(1+|e|) bound vs float64 for find / tuning checks: 4 * 2^-11 * sqrt(L) at L = 1024 terms (the
 # registry grows it like sqrt(L) beyond): each TF32 operand rounds by up to 2^-11 (10-bit mantissa), so a sum of
@@ -205,9 +209,12 @@ def output_count(problem: ConvProblem) -> int:
 
 def split_limit(problem: ConvProblem) -> int:
     """Most partial sums (a power of two): backward-weights as ConvDirectLocal (chunks of 256 terms at least, the
-    partials within SPLIT_WORKSPACE_CAP); forward / backward-data at most MAX_SPLIT_FB, partials within the cap."""
+    partials within SPLIT_WORKSPACE_CAP); forward / backward-data at most MAX_SPLIT_FB, partials within the cap,
+    outputs of at most SPLIT_FB_MAX_OUTPUT elements (else 1)."""
     if problem.direction is Direction.BACKWARD_WEIGHTS:
         return max_split(problem)
+    if output_count(problem) > SPLIT_FB_MAX_OUTPUT:
+        return 1
     cap = min(MAX_SPLIT_FB, SPLIT_WORKSPACE_CAP // (4 * output_count(problem)))
     return 1 << (max(cap, 1).bit_length() - 1)
 
@@ -233,7 +240,8 @@ def _split_reason(problem: ConvProblem, params: Params) -> str | None:
     if split > split_limit(problem):
         return (f"SPLIT={split} > {split_limit(problem)} (the partials' workspace within "
                 f"{SPLIT_WORKSPACE_CAP >> 20} MiB; backward-weights: chunks of {MIN_SPLIT_CHUNK} terms at least; "
-                f"forward / backward-data: {MAX_SPLIT_FB} at most)")
+                f"forward / backward-data: {MAX_SPLIT_FB} at most, outputs of {SPLIT_FB_MAX_OUTPUT} elements at "
+                f"most)")
     if split > 1 and problem.direction is Direction.BACKWARD_WEIGHTS:
         total, chunk = gemm_shape(problem).k, chunk_of(problem, params)
         if chunk * (split - 1) >= total:
