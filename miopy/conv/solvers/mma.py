@@ -73,7 +73,8 @@ class ConvImplicitGemmMma(ConvSolver):
     """Implicit-GEMM convolution (no im2col buffer) whose inner product is the tensor cores' mma.sync.
 
     The GEMM of each direction is ConvDirectLocal's (forward K/G x N*P*Q over C/G*R*S, backward-data
-    C/G x N*H*W over K/G*R*S, backward-weights K/G x C/G*R*S over N*P*Q with deterministic split partials).
+    C/G x N*H*W over K/G*R*S, backward-weights K/G x C/G*R*S over N*P*Q); any direction may split the inner
+    loop (SPLIT: fp32 partials in the workspace, summed in a fixed order by a second kernel, deterministic).
     Slices are gathered with zero padding, converted once (fp32 -> TF32 rounding to nearest) and staged in
     bank-conflict-free padded local tiles, double-buffered through registers; each warp keeps a block of
     16x8 fp32 sum tiles. fp32 data runs m16n8k8 TF32 (only under math mode "tf32": products lose 13
