@@ -23,7 +23,11 @@ default (< 1 is faster), then the geomean per data type of default / cuDNN and b
 tables of one or more result files (each with its command and kernel commit where recorded) into
 docs/tensor_cores.md's generated section "mma-variants".
 
-Runs that fit a 240 s device call (commands for the lead, on the GPU machine):
+Runs that fit a 240 s device call (commands for the lead, on the GPU machine). Everything new, all 24 rows
+(about 300 kernels; the first run built 362 in 44 s and finished 191 timed variants in 116 s):
+    python3 benchmarks/mma_variants.py --out $OUT --budget-s 180 --variants \
+        prev,split-half,split-double,cp2,cp3,cp3-tile,cp2-deep,splitk2,splitk4,cp2-splitk2,cp2-splitk4,deep-splitk2
+or in two parts:
     # backward-weights: split-K defaults against the previous ones, fp16 cp.async on odd planes
     python3 benchmarks/mma_variants.py --out $OUT --directions W \
         --variants prev,split-half,split-double,cp2,cp3,cp3-tile
