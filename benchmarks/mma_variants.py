@@ -1,8 +1,10 @@
 """ConvImplicitGemmMma's data-movement variants (CP_ASYNC, STAGES) beside its defaults and cuDNN, in one run.
 
     python benchmarks/mma_variants.py --out DIR [--budget-s 220] [--iters 20] [--jobs 12]
-                                      [--layers NAME,...] [--dtypes FP32,FP16] [--directions FBW] [--dry-run]
+                                      [--layers NAME,...] [--dtypes FP32,FP16] [--directions FBW]
+                                      [--variants NAME,...] [--dry-run]
     python benchmarks/mma_variants.py --report DIR/mma-variants-<device>.json
+    python benchmarks/mma_variants.py --docs benchmarks/results/h100-mma-variants.json [MORE.json ...]
 
 For each layer of benchmarks/tensor_cores.py's LAYERS (ResNet-50 3x3-256 and 1x1-64-256, VGG-16 3x3-128,
 AlexNet conv2 5x5; N=32), both data types (fp32 under TF32, fp16) and each direction: cuDNN through PyTorch
@@ -17,7 +19,21 @@ count) and not timed. A crash is recorded and the run goes on.
 
 DIR receives mma-variants-<device>.json, rewritten after every row (a timeout keeps what was done). The
 table printed at the end gives each row's cuDNN and default times and each variant's time as a ratio to the
-default (< 1 is faster), then the geomean per data type of default / cuDNN and best / cuDNN.
+default (< 1 is faster), then the geomean per data type of default / cuDNN and best / cuDNN. --docs writes the
+tables of one or more result files (each with its command and kernel commit where recorded) into
+docs/tensor_cores.md's generated section "mma-variants".
+
+Runs that fit a 240 s device call (commands for the lead, on the GPU machine). Everything new, all 24 rows
+(about 300 kernels; the first run built 362 in 44 s and finished 191 timed variants in 116 s):
+    python3 benchmarks/mma_variants.py --out $OUT --budget-s 180 --variants \
+        prev,split-half,split-double,cp2,cp3,cp3-tile,cp2-deep,splitk2,splitk4,cp2-splitk2,cp2-splitk4,deep-splitk2
+or in two parts:
+    # backward-weights: split-K defaults against the previous ones, fp16 cp.async on odd planes
+    python3 benchmarks/mma_variants.py --out $OUT --directions W \
+        --variants prev,split-half,split-double,cp2,cp3,cp3-tile
+    # forward / backward-data split-K on the layers with few output tiles
+    python3 benchmarks/mma_variants.py --out $OUT --directions FB --layers resnet50-3x3-256,alexnet-conv2-5x5 \
+        --variants cp2,cp2-deep,splitk2,splitk4,cp2-splitk2,cp2-splitk4,deep-splitk2
 """
 from __future__ import annotations
 
@@ -39,9 +55,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import miopy  # noqa: E402
 from miopy import compile_pool, ptx_probe  # noqa: E402
+from miopy.conv.solvers import mma  # noqa: E402
 from miopy.conv.solvers.mma import _TILES, CP_ASYNC_PROBE, mma_k  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from report import write_section  # noqa: E402
 from tensor_cores import DIRECTIONS, LAYERS, SOLVER, bound, buffers, cudnn_ms, kernel_info, make, run_once, tensors  # noqa: E402
 
 LOG_LINES = 40
@@ -61,15 +79,43 @@ VARIANTS = {
     # B gathered as vectors along output rows (stride-1 layers whose W and Q allow it): widest valid vector
     "vb": {"*vector_b": True},
     "cp3-vb": {"CP_ASYNC": True, "STAGES": 3, "*vector_b": True},
+    # backward-weights: the defaults before split-K's cost model (5% a split, SPLIT <= 32), half / twice the splits
+    "prev": {"*previous": True, "*directions": "W"},
+    "split-half": {"*split_scale": 0.5, "*directions": "W"},
+    "split-double": {"*split_scale": 2, "*directions": "W"},
+    # forward / backward-data split-K (the reduction a second kernel), on the register path and cp.async
+    "splitk2": {"SPLIT": 2, "*directions": "FB"},
+    "splitk4": {"SPLIT": 4, "*directions": "FB"},
+    "cp2-splitk2": {"CP_ASYNC": True, "STAGES": 2, "SPLIT": 2, "*directions": "FB"},
+    "cp2-splitk4": {"CP_ASYNC": True, "STAGES": 2, "SPLIT": 4, "*directions": "FB"},
+    "deep-splitk2": {"CP_ASYNC": True, "STAGES": 2, "*deeper": True, "SPLIT": 2, "*directions": "FB"},
 }
+
+
+def previous_default(problem, info) -> dict:
+    """The default params before split-K's cost model (commit c02cc8e): each split cost a flat 5% and the grid
+    stopped at SPLIT=32. Forward / backward-data defaults did not change (SPLIT=1)."""
+    saved = mma._split_cost
+    mma._split_cost = lambda problem, params: 1 + 0.05 * (params["SPLIT"] - 1)
+    try:
+        valid = [c for c in mma._candidates(problem, info) if c["SPLIT"] <= 32 and SOLVER.is_valid(problem, c, info)]
+        return mma._pipelined(problem, max(valid, key=lambda c: mma._score(problem, c, info)), info)
+    finally:
+        mma._split_cost = saved
 
 
 def _variant(problem, info, base: dict, overrides: dict) -> tuple[dict | None, str | None]:
     """The default params with overrides; where that is invalid, the first valid point of: smaller slices,
     then smaller tiles (largest first; "*tile_first": the other way round), VECTOR_A on where it can be (fp16
-    cp.async needs it), "*vector_b": the widest valid VECTOR_B. (params, None) or (None, why the first try was
-    invalid)."""
+    cp.async needs it), "*vector_b": the widest valid VECTOR_B. "*previous": the previous defaults as they are;
+    "*split_scale": the default's SPLIT times that. (params, None) or (None, why the first try was invalid)."""
+    if overrides.get("*previous"):
+        return previous_default(problem, info), None
     wanted = {k: v for k, v in overrides.items() if not k.startswith("*")}
+    if "*split_scale" in overrides:
+        wanted["SPLIT"] = max(1, int(base["SPLIT"] * overrides["*split_scale"]))
+        if wanted["SPLIT"] == base["SPLIT"]:
+            return None, f"SPLIT={base['SPLIT']} already"
     first = dict(base, **wanted)
     k_min = mma_k(problem.dtype)
     k_blks = [k for k in SOLVER.grid["K_BLK"] if k_min <= k <= base["K_BLK"]][::-1]
@@ -106,6 +152,11 @@ def plan_rows(info, args) -> list[dict]:
         base = SOLVER.default_params(problem, info)
         variants = [{"name": "default", "params": base}]
         for name, overrides in VARIANTS.items():
+            if args.variants and name not in args.variants.split(","):
+                continue
+            if letter not in overrides.get("*directions", "FBW"):
+                variants.append({"name": name, "not_for": letter})
+                continue
             params, why = _variant(problem, info, base, overrides)
             if params is not None and any(v.get("params") == params for v in variants):
                 same = next(v["name"] for v in variants if v.get("params") == params)
@@ -255,18 +306,25 @@ def run_row(handle, row: dict, built: dict, iters: int, deadline: float) -> dict
 def cell(entry: dict, default_ms: float | None) -> str:
     if "ms" in entry:
         return f"{entry['ms'] / default_ms:.2f}" if default_ms and entry["name"] != "default" else f"{entry['ms']:.3f}"
-    for key, mark in (("same_as", "="), ("invalid", "inv"), ("build_error", "BUILD"), ("wrong", "WRONG"),
-                      ("error", "CRASH"), ("skipped", "-")):
+    for key, mark in (("not_for", "n/a"), ("same_as", "="), ("invalid", "inv"), ("build_error", "BUILD"),
+                      ("wrong", "WRONG"), ("error", "CRASH"), ("skipped", "-")):
         if key in entry:
             return mark
     return "?"
 
 
+def variant_names(record: dict) -> list[str]:
+    """The variants the record's rows carry, in the order of the run's VARIANTS (then any the script dropped)."""
+    seen = dict.fromkeys(e["name"] for row in record["rows"] for e in row.get("variants", ()))
+    order = list(record.get("variants") or VARIANTS)
+    return ["default"] + [n for n in order if n in seen] + [n for n in seen if n != "default" and n not in order]
+
+
 def table(record: dict) -> str:
-    names = ["default"] + list(VARIANTS)
+    names = variant_names(record)
     lines = ["layer dtype dir | cuDNN ms | default ms | " + " | ".join(names[1:]) + " | best/cuDNN",
-             "(variant columns: ms / default ms; = same params as another column, inv invalid, BUILD failed to "
-             "build, WRONG outside the bound, CRASH, - not reached)"]
+             "(variant columns: ms / default ms; = same params as another column, inv invalid, n/a not for this "
+             "direction, BUILD failed to build, WRONG outside the bound, CRASH, - not reached)"]
     for row in record["rows"]:
         if "row_error" in row:
             lines.append(f"{row['layer']} {row['dtype']} {row['direction']} | ROW FAILED: {row['row_error'][:300]}")
@@ -296,6 +354,62 @@ def table(record: dict) -> str:
     return "\n".join(lines)
 
 
+PARAM_KEYS = ("M_BLK", "N_BLK", "K_BLK", "WARPS_M", "WARPS_N", "STAGES", "SPLIT")
+FLAGS = ("CHANNEL_BLOCKS", "TRANSFORM_W", "LDMATRIX", "VECTOR_A", "CP_ASYNC")
+
+
+def short_params(params: dict) -> str:
+    """M_BLKxN_BLKxK_BLK, warps, stages, split and the flags that are on (the docs table's params column)."""
+    text = (f"{params['M_BLK']}x{params['N_BLK']}x{params['K_BLK']} w{params['WARPS_M']}x{params['WARPS_N']} "
+            f"s{params['STAGES']}" + (f" split{params['SPLIT']}" if params.get("SPLIT", 1) > 1 else ""))
+    flags = [name.lower() for name in FLAGS if params.get(name)]
+    if params.get("VECTOR_B"):
+        flags.append(f"vb{params['VECTOR_B']}")
+    return text + (" " + ",".join(flags) if flags else "")
+
+
+def markdown(record: dict, source: str) -> list[str]:
+    """One result file as a markdown table (the --report table's cells), its geomeans and the default and best
+    params of each row."""
+    names = variant_names(record)
+    out = [f"From `{source}` ({record.get('device', '?')}; `{record.get('command', '?')}`). Variant columns: "
+           "time / default time (< 1 faster); `=` same params as another column, `inv` invalid, `n/a` not for "
+           "this direction, `-` not reached.", "",
+           "| layer | data | dir | cuDNN ms | default ms | " + " | ".join(names[1:]) + " | best / cuDNN | default "
+           "params | best params |", "|" + "---|" * (len(names) + 7)]
+    for row in record["rows"]:
+        data = "TF32" if row["dtype"] == "FP32" else "fp16"
+        if "row_error" in row:
+            out.append(f"| {row['layer']} | {data} | {row['direction']} | row failed |" + " |" * (len(names) + 3))
+            continue
+        by = {e["name"]: e for e in row["variants"]}
+        default = by.get("default", {})
+        cells = [cell(by[n], default.get("ms")) if n in by else "" for n in names]
+        best = by.get(row.get("best", ""), {})
+        best_params = best.get("params") or by.get(best.get("same_as", ""), {}).get("params")
+        cudnn = f"{row['cudnn_ms']:.3f}" if "cudnn_ms" in row else "ERR"
+        ratio = f"{row['ratio_best']:.2f} ({row['best']})" if "ratio_best" in row else "-"
+        out.append(f"| {row['layer']} | {data} | {row['direction']} | {cudnn} | " + " | ".join(cells) + f" | {ratio} | "
+                   + (short_params(default["params"]) if "params" in default else "") + " | "
+                   + (short_params(best_params) if best_params else "") + " |")
+    out.append("")
+    for line in table(record).splitlines():
+        if " geomean " in line:
+            out.append(f"- {line}")
+    return out
+
+
+def docs(paths: list[str]) -> None:
+    """Write docs/tensor_cores.md's generated section from the result files."""
+    root = Path(__file__).resolve().parents[1]
+    lines = [f"<!-- generated by: python benchmarks/mma_variants.py --docs {' '.join(paths)} -->", ""]
+    for path in paths:
+        record = json.loads(Path(path).read_text())
+        source = str(Path(path).resolve().relative_to(root)) if Path(path).resolve().is_relative_to(root) else path
+        lines += markdown(record, source) + [""]
+    write_section(root / "docs" / "tensor_cores.md", "mma-variants", lines[:-1])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="benchmarks/results")
@@ -306,6 +420,9 @@ def main(argv=None) -> int:
     ap.add_argument("--layers", default="", help="comma-separated names from tensor_cores.LAYERS (default: all)")
     ap.add_argument("--dtypes", default="FP32,FP16")
     ap.add_argument("--directions", default="FBW")
+    ap.add_argument("--variants", default="", help="comma-separated names from VARIANTS (default: all)")
+    ap.add_argument("--docs", nargs="+", metavar="JSON", help="write docs/tensor_cores.md's generated section from "
+                    "these result files and exit")
     ap.add_argument("--report", help="print the table of a result file (e.g. one cut short by a timeout) and exit")
     ap.add_argument("--dry-run", action="store_true", help="list rows and variant params; build and run nothing "
                     "(off NVIDIA: as on a device with every PTX probe, 48 KiB local memory)")
@@ -313,6 +430,12 @@ def main(argv=None) -> int:
     if args.report:
         print(table(json.loads(Path(args.report).read_text())))
         return 0
+    if args.docs:
+        docs(args.docs)
+        return 0
+    unknown = set(filter(None, args.variants.split(","))) - set(VARIANTS)
+    if unknown:
+        ap.error(f"unknown variants {sorted(unknown)}; known: {', '.join(VARIANTS)}")
     started = time.monotonic()
     deadline = started + args.budget_s
     handle = miopy.Handle()

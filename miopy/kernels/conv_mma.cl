@@ -34,10 +34,16 @@
  *                    fp16: A by 16-byte copies with VECTOR_A, else by 4-byte pairs along k (A_PAIRS: k contiguous,
  *                    sizes even, as VECTOR_A's checks with 2-vectors); B keeps the register path (a 2-byte element
  *                    is below cp.async's 4-byte minimum), staged after the multiply of each step, except
+ *                    (A_PAIRS in backward-weights with P*Q odd) pairs that are misaligned, straddle two dy planes
+ *                    or end the tensor, which are read and stored element by element (A_PAIR_TAIL), and
  *                    with VECTOR_B, where each vector that is one aligned copy (or all zeros) goes by cp.async
  *                    0: fetched into registers one step ahead, converted, stored (the STAGES 1-2 loop)
  *   CHANNEL_BLOCKS   forward / backward-data: 1 steps over (K_BLK channels, one tap); 0 the flat index
- *   SPLIT, SPLIT_CHUNK  backward-weights: partial sums over SPLIT chunks of N*P*Q, summed by reduce_splits
+ *   SPLIT, SPLIT_CHUNK  split-K: partial sums over SPLIT chunks of the inner loop, summed in a fixed order by
+ *                    reduce_splits (deterministic; forward applies the epilogue there): backward-weights chunks
+ *                    of SPLIT_CHUNK elements of N*P*Q (a multiple of K_BLK), forward / backward-data the
+ *                    slices shared out evenly (split s takes steps s*T/SPLIT up to (s+1)*T/SPLIT). Partials are fp32 [split][g][m][col] in the workspace, after
+ *                    the weight copy of TRANSFORM_W (at PARTIAL_OFFSET bytes)
  *   TRANSFORM_W      forward / backward-data with CHANNEL_BLOCKS: 1 reads A from a copy of the weights
  *                    that transform_weights lays out channel-fastest (forward wt[k][tap][c], backward-data
  *                    wt[g][c][tap][k within g]), so a slice's rows are consecutive in memory (coalesced);
@@ -101,6 +107,9 @@
 #endif
 /* fp16 A by cp.async without VECTOR_A: 4-byte pairs of consecutive k (cp.async copies 4 bytes at least) */
 #define A_PAIRS (CP_ASYNC && MIOPY_HALF && !VECTOR_A)
+/* backward-weights pairs with P*Q odd: a pair may be misaligned, straddle two dy planes or end the tensor; such
+ * pairs are read and stored element by element (synchronously) */
+#define A_PAIR_TAIL (A_PAIRS && DIRECTION == 4 && (P * Q) % 2)
 /* Which operands cp.async copies (the others go through registers): A always, B when its elements are 4 bytes */
 #define A_ASYNC CP_ASYNC
 #define B_ASYNC (CP_ASYNC && !MIOPY_HALF)
@@ -228,19 +237,24 @@ inline inner_t inner_at(int step, int row, int k_begin, int k_end)
 }
 #elif CHANNEL_BLOCKS
 #define CHANS (DIRECTION == 1 ? CG : KG)
-#define STEPS(k_begin, k_end) (((CHANS + K_BLK - 1) / K_BLK) * RS)
+#define TOTAL_STEPS (((CHANS + K_BLK - 1) / K_BLK) * RS)
 inline inner_t inner_at(int step, int row, int k_begin, int k_end)
 {
+    step += k_begin;
     const int block = (int)((uint)step / RS), chan = block * K_BLK + row;
     return make_inner(chan, step - block * RS, CHANS % K_BLK == 0 || chan < CHANS);
 }
 #else
-#define STEPS(k_begin, k_end) ((GEMM_K + K_BLK - 1) / K_BLK)
+#define TOTAL_STEPS ((GEMM_K + K_BLK - 1) / K_BLK)
 inline inner_t inner_at(int step, int row, int k_begin, int k_end)
 {
-    const int kk = step * K_BLK + row, chan = (int)((uint)kk / RS);
+    const int kk = (step + k_begin) * K_BLK + row, chan = (int)((uint)kk / RS);
     return make_inner(chan, kk - chan * RS, GEMM_K % K_BLK == 0 || kk < GEMM_K);
 }
+#endif
+#if DIRECTION != 4
+/* forward / backward-data: k_begin, k_end count steps (a split's slices: inner_at adds k_begin to the step) */
+#define STEPS(k_begin, k_end) ((k_end) - (k_begin))
 #endif
 
 typedef struct { int off, h, w; } tap_t;
@@ -408,10 +422,23 @@ inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t
 {
     const inner_t in = inner_at(step, (t % A_GROUPS) * A_VEC, k_begin, k_end);
     const int row = a_row(in);
+#if A_PAIR_TAIL
+    const inner_t in1 = inner_at(step, (t % A_GROUPS) * A_VEC + 1, k_begin, k_end);
+    const int row1 = a_row(in1);
+#endif
     #pragma unroll
     for (int j = 0; j < A_REGS; ++j) {
         const bool ok = a_cols[j] >= 0 && in.valid;
-#if A_PAIRS
+#if A_PAIR_TAIL
+        __local raw_t* dst = tile + A_AT((t % A_GROUPS) * A_VEC, A_COL_OF(t, j));
+        const bool ok1 = a_cols[j] >= 0 && in1.valid;
+        if (!ok || (ok1 && row1 == row + 1 && ((a_cols[j] + row) & 1) == 0)) {
+            cp_async4(dst, a + (ok ? a_cols[j] + row : 0), ok);
+        } else {   /* the tail: element by element */
+            dst[0] = a[a_cols[j] + row];
+            dst[1] = ok1 ? a[a_cols[j] + row1] : (src_t)0;
+        }
+#elif A_PAIRS
         cp_async4(tile + A_AT((t % A_GROUPS) * A_VEC, A_COL_OF(t, j)), a + (ok ? a_cols[j] + row : 0), ok);
 #elif A_ASYNC
         cp_async16(tile + A_AT((t % A_GROUPS) * A_VEC, A_COL_OF(t, j)), a + (ok ? a_cols[j] + row : 0), ok);
@@ -817,26 +844,34 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
     }
 }
 
-#if DIRECTION == 4 && SPLIT > 1
-#define PARTIAL_PARAM , __global float* restrict partial
-#elif TRANSFORM_W
-#define PARTIAL_PARAM , __global const src_t* restrict wt
+/* The workspace: the weight copy (TRANSFORM_W) first, then the split partials (fp32), 256-byte aligned */
+#if SPLIT > 1 || TRANSFORM_W
+#define PARTIAL_PARAM , __global uchar* restrict workspace
 #else
 #define PARTIAL_PARAM
 #endif
+#if TRANSFORM_W
+#define PARTIAL_OFFSET (((K * CG * RS * (int)sizeof(src_t)) + 255) / 256 * 256)
+#else
+#define PARTIAL_OFFSET 0
+#endif
+#define OUT_COUNT (G * GEMM_M * GEMM_N)    /* one split's partials: [g][m][col] */
 
-/* Store one sum at (m, col) of the tile's group: the epilogue forward, a scatter otherwise. */
+/* Store one sum at (m, col) of group g: the epilogue forward, a scatter otherwise. */
 #if DIRECTION == 1
-#define STORE_SUM(m, col, v) do { const int n_ = (col) / (P * Q), pq_ = (col) % (P * Q), k_ = g * KG + (m); \
+#define STORE_OUT(g, m, col, v) do { const int n_ = (col) / (P * Q), pq_ = (col) % (P * Q), k_ = (g) * KG + (m); \
     const int yi_ = Y_AT(n_, k_, pq_ / Q, pq_ % Q); STORE(y, yi_, MIOPY_EPILOGUE((v), k_, pq_, yi_)); } while (0)
 #elif DIRECTION == 2
-#define STORE_SUM(m, col, v) do { const int n_ = (col) / (H * W), hw_ = (col) % (H * W); \
-    STORE(x, X_AT(n_, g * CG + (m), hw_ / W, hw_ % W), (v)); } while (0)
-#elif SPLIT > 1
-#define STORE_SUM(m, col, v) (partial[(split * K + g * KG + (m)) * GEMM_N + (col)] = (v))
+#define STORE_OUT(g, m, col, v) do { const int n_ = (col) / (H * W), hw_ = (col) % (H * W); \
+    STORE(x, X_AT(n_, (g) * CG + (m), hw_ / W, hw_ % W), (v)); } while (0)
 #else
-#define STORE_SUM(m, col, v) do { const int rs_ = (col) % RS; \
-    STORE(w, W_AT(g * KG + (m), (col) / RS, rs_ / S, rs_ % S), (v)); } while (0)
+#define STORE_OUT(g, m, col, v) do { const int rs_ = (col) % RS; \
+    STORE(w, W_AT((g) * KG + (m), (col) / RS, rs_ / S, rs_ % S), (v)); } while (0)
+#endif
+#if SPLIT > 1
+#define STORE_SUM(m, col, v) (partial[((split * G + g) * GEMM_M + (m)) * GEMM_N + (col)] = (v))
+#else
+#define STORE_SUM(m, col, v) STORE_OUT(g, m, col, v)
 #endif
 
 #if DIRECTION == 1
@@ -865,14 +900,24 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
     const int t = get_local_id(0), lane = t % 32, warp = t / 32, gid = lane / 4, tig = lane % 4;
     const int wm = (warp / WARPS_N) * WARP_M, wn = (warp % WARPS_N) * WARP_N;
     const int n0 = get_group_id(0) * N_BLK, m0 = get_group_id(1) * M_BLK;
-#if DIRECTION == 4 && SPLIT > 1
-    const int g = get_group_id(2) / SPLIT, split = get_group_id(2) % SPLIT;
-    const int k_begin = split * SPLIT_CHUNK, k_end = min(GEMM_K, k_begin + SPLIT_CHUNK);
+#if DIRECTION == 4
+#define K_TOTAL GEMM_K
 #else
-    const int g = get_group_id(2), k_begin = 0, k_end = GEMM_K;
+#define K_TOTAL TOTAL_STEPS
+#endif
+#if SPLIT > 1
+    const int g = get_group_id(2) / SPLIT, split = get_group_id(2) % SPLIT;
+#if DIRECTION == 4
+    const int k_begin = split * SPLIT_CHUNK, k_end = min(K_TOTAL, k_begin + SPLIT_CHUNK);
+#else    /* slices shared out evenly: every split gets one at least (SPLIT <= TOTAL_STEPS) */
+    const int k_begin = split * K_TOTAL / SPLIT, k_end = (split + 1) * K_TOTAL / SPLIT;
+#endif
+    __global float* restrict partial = (__global float*)(workspace + PARTIAL_OFFSET);
+#else
+    const int g = get_group_id(2), k_begin = 0, k_end = K_TOTAL;
 #endif
 #if TRANSFORM_W
-    __global const src_t* restrict a_src = wt;
+    __global const src_t* restrict a_src = (__global const src_t*)workspace;
 #elif DIRECTION != 4
     __global const src_t* restrict a_src = (__global const src_t*)w;
 #endif
@@ -988,17 +1033,26 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
     }
 }
 
-#if DIRECTION == 4 && SPLIT > 1
-/* dw[k][c][r][s] = sum over splits, in order, of the partial sums (deterministic). One work-item each. */
-__kernel void reduce_splits(__global const float* restrict partial, __global DATA_T* restrict w)
+#if SPLIT > 1
+/* The output (dw; y through the epilogue; dx) = the sum over splits, in order, of the partial sums
+ * (deterministic). One work-item per output element, consecutive work-items on consecutive columns. */
+#if DIRECTION == 1
+#define REDUCE_OUT __global DATA_T* restrict y MIOPY_EPILOGUE_PARAMS
+#elif DIRECTION == 2
+#define REDUCE_OUT __global DATA_T* restrict x
+#else
+#define REDUCE_OUT __global DATA_T* restrict w
+#endif
+__kernel void reduce_splits(__global const uchar* restrict workspace, REDUCE_OUT)
 {
     const int i = get_global_id(0);
-    if (i >= K * CG * RS) return;
+    if (i >= OUT_COUNT) return;
+    __global const float* restrict partial = (__global const float*)(workspace + PARTIAL_OFFSET);
     float sum = 0.0f;
     for (int s = 0; s < SPLIT; ++s)
-        sum += partial[s * (K * CG * RS) + i];
-    const int k = i / (CG * RS), crs = i % (CG * RS), rs = crs % RS;
-    STORE(w, W_AT(k, crs / RS, rs / S, rs % S), sum);
+        sum += partial[s * OUT_COUNT + i];
+    const int gm = i / GEMM_N, col = i - gm * GEMM_N;
+    STORE_OUT(gm / GEMM_M, gm % GEMM_M, col, sum);
 }
 #endif
 

@@ -174,7 +174,29 @@ def test_invalid_points_say_why():
     assert "16x8 mma tiles" in SOLVER.invalid_reason(problem, {**base, "M_BLK": 16, "WARPS_M": 2}, H100)
     big = {**base, "M_BLK": 256, "N_BLK": 256, "K_BLK": 64, "WARPS_M": 4, "WARPS_N": 4, "STAGES": 2}
     assert "local memory" in SOLVER.invalid_reason(problem, big, H100)
-    assert "SPLIT" in SOLVER.invalid_reason(problem, {**base, "SPLIT": 2}, H100)
+    assert SOLVER.invalid_reason(problem, {**base, "SPLIT": 2}, H100) is None        # split-K forward
+    assert "SPLIT=32 > 8" in SOLVER.invalid_reason(problem, {**base, "SPLIT": 32}, H100)   # 8 x 1.6M partials
+    big_out = problem_of(Direction.FORWARD, LAYERS[1], "FP16")                             # 25.7M outputs
+    assert "SPLIT=2 > 1" in SOLVER.invalid_reason(big_out, {**SOLVER.default_params(big_out, H100), "SPLIT": 2}, H100)
+    one_tap = problem_of(Direction.FORWARD, (2, 16, 8, 8, 16, 1, 1, 0, 1, 1, 1))         # one 16-channel slice
+    point = {**SOLVER.default_params(one_tap, H100), "K_BLK": 16, "SPLIT": 2}
+    assert "SPLIT=2 > the 1 slices" in SOLVER.invalid_reason(one_tap, point, H100)
+    wgrad = problem_of(Direction.BACKWARD_WEIGHTS, (2, 8, 9, 9, 16, 3, 3, 1, 1, 1, 1))    # N*P*Q = 162
+    assert "SPLIT=2 > 1" in SOLVER.invalid_reason(wgrad, {**SOLVER.default_params(wgrad, H100), "SPLIT": 2}, H100)
+
+
+def test_split_k_defaults_fill_the_gpu_where_the_reduction_is_long():
+    """Backward-weights with a small K x C*R*S and a long N*P*Q (ResNet-50 1x1 64->256 at 56x56: 256 x 64 over
+    100352 terms) takes a 64x64-or-larger tile and enough splits for a wave of the H100's 132 compute units;
+    forward / backward-data keep SPLIT=1 by default (split-K there is a tuning point until measured)."""
+    for dtype in DTYPES:
+        wgrad = problem_of(Direction.BACKWARD_WEIGHTS, LAYERS[1], dtype)
+        params = SOLVER.default_params(wgrad, H100)
+        tiles = -(-256 // params["M_BLK"]) * -(-64 // params["N_BLK"])
+        assert params["M_BLK"] * params["N_BLK"] >= 64 * 64 and tiles * params["SPLIT"] >= 0.95 * H100.compute_units
+        assert SOLVER.workspace_bytes(wgrad) >= 4 * params["SPLIT"] * wgrad.w.element_count
+        for direction in (Direction.FORWARD, Direction.BACKWARD_DATA):
+            assert SOLVER.default_params(problem_of(direction, LAYERS[0], dtype), H100)["SPLIT"] == 1
 
 
 def test_vector_b_points_say_why():
@@ -216,7 +238,8 @@ def test_pipeline_points_say_why():
     assert "copies A in pairs" in SOLVER.invalid_reason(half, in_place, H100)
     odd_plane = problem_of(Direction.BACKWARD_WEIGHTS, (2, 8, 9, 9, 16, 3, 3, 1, 1, 1, 1), "FP16")   # P*Q = 81
     point = {**SOLVER.default_params(odd_plane, H100), "CP_ASYNC": True, "STAGES": 2, "VECTOR_A": False}
-    assert "P*Q=81 is not a multiple of 2" in SOLVER.invalid_reason(odd_plane, point, H100)
+    assert SOLVER.invalid_reason(odd_plane, point, H100) is None      # pairs, the odd tail element by element
+    assert "P*Q=81 is not a multiple of 8" in SOLVER.invalid_reason(odd_plane, {**point, "VECTOR_A": True}, H100)
     # cp.async moves the prefetch out of registers: a 128x128x64 fp32 slice over 4 warps is 128 copies a lane
     deep = {**small, "M_BLK": 128, "N_BLK": 128, "K_BLK": 64, "STAGES": 2}
     assert "prefetched" in SOLVER.invalid_reason(fp32, {**deep, "CP_ASYNC": False}, H100)
@@ -319,6 +342,21 @@ CP_ASYNC_CASES = [
                                                        cp_async=True)),
     (Direction.BACKWARD_WEIGHTS, "FP16", VECTOR_SHAPE, cfg(16, 16, 1, 1, 2, False, vector=True, k_blk=32,
                                                           cp_async=True)),
+    # fp16 A pairs over odd dy planes (P*Q = 35, N*P*Q = 105 odd): misaligned, plane-straddling and last pairs
+    # element by element; with splits (chunks of 32 terms)
+    (Direction.BACKWARD_WEIGHTS, "FP16", (3, 6, 7, 5, 12, 3, 3, 1, 1, 1, 1), cfg(16, 16, 1, 1, 3, False,
+                                                                                 cp_async=True)),
+    (Direction.BACKWARD_WEIGHTS, "FP16", (16, 6, 7, 5, 12, 3, 3, 1, 1, 1, 1), cfg(16, 16, 1, 1, 2, False, split=2,
+                                                                                 k_blk=32, cp_async=True)),
+]
+# split-K forward / backward-data: partials of slice ranges, the fixed-order sum (the epilogue in
+# test_emulated_split_k_applies_the_epilogue_in_the_reduction); with the weight copy before them in the workspace
+CP_ASYNC_CASES += [
+    (Direction.FORWARD, "FP32", ODD, cfg(16, 32, 1, 2, 2, False, split=2)),
+    (Direction.FORWARD, "FP16", ODD, cfg(16, 16, 1, 1, 3, True, transform=True, split=4, cp_async=True)),
+    (Direction.BACKWARD_DATA, "FP32", ODD, cfg(16, 16, 1, 1, 3, True, transform=True, split=4, cp_async=True)),
+    (Direction.BACKWARD_DATA, "FP16", ODD, cfg(16, 32, 1, 2, 1, False, split=2)),
+    (Direction.BACKWARD_WEIGHTS, "FP32", SPLIT_SHAPE, cfg(16, 16, 1, 1, 2, False, split=2, cp_async=True)),
 ]
 
 
@@ -350,6 +388,26 @@ def test_emulated_pipelines_match_float64_within_the_format_bound(handle, direct
     t = host_tensors(problem, seed=2)
     got = run_solution(handle, emulated(SOLVER.solution(problem, params)), problem, t)
     check_within_bound(problem, t, got)
+
+
+def test_emulated_split_k_applies_the_epilogue_in_the_reduction(handle):
+    """Forward split-K with a fused bias + ReLU: the partials are raw sums, the reduction adds the bias once and
+    clamps (an epilogue applied per split would add the bias twice and clamp partial sums)."""
+    import pyopencl as cl
+    problem = problem_of(Direction.FORWARD, ODD)
+    params = cfg(16, 16, 1, 1, 2, True, transform=True, split=2)
+    assert SOLVER.invalid_reason(problem, params, H100) is None
+    bias = np.random.default_rng(6).standard_normal(problem.k).astype(np.float32)
+    extra = {"bias": cl.Buffer(handle.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=bias),
+             "activ_alpha": np.float32(0), "activ_beta": np.float32(0), "activ_gamma": np.float32(0)}
+    solution = SOLVER.solution(problem, params, Epilogue(bias=True, activation=ActivationMode.RELU))
+    assert [launch.spec.name for launch in solution.launches][-1] == "reduce_splits"
+    t = host_tensors(problem, seed=4)
+    got = run_solution(handle, emulated(solution), problem, t, extra).astype(np.float64)
+    exact = reference.solve(problem, {r: a.astype(np.float64) for r, a in t.items()})
+    exact += bias.astype(np.float64)[None, :, None, None]
+    assert not np.isnan(got).any() and (got == 0).any()
+    assert reference.max_error(got, np.maximum(exact, 0)) <= SOLVER.tolerance
 
 
 def ptx_stubbed_build(handle, spec) -> None:
@@ -389,6 +447,30 @@ def test_ptx_sources_of_pipeline_points_build_with_the_asm_stubbed(handle, direc
         reason = SOLVER.invalid_reason(problem, params, H100)
         assert reason is None, (params, reason)
         specs += [launch.spec for launch in SOLVER.solution(problem, params).launches]
+    for spec in dict.fromkeys(specs):
+        ptx_stubbed_build(handle, spec)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_ptx_sources_of_split_k_and_pair_tail_points_build_with_the_asm_stubbed(handle, dtype):
+    """Split-K forward (with a fused bias + ReLU in the reduction) and backward-data on ResNet-50's 14x14 stage,
+    with and without cp.async; backward-weights cp.async over AlexNet conv2's odd 27x27 planes (fp16: A pairs
+    with the element-by-element tail)."""
+    specs = []
+    for direction in (Direction.FORWARD, Direction.BACKWARD_DATA):
+        problem = problem_of(direction, LAYERS[0], dtype)
+        base = SOLVER.default_params(problem, H100)
+        for extra in ({"SPLIT": 4}, {"SPLIT": 2, "CP_ASYNC": True, "STAGES": 3, "K_BLK": mma_k(problem.dtype)}):
+            params = {**base, **extra}
+            reason = SOLVER.invalid_reason(problem, params, H100)
+            assert reason is None, (params, reason)
+            epilogue = Epilogue(bias=True, activation=ActivationMode.RELU) if direction is Direction.FORWARD else None
+            specs += [launch.spec for launch in SOLVER.solution(problem, params, epilogue).launches]
+    wgrad = problem_of(Direction.BACKWARD_WEIGHTS, LAYERS[2], dtype)
+    params = {**SOLVER.default_params(wgrad, H100), "CP_ASYNC": True, "STAGES": 3, "VECTOR_A": False,
+              "M_BLK": 64, "N_BLK": 64, "WARPS_M": 2, "WARPS_N": 2}
+    assert SOLVER.invalid_reason(wgrad, params, H100) is None, SOLVER.invalid_reason(wgrad, params, H100)
+    specs += [launch.spec for launch in SOLVER.solution(wgrad, params).launches]
     for spec in dict.fromkeys(specs):
         ptx_stubbed_build(handle, spec)
 
@@ -473,3 +555,26 @@ def test_tf32_warm_calls_compile_nothing(handle, monkeypatch):
     for call in calls * 2:
         call()
     own.finish()
+
+
+def test_variant_benchmark_plans_split_variants_and_writes_the_docs_table(monkeypatch):
+    """benchmarks/mma_variants.py: the previous defaults and the split variants on ResNet-50's 1x1 backward-weights
+    (a described H100, nothing built), direction filters, and the docs table of the H100 result file."""
+    import argparse
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.syspath_prepend(str(root / "benchmarks"))
+    import mma_variants
+
+    args = argparse.Namespace(layers="resnet50-1x1-64-256", directions="WF", dtypes="FP32",
+                              variants="prev,split-double,splitk2")
+    wgrad, fwd = mma_variants.plan_rows(H100, args)
+    by = {v["name"]: v for v in wgrad["variants"]}
+    assert by["prev"]["params"]["SPLIT"] == 8 and by["prev"]["params"]["M_BLK"] == 32
+    assert by["split-double"]["params"]["SPLIT"] == 2 * by["default"]["params"]["SPLIT"]
+    assert by["splitk2"] == {"name": "splitk2", "not_for": "W"}
+    assert {v["name"]: v for v in fwd["variants"]}["prev"] == {"name": "prev", "not_for": "F"}
+    record = json.loads((root / "benchmarks" / "results" / "h100-mma-variants.json").read_text())
+    lines = mma_variants.markdown(record, "h100-mma-variants.json")
+    assert sum(line.startswith("| resnet50") for line in lines) == 12
+    assert "- TF32 geomean best / cuDNN 1.84 over 12 rows, worst 3.37" in lines

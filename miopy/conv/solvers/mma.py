@@ -4,14 +4,21 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
-from ...device import DeviceInfo, grid_reason, index_reason, local_memory_reason, work_group_reason
+from ...device import (
+    SPLIT_WORKSPACE_CAP,
+    DeviceInfo,
+    grid_reason,
+    index_reason,
+    local_memory_reason,
+    work_group_reason,
+)
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
 from ...tensor import DataType
 from ..problem import ConvProblem, Direction
 from ..solver import ConvSolver
 from .common import problem_defines, stride_defines
-from .direct_local import gemm_shape, inner_channels, max_split, split_chunk
+from .direct_local import MIN_SPLIT_CHUNK, gemm_shape, inner_channels, max_split, split_chunk
 
 KERNEL_FILE = "conv_mma.cl"
 WARP = 32
@@ -19,6 +26,12 @@ MAX_ACCUMULATORS = 128        # fp32 sums per lane (a 64x64 warp tile): beyond t
 MAX_PREFETCH = 64             # elements per lane fetched one step ahead into registers (A and B together)
 MAX_COPIES = 128              # elements per lane a step copies, registers and cp.async together (unrolled code)
 REDUCE_WG = 64
+MAX_SPLIT_FB = 16             # forward / backward-data split-K: at most this many partial outputs
+# forward / backward-data split-K only where the output is small (about two waves of 128x128 tiles on an H100's
+# 132 compute units): larger outputs fill the GPU without it, and the solver's workspace (find allocates the
+# largest) stays the weight copy there
+SPLIT_FB_MAX_OUTPUT = 2 * 132 * 128 * 128
+PARTIAL_ALIGN = 256           # bytes: the split partials start this aligned after the weight copy
 # Hybrid |a-e|/(1+|e|) bound vs float64 for find / tuning checks: 4 * 2^-11 * sqrt(L) at L = 1024 terms (the
 # registry grows it like sqrt(L) beyond): each TF32 operand rounds by up to 2^-11 (10-bit mantissa), so a sum of
 # L products of unit-size operands errs by about 2^-11 * sqrt(L), and the hybrid error is absolute where the
@@ -60,7 +73,8 @@ class ConvImplicitGemmMma(ConvSolver):
     """Implicit-GEMM convolution (no im2col buffer) whose inner product is the tensor cores' mma.sync.
 
     The GEMM of each direction is ConvDirectLocal's (forward K/G x N*P*Q over C/G*R*S, backward-data
-    C/G x N*H*W over K/G*R*S, backward-weights K/G x C/G*R*S over N*P*Q with deterministic split partials).
+    C/G x N*H*W over K/G*R*S, backward-weights K/G x C/G*R*S over N*P*Q); any direction may split the inner
+    loop (SPLIT: fp32 partials in the workspace, summed in a fixed order by a second kernel, deterministic).
     Slices are gathered with zero padding, converted once (fp32 -> TF32 rounding to nearest) and staged in
     bank-conflict-free padded local tiles, double-buffered through registers; each warp keeps a block of
     16x8 fp32 sum tiles. fp32 data runs m16n8k8 TF32 (only under math mode "tf32": products lose 13
@@ -80,7 +94,7 @@ class ConvImplicitGemmMma(ConvSolver):
     tolerance = TENSOR_CORE_TOLERANCE
     grid = {"M_BLK": (16, 32, 64, 128, 256), "N_BLK": (16, 32, 64, 128, 256), "K_BLK": (8, 16, 32, 64),
             "WARPS_M": (1, 2, 4), "WARPS_N": (1, 2, 4), "STAGES": (1, 2, 3, 4), "CHANNEL_BLOCKS": (False, True),
-            "SPLIT": (1, 2, 4, 8, 16, 32), "TRANSFORM_W": (False, True), "LDMATRIX": (False, True),
+            "SPLIT": (1, 2, 4, 8, 16, 32, 64, 128, 256), "TRANSFORM_W": (False, True), "LDMATRIX": (False, True),
             "VECTOR_A": (False, True), "CP_ASYNC": (False, True), "VECTOR_B": (0, 2, 4, 8)}
     param_doc = {
         "M_BLK": "work-group tile rows (output channels; input channels in backward-data)",
@@ -92,7 +106,9 @@ class ConvImplicitGemmMma(ConvSolver):
                   "3 and 4 (CP_ASYNC) keep STAGES-1 slices' copies in flight",
         "CHANNEL_BLOCKS": "forward / backward-data: loop over (K_BLK channels, one tap) slices, channels "
                           "padded to K_BLK; else over the flat channel x tap index",
-        "SPLIT": "backward-weights only: partial sums over that many chunks of N*P*Q, then a fixed-order sum",
+        "SPLIT": "split-K: partial sums over that many chunks of the inner loop (N*P*Q in backward-weights, the "
+                 "slices of C/G*R*S or K/G*R*S forward / backward-data) into the workspace, then a fixed-order "
+                 "sum (deterministic; forward applies the epilogue there)",
         "TRANSFORM_W": "forward / backward-data with CHANNEL_BLOCKS: first copy the weights channel-fastest into "
                        "the workspace, so the A slices are read coalesced",
         "LDMATRIX": "read mma fragments from local memory with ldmatrix.x4 (B too when fp16 or backward-weights)",
@@ -125,7 +141,7 @@ class ConvImplicitGemmMma(ConvSolver):
         """Every valid grid point in grid order, without visiting values no point of this problem can take
         (splits outside backward-weights, channel blocks in it, cp.async without the device's probe)."""
         values = dict(self.grid)
-        values["SPLIT"] = tuple(v for v in values["SPLIT"] if v <= max_split(problem))
+        values["SPLIT"] = tuple(v for v in values["SPLIT"] if v <= split_limit(problem))
         if problem.direction is Direction.BACKWARD_WEIGHTS:
             values["CHANNEL_BLOCKS"] = values["TRANSFORM_W"] = (False,)
         values["VECTOR_B"] = tuple(v for v in values["VECTOR_B"] if not v or _vector_b_fits(problem, v))
@@ -148,17 +164,19 @@ class ConvImplicitGemmMma(ConvSolver):
         return _pipelined(problem, max(valid, key=lambda c: _score(problem, c, dev)), dev)
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
-        """Backward-weights: fp32 split partials; otherwise room for the transformed weights (TRANSFORM_W)."""
-        if problem.direction is not Direction.BACKWARD_WEIGHTS:
-            return problem.w.element_count * problem.dtype.itemsize
-        split = max_split(problem)
-        return 4 * split * problem.w.element_count if split > 1 else 0
+        """Room for the transformed weights (TRANSFORM_W, forward / backward-data), then fp32 split partials for
+        the largest SPLIT the problem allows (see split_limit)."""
+        split = split_limit(problem)
+        partials = 4 * split * output_count(problem) if split > 1 else 0
+        if problem.direction is Direction.BACKWARD_WEIGHTS:
+            return partials
+        return round_up(problem.w.element_count * problem.dtype.itemsize, PARTIAL_ALIGN) + partials
 
     def solution(self, problem: ConvProblem, params: Params, epilogue=None) -> Solution:
         shape, split = gemm_shape(problem), params["SPLIT"]
         defines = {**problem_defines(problem), **stride_defines(problem), **problem.dtype.defines,
                    "DIRECTION": int(problem.direction), **{name: params[name] for name in self.grid},
-                   "SPLIT_CHUNK": split_chunk(problem, split, params["K_BLK"])}
+                   "SPLIT_CHUNK": chunk_of(problem, params)}
         args = ("x", "w", "y") + (("workspace",) if split > 1 or params["TRANSFORM_W"] else ())
         if epilogue is not None:
             defines.update(epilogue.defines())
@@ -175,9 +193,63 @@ class ConvImplicitGemmMma(ConvSolver):
         launches.append(KernelLaunch(spec, global_size, (threads, 1, 1), args))
         if split > 1:
             reduce = KernelSpec.make(KERNEL_FILE, "reduce_splits", defines)
-            count = problem.w.element_count
-            launches.append(KernelLaunch(reduce, (round_up(count, REDUCE_WG),), (REDUCE_WG,), ("workspace", "w")))
+            out = OUTPUT_NAME[problem.direction]
+            extra = tuple(epilogue.args) if epilogue is not None else ()
+            launches.append(KernelLaunch(reduce, (round_up(output_count(problem), REDUCE_WG),), (REDUCE_WG,),
+                                         ("workspace", out) + extra))
         return Solution(self.id, dict(params), tuple(launches), self.workspace_bytes(problem))
+
+
+OUTPUT_NAME = {Direction.FORWARD: "y", Direction.BACKWARD_DATA: "x", Direction.BACKWARD_WEIGHTS: "w"}
+
+
+def output_count(problem: ConvProblem) -> int:
+    """Elements of the direction's output (one split's partials)."""
+    return getattr(problem, OUTPUT_NAME[problem.direction]).element_count
+
+
+def split_limit(problem: ConvProblem) -> int:
+    """Most partial sums (a power of two): backward-weights as ConvDirectLocal (chunks of 256 terms at least, the
+    partials within SPLIT_WORKSPACE_CAP); forward / backward-data at most MAX_SPLIT_FB, partials within the cap,
+    outputs of at most SPLIT_FB_MAX_OUTPUT elements (else 1)."""
+    if problem.direction is Direction.BACKWARD_WEIGHTS:
+        return max_split(problem)
+    if output_count(problem) > SPLIT_FB_MAX_OUTPUT:
+        return 1
+    cap = min(MAX_SPLIT_FB, SPLIT_WORKSPACE_CAP // (4 * output_count(problem)))
+    return 1 << (max(cap, 1).bit_length() - 1)
+
+
+def total_steps(problem: ConvProblem, params: Params) -> int:
+    """Forward / backward-data: K_BLK slices of the inner loop (per tap with CHANNEL_BLOCKS)."""
+    k_blk = params["K_BLK"]
+    if params["CHANNEL_BLOCKS"]:
+        return -(-inner_channels(problem) // k_blk) * problem.r * problem.s
+    return -(-gemm_shape(problem).k // k_blk)
+
+
+def chunk_of(problem: ConvProblem, params: Params) -> int:
+    """SPLIT_CHUNK: N*P*Q elements a split sums in backward-weights (a multiple of K_BLK); forward /
+    backward-data share the slices out evenly in the kernel (the define is then the largest share)."""
+    if problem.direction is Direction.BACKWARD_WEIGHTS:
+        return split_chunk(problem, params["SPLIT"], params["K_BLK"])
+    return -(-total_steps(problem, params) // params["SPLIT"])
+
+
+def _split_reason(problem: ConvProblem, params: Params) -> str | None:
+    split = params["SPLIT"]
+    if split > split_limit(problem):
+        return (f"SPLIT={split} > {split_limit(problem)} (the partials' workspace within "
+                f"{SPLIT_WORKSPACE_CAP >> 20} MiB; backward-weights: chunks of {MIN_SPLIT_CHUNK} terms at least; "
+                f"forward / backward-data: {MAX_SPLIT_FB} at most, outputs of {SPLIT_FB_MAX_OUTPUT} elements at "
+                f"most)")
+    if split > 1 and problem.direction is Direction.BACKWARD_WEIGHTS:
+        total, chunk = gemm_shape(problem).k, chunk_of(problem, params)
+        if chunk * (split - 1) >= total:
+            return f"SPLIT={split} leaves a chunk empty ({total} terms in chunks of {chunk})"
+    elif split > total_steps(problem, params):
+        return f"SPLIT={split} > the {total_steps(problem, params)} slices of the inner loop"
+    return None
 
 
 def _pipeline_reason(problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
@@ -191,7 +263,9 @@ def _pipeline_reason(problem: ConvProblem, params: Params, dev: DeviceInfo) -> s
         return "CP_ASYNC needs STAGES >= 2 (copies land in one buffer while another is multiplied)"
     if problem.dtype is DataType.FLOAT16 and not params["VECTOR_A"]:
         threads = WARP * params["WARPS_M"] * params["WARPS_N"]
-        reason = _vector_a_reason(problem, params, threads, vec=2)
+        # backward-weights: pairs across an odd P*Q plane's end go element by element (A_PAIR_TAIL)
+        reason = _vector_a_reason(problem, params, threads, vec=2,
+                                  any_plane=problem.direction is Direction.BACKWARD_WEIGHTS)
         if reason:   # cp.async copies 4 bytes at least: fp16 A goes in pairs of consecutive k
             return f"CP_ASYNC with fp16 data copies A in pairs along k (or 16-byte VECTOR_A): {reason}"
     return None
@@ -261,8 +335,9 @@ def _shape_reason(problem: ConvProblem, params: Params) -> str | None:
     for name, blk, size, least in (("M", m_blk, shape.m, 16), ("N", n_blk, shape.n, 16), ("K", k_blk, k_size, 16)):
         if blk > max(least, _pow2_ceil(size)):
             return f"{name} tile {blk} > {size} rounded up to a power of two"
-    if params["SPLIT"] > max_split(problem):
-        return f"SPLIT={params['SPLIT']} > {max_split(problem)} (1 unless backward-weights)"
+    reason = _split_reason(problem, params)
+    if reason:
+        return reason
     return grid_reason((0, -(-shape.m // m_blk), problem.groups * params["SPLIT"]))
 
 
@@ -271,13 +346,17 @@ def a_vector(dtype: DataType) -> int:
     return 8 if dtype is DataType.FLOAT16 else 4
 
 
-def _vector_a_reason(problem: ConvProblem, params: Params, threads: int, vec: int = 0) -> str | None:
+def _vector_a_reason(problem: ConvProblem, params: Params, threads: int, vec: int = 0,
+                     any_plane: bool = False) -> str | None:
     """Why A cannot be fetched in 16-byte vectors along k (see VECTOR_A in conv_mma.cl), or vec-element ones
-    (fp16 cp.async pairs), or None."""
+    (fp16 cp.async pairs; any_plane: backward-weights pairs of any P*Q, the odd tail element by element), or
+    None."""
     vec, p = vec or a_vector(problem.dtype), problem
     vectors = params["M_BLK"] * params["K_BLK"] // vec
     if params["K_BLK"] % vec or vectors % threads:
         return f"VECTOR_A: a {params['M_BLK']}x{params['K_BLK']} slice is not whole passes of {vec}-vectors"
+    if p.direction is Direction.BACKWARD_WEIGHTS and any_plane:
+        return None
     if p.direction is Direction.BACKWARD_WEIGHTS:
         size, what = p.out_h * p.out_w, "P*Q"
     elif params["TRANSFORM_W"]:
@@ -399,6 +478,19 @@ def _score(problem: ConvProblem, params: Params, dev: DeviceInfo) -> float:
     # fp16 likes 32-deep slices, fp32 16 (32 with one stage spilled registers on an H100)
     depth = min(1.0, k_blk / (32 if problem.dtype is DataType.FLOAT16 else 16)) ** 0.25
     depth *= 1.0 if params["STAGES"] >= 2 else 0.9
-    split_cost = 1 + 0.05 * (params["SPLIT"] - 1)
+    split_cost = _split_cost(problem, params)
     fetch_cost = 1.0 if params["CHANNEL_BLOCKS"] else 1.1
     return fill * k_fill * busy * tile_reuse * depth / (split_cost * fetch_cost)
+
+
+def _split_cost(problem: ConvProblem, params: Params) -> float:
+    """Split-K's cost factor: each split writes the output's partials and the reduction reads them back (8 bytes an
+    element at about 2.5 TB/s, against 2 flops a term at about 200 TFLOP/s TF32, 400 fp16), and each chunk fills
+    the pipeline once (about STAGES + 1 slices): cheap where the reduction is long (backward-weights over N*P*Q).
+    (Until benchmarks/results/h100-mma-variants.json each split cost a flat 5%, which kept ResNet-50's 1x1
+    backward-weights on 32x32 tiles with 8 splits: 0.78 ms against cuDNN's 0.079.)"""
+    split = params["SPLIT"]
+    if split == 1:
+        return 1.0
+    per_split = (320 if problem.dtype is DataType.FLOAT32 else 640) + (params["STAGES"] + 1) * params["K_BLK"]
+    return 1 + split * per_split / gemm_shape(problem).k
