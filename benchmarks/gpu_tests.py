@@ -52,10 +52,15 @@ def device() -> dict:
 def run_part(name: str, workers: int, out: Path, summary: Path, timeout: int) -> dict:
     """One pytest run; its counts, time, failed tests and command (its log kept as OUT/gpu-tests-<part>.log)."""
     markers, parallel = PARTS[name]
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *markers, "tests"]
+    # -v names each result as it happens, so a run cut short by its timeout still says what failed
+    command = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", *markers, "tests"]
+    env = dict(os.environ, MIOPY_RELIABILITY_REPORT=str(summary))
     if parallel and workers > 1:
         command += ["-n", str(workers)]
-    env = dict(os.environ, MIOPY_RELIABILITY_REPORT=str(summary))
+        # Find's compile processes (miopy.compile_pool, the default on NVIDIA) hold a context on the GPU each:
+        # 16 test processes with 8 each would hold 128. The suite's finds compile in threads; the pool's
+        # own tests (tests/test_compile_pool.py) ask for processes explicitly.
+        env.setdefault("MIOPY_FIND_COMPILE", "threads")
     started = time.monotonic()
     try:
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
@@ -68,7 +73,7 @@ def run_part(name: str, workers: int, out: Path, summary: Path, timeout: int) ->
     counts = {key: 0 for key in COUNTS}
     for number, key in re.findall(r"(\d+) (passed|failed|skipped|deselected|errors?|xfailed|xpassed)", last):
         counts["errors" if key.startswith("error") else key] = int(number)
-    failed = [line[7:].split(" - ")[0] for line in output.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+    failed = sorted({m.group(1) for m in re.finditer(r"(?:^|\] )(?:FAILED|ERROR) (tests/\S+)", output, re.M)})
     shown = " ".join(["python3 -m pytest", *command[3:]])
     return {**counts, "seconds": seconds, "status": status, "failed_tests": failed, "command": shown}
 

@@ -37,6 +37,7 @@ logger = logging.getLogger(__name__)
 
 IDLE_S = 30.0
 READY_TIMEOUT_S = 60.0
+BUILD_TIMEOUT_S = 300.0   # a worker silent this long on one program is abandoned (the caller builds it)
 
 _POOLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # Handle -> its CompilePool
 _POOLS_LOCK = threading.Lock()
@@ -110,6 +111,8 @@ class _Worker:
     def build(self, spec: KernelSpec) -> tuple[str | None, bytes]:
         """(error text or None, binary or b"") for spec; raises EOFError/OSError when the worker is gone."""
         self.requests.send(spec)
+        if not self.replies.poll(BUILD_TIMEOUT_S):
+            raise TimeoutError(f"no answer in {BUILD_TIMEOUT_S:.0f} s")
         return self.replies.recv()
 
     def close(self) -> None:
@@ -189,10 +192,13 @@ class CompilePool:
             if not handle.kernels.is_built(spec):
                 self._build_here(handle, spec)
         with self._lock:
+            dead = [w for w in self._workers if w.ready is False]
             self._workers = [w for w in self._workers if w.ready is not False]
             self._timer = threading.Timer(IDLE_S, self.close)
             self._timer.daemon = True
             self._timer.start()
+        for worker in dead:
+            worker.close()
 
     def _drive(self, worker: _Worker, todo: collections.deque, take: threading.Lock, handle: Handle) -> None:
         with worker.lock:
@@ -205,8 +211,8 @@ class CompilePool:
                     spec = todo.popleft()
                 try:
                     error, binary = worker.build(spec)
-                except (EOFError, OSError, pickle.UnpicklingError) as exc:
-                    logger.debug("a find compile worker died (%s)", exc)
+                except (EOFError, OSError, TimeoutError, pickle.UnpicklingError) as exc:
+                    logger.debug("a find compile worker died or hung (%s)", exc)
                     worker.ready = False
                     self.stats["worker_failures"] += 1
                     return
