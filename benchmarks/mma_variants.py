@@ -38,14 +38,11 @@ or in two parts:
 from __future__ import annotations
 
 import argparse
-import collections
 import concurrent.futures
 import dataclasses
 import json
 import math
-import pickle
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -192,47 +189,9 @@ def build_all(handle, rows: list[dict], jobs: int) -> dict:
             for spec, error in zip(list(specs), pool.map(here, list(specs))):
                 specs[spec] = error
         return specs
-    workers = compile_pool.pool_for(handle, jobs)._start()
-    todo, take = collections.deque(specs), threading.Lock()
-
-    def drive(worker) -> None:
-        with worker.lock:
-            if not worker.wait_ready(todo):
-                return
-            while True:
-                with take:
-                    if not todo:
-                        return
-                    spec = todo.popleft()
-                try:
-                    error, binary = worker.build(spec)
-                except (EOFError, OSError, pickle.UnpicklingError):
-                    worker.ready = False   # the spec is built here at the end
-                    return
-                if error is None:
-                    try:
-                        if handle.kernels.store_binaries:
-                            handle.kernels.adopt(spec, binary)
-                        else:
-                            handle.kernels.kernel(spec)
-                    except Exception as exc:  # noqa: BLE001
-                        error = f"{type(exc).__name__}: {exc}"
-                specs[spec] = error
-                BUILT_BY_WORKERS.append(spec)
-    threads = [threading.Thread(target=drive, args=(w,), daemon=True) for w in workers]
-    for thread in threads:
-        thread.start()
-    while True:
-        with take:
-            if not todo:
-                break
-            spec = todo.pop()
-        specs[spec] = here(spec)
-    for thread in threads:
-        thread.join()
-    for spec, error in specs.items():
-        if error is None and not handle.kernels.is_built(spec):   # a worker died with it, or its binary failed
-            specs[spec] = here(spec)
+    pool = compile_pool.pool_for(handle, jobs)
+    specs.update(pool.build(list(specs)))
+    BUILT_BY_WORKERS.append(pool.stats["by_workers"])
     compile_pool.pool_for(handle, jobs).close()
     return specs
 
@@ -463,8 +422,8 @@ def main(argv=None) -> int:
     t0 = time.monotonic()
     built = build_all(handle, rows, args.jobs)
     record["build"] = {"kernels": len(built), "failed": sum(1 for e in built.values() if e),
-                       "s": time.monotonic() - t0, "by_workers": len(BUILT_BY_WORKERS)}
-    print(f"built {len(built)} kernels in {record['build']['s']:.1f} s ({len(BUILT_BY_WORKERS)} by worker "
+                       "s": time.monotonic() - t0, "by_workers": sum(BUILT_BY_WORKERS)}
+    print(f"built {len(built)} kernels in {record['build']['s']:.1f} s ({sum(BUILT_BY_WORKERS)} by worker "
           f"processes), {record['build']['failed']} failed", flush=True)
     save()
     for row in rows:

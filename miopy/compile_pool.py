@@ -167,16 +167,18 @@ class CompilePool:
                     self._workers = []
             return list(self._workers)
 
-    def build(self, specs: Sequence[KernelSpec]) -> None:
+    def build(self, specs: Sequence[KernelSpec]) -> dict[KernelSpec, str | None]:
         """Build every spec into the handle's kernel cache: the workers take them from the front, the calling
-        thread from the back. Failures are left to the candidate's own build (which reports them)."""
+        thread from the back. Returns each spec's error text (None: built); the error of a spec a worker could
+        not deliver is the calling thread's own build's."""
+        errors: dict[KernelSpec, str | None] = dict.fromkeys(specs)
         handle = self._handle()
         if handle is None or not specs:
-            return
+            return errors
         workers = self._start()
         todo = collections.deque(specs)
         take = threading.Lock()
-        threads = [threading.Thread(target=self._drive, args=(w, todo, take, handle), daemon=True,
+        threads = [threading.Thread(target=self._drive, args=(w, todo, take, handle, errors), daemon=True,
                                     name="miopy-compile-pool") for w in workers]
         for thread in threads:
             thread.start()
@@ -185,12 +187,12 @@ class CompilePool:
                 if not todo:
                     break
                 spec = todo.pop()
-            self._build_here(handle, spec)
+            errors[spec] = self._build_here(handle, spec)
         for thread in threads:
             thread.join()
         for spec in specs:   # what a worker could not deliver
-            if not handle.kernels.is_built(spec):
-                self._build_here(handle, spec)
+            if errors[spec] is None and not handle.kernels.is_built(spec):
+                errors[spec] = self._build_here(handle, spec)
         with self._lock:
             dead = [w for w in self._workers if w.ready is False]
             self._workers = [w for w in self._workers if w.ready is not False]
@@ -199,8 +201,10 @@ class CompilePool:
             self._timer.start()
         for worker in dead:
             worker.close()
+        return errors
 
-    def _drive(self, worker: _Worker, todo: collections.deque, take: threading.Lock, handle: Handle) -> None:
+    def _drive(self, worker: _Worker, todo: collections.deque, take: threading.Lock, handle: Handle,
+               errors: dict) -> None:
         with worker.lock:
             if not worker.wait_ready(todo):
                 return
@@ -216,26 +220,29 @@ class CompilePool:
                     worker.ready = False
                     self.stats["worker_failures"] += 1
                     return
+                if error is None:
+                    try:
+                        if self._send:
+                            handle.kernels.adopt(spec, binary)
+                        else:
+                            handle.kernels.kernel(spec)   # served by the driver's cache the worker filled
+                        self.stats["by_workers"] += 1
+                    except Exception as exc:  # failures are data: the candidate's own build reports them
+                        error = f"{type(exc).__name__}: {exc}"
                 if error is not None:
                     logger.debug("find compile worker: %s", error)
-                    continue
-                try:
-                    if self._send:
-                        handle.kernels.adopt(spec, binary)
-                    else:
-                        handle.kernels.kernel(spec)   # served by the driver's cache the worker filled
-                    self.stats["by_workers"] += 1
-                except Exception as exc:  # failures are data: the candidate's own build reports them
-                    logger.debug("adopting a worker's build failed: %s", exc)
+                errors[spec] = error
 
-    def _build_here(self, handle: Handle, spec: KernelSpec) -> None:
+    def _build_here(self, handle: Handle, spec: KernelSpec) -> str | None:
         if handle.kernels.is_built(spec):
-            return
+            return None
         try:
             handle.kernels.kernel(spec)
             self.stats["by_caller"] += 1
         except Exception as exc:  # failures are data: the candidate's own build reports them
             logger.debug("prebuild failed: %s", exc)
+            return f"{type(exc).__name__}: {exc}"
+        return None
 
     def close(self) -> None:
         """Stop the workers (they exit when their pipe closes)."""
