@@ -8,11 +8,12 @@ For each layer of benchmarks/tensor_cores.py's LAYERS (ResNet-50 3x3-256 and 1x1
 AlexNet conv2 5x5; N=32), both data types (fp32 under TF32, fp16) and each direction: cuDNN through PyTorch
 (cudnn.benchmark; allow_tf32 for TF32, fp16 tensors for fp16), miopy's default params, and the VARIANTS below
 made from the defaults (each repaired to the largest tile / slice that is valid, local memory included; the
-params that ran are recorded). Every kernel of every variant is built first, in parallel (--jobs threads:
-NVIDIA's compiler runs with the GIL released); a build failure is recorded with the first 40 lines of its log
-and printed, never fatal. Each built variant runs once on NaN-poisoned outputs and is checked against the
-float64 bound of docs/tensor_cores.md before it is timed: a wrong one is reported (worst error as a fraction
-of the bound, NaN count) and not timed. A crash is recorded and the run goes on.
+params that ran are recorded). Every kernel of every variant is built first, in parallel (--jobs worker
+processes of miopy.compile_pool on NVIDIA, whose compiler does not run in parallel within a process; threads
+elsewhere); a build failure is recorded with the first 40 lines of its log and printed, never fatal. Each
+built variant runs once on NaN-poisoned outputs and is checked against the float64 bound of
+docs/tensor_cores.md before it is timed: a wrong one is reported (worst error as a fraction of the bound, NaN
+count) and not timed. A crash is recorded and the run goes on.
 
 DIR receives mma-variants-<device>.json, rewritten after every row (a timeout keeps what was done). The
 table printed at the end gives each row's cuDNN and default times and each variant's time as a ratio to the
@@ -21,11 +22,14 @@ default (< 1 is faster), then the geomean per data type of default / cuDNN and b
 from __future__ import annotations
 
 import argparse
+import collections
 import concurrent.futures
 import dataclasses
 import json
 import math
+import pickle
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -34,13 +38,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import miopy  # noqa: E402
-from miopy import ptx_probe  # noqa: E402
+from miopy import compile_pool, ptx_probe  # noqa: E402
 from miopy.conv.solvers.mma import _TILES, CP_ASYNC_PROBE, mma_k  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tensor_cores import DIRECTIONS, LAYERS, SOLVER, bound, buffers, cudnn_ms, kernel_info, make, run_once, tensors  # noqa: E402
 
 LOG_LINES = 40
+BUILT_BY_WORKERS: list = []
 # name -> overrides of the default params; "*" keys are instructions to _variant (see there)
 VARIANTS = {
     "cp2": {"CP_ASYNC": True, "STAGES": 2},
@@ -88,7 +93,8 @@ def _variant(problem, info, base: dict, overrides: dict) -> tuple[dict | None, s
 
 def rows_of(args) -> list[tuple]:
     layers = [s for s in LAYERS if not args.layers or s[0] in args.layers.split(",")]
-    return [(shape, letter, dtype) for letter in args.directions for shape in layers
+    # layer by layer (a run cut short by its budget loses whole layers, not a whole direction)
+    return [(shape, letter, dtype) for shape in layers for letter in args.directions
             for dtype in args.dtypes.split(",")]
 
 
@@ -114,23 +120,69 @@ def plan_rows(info, args) -> list[dict]:
 
 
 def build_all(handle, rows: list[dict], jobs: int) -> dict:
-    """Build every kernel of every variant in parallel; spec -> None (built) or the error text."""
-    specs = {}
+    """Build every kernel of every variant; spec -> None (built) or the error text. On NVIDIA's OpenCL (whose
+    compiler does not run in parallel within a process) in miopy.compile_pool's worker processes, the calling
+    thread building from the other end of the list; elsewhere in threads."""
+    specs: dict = {}
     for row in rows:
         for v in row["variants"]:
             if "params" in v:
                 for launch in SOLVER.solution(row["problem"], v["params"]).launches:
                     specs[launch.spec] = None
 
-    def build(spec):
+    def here(spec) -> str | None:
         try:
             handle.kernels.kernel(spec)
             return None
         except Exception as exc:  # noqa: BLE001 -- a failing build is data
             return f"{type(exc).__name__}: {exc}"
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        for spec, error in zip(specs, pool.map(build, specs)):
-            specs[spec] = error
+    if not compile_pool.wanted(handle):
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+            for spec, error in zip(list(specs), pool.map(here, list(specs))):
+                specs[spec] = error
+        return specs
+    workers = compile_pool.pool_for(handle, jobs)._start()
+    todo, take = collections.deque(specs), threading.Lock()
+
+    def drive(worker) -> None:
+        with worker.lock:
+            if not worker.wait_ready(todo):
+                return
+            while True:
+                with take:
+                    if not todo:
+                        return
+                    spec = todo.popleft()
+                try:
+                    error, binary = worker.build(spec)
+                except (EOFError, OSError, pickle.UnpicklingError):
+                    worker.ready = False   # the spec is built here at the end
+                    return
+                if error is None:
+                    try:
+                        if handle.kernels.store_binaries:
+                            handle.kernels.adopt(spec, binary)
+                        else:
+                            handle.kernels.kernel(spec)
+                    except Exception as exc:  # noqa: BLE001
+                        error = f"{type(exc).__name__}: {exc}"
+                specs[spec] = error
+                BUILT_BY_WORKERS.append(spec)
+    threads = [threading.Thread(target=drive, args=(w,), daemon=True) for w in workers]
+    for thread in threads:
+        thread.start()
+    while True:
+        with take:
+            if not todo:
+                break
+            spec = todo.pop()
+        specs[spec] = here(spec)
+    for thread in threads:
+        thread.join()
+    for spec, error in specs.items():
+        if error is None and not handle.kernels.is_built(spec):   # a worker died with it, or its binary failed
+            specs[spec] = here(spec)
+    compile_pool.pool_for(handle, jobs).close()
     return specs
 
 
@@ -233,6 +285,10 @@ def table(record: dict) -> str:
                 geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
                 lines.append(f"{'TF32' if dtype == 'FP32' else 'fp16'} geomean {key[6:]} / cuDNN {geo:.2f} over "
                              f"{len(ratios)} rows, worst {max(ratios):.2f}")
+    wrong = [(row, e) for row in record["rows"] for e in row["variants"] if e.get("wrong")]
+    for row, e in wrong[:8]:
+        lines.append(f"WRONG {row['layer']} {row['dtype']} {row['direction']} {e['name']}: "
+                     f"{e['worst_vs_bound']:.3g} x the bound, {e['nan']} NaN, params {e['params']}")
     failures = [(row, e) for row in record["rows"] for e in row["variants"] if "build_error" in e or "error" in e]
     for row, e in failures[:3]:
         lines.append(f"--- {row['layer']} {row['dtype']} {row['direction']} {e['name']} {e.get('params')}:\n"
@@ -246,7 +302,7 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-s", type=float, default=220, help="stop timing new variants after this (builds "
                     "and the row in progress finish)")
     ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--jobs", type=int, default=12, help="parallel kernel builds")
+    ap.add_argument("--jobs", type=int, default=12, help="parallel kernel builds (worker processes on NVIDIA)")
     ap.add_argument("--layers", default="", help="comma-separated names from tensor_cores.LAYERS (default: all)")
     ap.add_argument("--dtypes", default="FP32,FP16")
     ap.add_argument("--directions", default="FBW")
@@ -284,9 +340,9 @@ def main(argv=None) -> int:
     t0 = time.monotonic()
     built = build_all(handle, rows, args.jobs)
     record["build"] = {"kernels": len(built), "failed": sum(1 for e in built.values() if e),
-                       "s": time.monotonic() - t0}
-    print(f"built {len(built)} kernels in {record['build']['s']:.1f} s, {record['build']['failed']} failed",
-          flush=True)
+                       "s": time.monotonic() - t0, "by_workers": len(BUILT_BY_WORKERS)}
+    print(f"built {len(built)} kernels in {record['build']['s']:.1f} s ({len(BUILT_BY_WORKERS)} by worker "
+          f"processes), {record['build']['failed']} failed", flush=True)
     save()
     for row in rows:
         if time.monotonic() > deadline:

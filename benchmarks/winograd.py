@@ -2,11 +2,12 @@
 
     python3 benchmarks/winograd.py [-n 32] [--layers resnet50,vgg16] [--sweep 16] [--json results.json]
 
-For each layer and direction (forward, backward-data) it prints every applicable solver's time from find
-(default params, median of 5 profiled runs) with its effective TFLOP/s (useful FLOPs of the direct
-convolution / time), whether a Winograd solver beat every other one, and each Winograd solver's time per
-kernel (filter transform, input transform, GEMM, output transform). --sweep N also times N random valid
-GEMM tilings of each Winograd solver and prints the best next to the default.
+For each layer and direction (forward, backward-data; backward-weights with --directions 4) it prints every
+applicable solver's time from find (default params, median of 5 profiled runs) with its effective TFLOP/s
+(useful FLOPs of the direct convolution / time), whether a Winograd solver beat every other one, and each
+Winograd solver's time per kernel, named (forward: filter, input, GEMM, output transforms; backward-weights:
+input, dy transform and GEMM per pass over the tiles, then the filter-gradient transform). --sweep N also
+times N random valid GEMM tilings of each Winograd solver and prints the best next to the default.
 """
 from __future__ import annotations
 
@@ -36,8 +37,8 @@ def problem_of(direction: Direction, n: int, c: int, hw: int, k: int) -> ConvPro
 
 
 def kernel_times(handle, problem: ConvProblem, solver_id: str, params: dict, buffers,
-                 iters: int = 5) -> list[float]:
-    """Median ms of each launch of the solution, in launch order."""
+                 iters: int = 5) -> list[tuple[str, float]]:
+    """(kernel name, median ms) of each launch of the solution, in launch order."""
     prepared = prepared_solution(handle, problem, solver_id, params)
     samples = []
     for i in range(iters + 2):
@@ -45,7 +46,8 @@ def kernel_times(handle, problem: ConvProblem, solver_id: str, params: dict, buf
         handle.finish()
         if i >= 2:
             samples.append([(e.profile.end - e.profile.start) * 1e-6 for e in events])
-    return [statistics.median(column) for column in zip(*samples)]
+    names = [launch.spec.name for launch in prepared.solution.launches]
+    return list(zip(names, (statistics.median(column) for column in zip(*samples))))
 
 
 def sweep(handle, problem: ConvProblem, solver, buffers, count: int) -> tuple[float, dict] | None:
@@ -74,7 +76,7 @@ def bench_layer(handle, problem: ConvProblem, sweep_count: int) -> dict:
     buffers = random_buffers(handle, problem, max(s.workspace_bytes(problem) for s in WINOGRAD))
     for r in (r for r in found if r.algorithm == "winograd"):
         parts = kernel_times(handle, problem, r.solver_id, r.params, buffers)
-        print(f"  {r.solver_id} kernels (filter, input, gemm, output) ms: " + ", ".join(f"{t:.4f}" for t in parts))
+        print(f"  {r.solver_id} kernels ms: " + ", ".join(f"{name.removeprefix('wino_')} {t:.4f}" for name, t in parts))
         result[f"{r.solver_id}_kernels_ms"] = parts
     for solver in (s for s in WINOGRAD if sweep_count and s.is_applicable(problem, handle.info)):
         best = sweep(handle, problem, solver, buffers, sweep_count)
@@ -88,7 +90,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-n", type=int, default=32, help="batch size")
     ap.add_argument("--layers", default="resnet50,vgg16", help=f"comma list of {sorted(LAYERS)}")
-    ap.add_argument("--directions", default="1,2", help="1 forward, 2 backward-data")
+    ap.add_argument("--directions", default="1,2", help="1 forward, 2 backward-data, 4 backward-weights")
     ap.add_argument("--sweep", type=int, default=0, help="random GEMM tilings to time per Winograd solver")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)

@@ -31,8 +31,10 @@
  *                    cp.async.commit_group per slice, cp.async.wait_group STAGES-2 and one barrier per step.
  *                    fp32: A and B by 4-byte copies (A by 16-byte .cg copies with VECTOR_A), converted to TF32
  *                    when the fragments are read (the weight copy of TRANSFORM_W is rounded already).
- *                    fp16: A by 16-byte copies (needs VECTOR_A); B keeps the register path (a 2-byte element
- *                    is below cp.async's 4-byte minimum), staged after the multiply of each step.
+ *                    fp16: A by 16-byte copies with VECTOR_A, else by 4-byte pairs along k (A_PAIRS: k contiguous,
+ *                    sizes even, as VECTOR_A's checks with 2-vectors); B keeps the register path (a 2-byte element
+ *                    is below cp.async's 4-byte minimum), staged after the multiply of each step, except
+ *                    with VECTOR_B, where each vector that is one aligned copy (or all zeros) goes by cp.async
  *                    0: fetched into registers one step ahead, converted, stored (the STAGES 1-2 loop)
  *   CHANNEL_BLOCKS   forward / backward-data: 1 steps over (K_BLK channels, one tap); 0 the flat index
  *   SPLIT, SPLIT_CHUNK  backward-weights: partial sums over SPLIT chunks of N*P*Q, summed by reduce_splits
@@ -97,12 +99,13 @@
 #if !CP_ASYNC && STAGES > 2
 #error "STAGES > 2 needs CP_ASYNC"
 #endif
-#if CP_ASYNC && MIOPY_HALF && !VECTOR_A
-#error "CP_ASYNC with fp16 data needs VECTOR_A (cp.async copies 4 bytes at least)"
-#endif
+/* fp16 A by cp.async without VECTOR_A: 4-byte pairs of consecutive k (cp.async copies 4 bytes at least) */
+#define A_PAIRS (CP_ASYNC && MIOPY_HALF && !VECTOR_A)
 /* Which operands cp.async copies (the others go through registers): A always, B when its elements are 4 bytes */
 #define A_ASYNC CP_ASYNC
 #define B_ASYNC (CP_ASYNC && !MIOPY_HALF)
+/* fp16 B with VECTOR_B: vectors that are one aligned copy (or all zero) go by cp.async, the rest by registers */
+#define B_MIXED (CP_ASYNC && MIOPY_HALF && VECTOR_B)
 
 #define CG (C / G)
 #define KG (K / G)
@@ -383,8 +386,11 @@ inline void cp_wait(void) { asm volatile("cp.async.wait_group 2;" ::: "memory");
 /* -- slice fetch (global -> registers, or global -> local with cp.async), conversion, stage -------------
  * fetch_a / fetch_b deliver each element of a slice either into reg (register path: converted and stored by
  * stage later) or, when the operand is A_ASYNC / B_ASYNC, straight into its place in the local tile. */
-#if VECTOR_A
-#if MIOPY_HALF
+#if VECTOR_A || A_PAIRS
+#if A_PAIRS
+#define A_VEC 2
+typedef uint a_reg_t;            /* 2 halves (cp.async only: never fetched into registers) */
+#elif MIOPY_HALF
 #define A_VEC 8
 typedef uint4 a_reg_t;           /* 8 halves */
 #else
@@ -405,7 +411,9 @@ inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t
     #pragma unroll
     for (int j = 0; j < A_REGS; ++j) {
         const bool ok = a_cols[j] >= 0 && in.valid;
-#if A_ASYNC
+#if A_PAIRS
+        cp_async4(tile + A_AT((t % A_GROUPS) * A_VEC, A_COL_OF(t, j)), a + (ok ? a_cols[j] + row : 0), ok);
+#elif A_ASYNC
         cp_async16(tile + A_AT((t % A_GROUPS) * A_VEC, A_COL_OF(t, j)), a + (ok ? a_cols[j] + row : 0), ok);
 #else
         reg[j] = ok ? *(__global const a_reg_t*)(a + a_cols[j] + row) : (a_reg_t)(0);
@@ -426,7 +434,7 @@ inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t
         #pragma unroll
         for (int j = 0; j < A_NIDX; ++j) {
             const bool ok = a_cols[j] >= 0 && in.valid;
-#if A_ASYNC       /* fp32 only (fp16 needs VECTOR_A) */
+#if A_ASYNC       /* fp32 only (fp16 copies pairs) */
             cp_async4(tile + A_AT(A_T_KK + i * A_KK_STEP, A_T_IDX + j * A_IDX_STEP), a + (ok ? a_cols[j] + row : 0), ok);
 #else
             reg[i * A_NIDX + j] = ok ? a[a_cols[j] + row] : (src_t)0;
@@ -435,7 +443,7 @@ inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t
     }
 }
 #endif
-#define A_NCOLS (VECTOR_A ? A_REGS : A_NIDX)
+#define A_NCOLS (VECTOR_A || A_PAIRS ? A_REGS : A_NIDX)
 
 #if B_ASYNC
 #define B_PUT(i, j, ok, off) cp_async4(tile + B_AT(B_T_KK + (i) * B_KK_STEP, B_T_IDX + (j) * B_IDX_STEP), \
@@ -451,21 +459,29 @@ inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t
 #if VECTOR_B
 typedef CAT(SRC_BASE, VECTOR_B) b_vec_t;
 #define B_VAT(i, j) B_AT(B_T_VK + (i) * B_VROWS, B_COL_OF(t, j))
-#if B_ASYNC   /* fp32: VECTOR_B * 4 bytes in one copy */
-#if VECTOR_B == 2
+#if B_ASYNC || B_MIXED   /* VECTOR_B elements in one copy */
+#define VB_BYTES (VECTOR_B * (MIOPY_HALF ? 2 : 4))
+#if VB_BYTES == 4
+#define cp_async_vb(dst, src, ok) cp_async4((dst), (src), (ok))
+#elif VB_BYTES == 8
 #define cp_async_vb(dst, src, ok) cp_async8((dst), (src), (ok))
 #else
 #define cp_async_vb(dst, src, ok) cp_async16((dst), (src), (ok))
 #endif
 #endif
+#if B_MIXED && B_NVK * B_NVJ > 32
+#error "B_MIXED keeps one bit per vector in a uint"
+#endif
 /* A step is one tap. Per vector: the offsets of its VECTOR_B columns (consecutive in memory when they are
  * all inside); `whole` (all inside, aligned: one vector) and `none` (all outside: zeros) hold for every row,
- * the rows being whole channel planes apart (W, Q multiples of VECTOR_B keep planes aligned). */
+ * the rows being whole channel planes apart (W, Q multiples of VECTOR_B keep planes aligned). B_MIXED: the
+ * vectors copied by cp.async are marked in *mask (bit i * B_NVJ + j) for stage_b to skip. */
 inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, __local raw_t* tile, int t,
-                    int step, int k_begin, int k_end)
+                    int step, int k_begin, int k_end, uint* mask)
 {
     const inner_t in0 = inner_at(step, B_T_VK, k_begin, k_end);
     const tap_t row0 = b_row(in0);
+    uint copied = 0;
     #pragma unroll
     for (int j = 0; j < B_NVJ; ++j) {
         int offs[VECTOR_B];
@@ -494,8 +510,14 @@ inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t
 #else
             src_t* at = reg + (i * B_NVJ + j) * VECTOR_B;
             if (whole || none || !chan_ok) {
+#if B_MIXED
+                const bool ok = whole && chan_ok;
+                cp_async_vb(tile + B_VAT(i, j), b + (ok ? offs[0] + shift : 0), ok);
+                copied |= 1u << (i * B_NVJ + j);
+#else
                 CAT(vstore, VECTOR_B)((whole && chan_ok) ? *(__global const b_vec_t*)(b + offs[0] + shift)
                                                          : (b_vec_t)((src_t)0), 0, at);
+#endif
             } else {
                 #pragma unroll
                 for (int e = 0; e < VECTOR_B; ++e)
@@ -504,13 +526,15 @@ inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t
 #endif
         }
     }
+    *mask = copied;
 }
 #elif CHANNEL_BLOCKS && DIRECTION != 4
 /* A step is one tap: every row's element sits a whole number of channels from row B_T_KK's, inside or
  * outside the image alike, so offsets and bounds are worked out once per column. */
 inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, __local raw_t* tile, int t,
-                    int step, int k_begin, int k_end)
+                    int step, int k_begin, int k_end, uint* mask)
 {
+    *mask = 0;
     const inner_t in0 = inner_at(step, B_T_KK, k_begin, k_end);
     const tap_t row0 = b_row(in0);
     int offs[B_NIDX];
@@ -527,8 +551,9 @@ inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t
 }
 #else
 inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, __local raw_t* tile, int t,
-                    int step, int k_begin, int k_end)
+                    int step, int k_begin, int k_end, uint* mask)
 {
+    *mask = 0;
     #pragma unroll
     for (int i = 0; i < B_NKK; ++i) {
         const inner_t in = inner_at(step, B_T_KK + i * B_KK_STEP, k_begin, k_end);
@@ -558,12 +583,14 @@ inline raw_t to_raw(src_t v)
 #endif
 
 #if VECTOR_B
-inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t)
+inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t, uint mask)
 {
     #pragma unroll
     for (int i = 0; i < B_NVK; ++i)
         #pragma unroll
         for (int j = 0; j < B_NVJ; ++j) {
+            if ((mask >> (i * B_NVJ + j)) & 1u)
+                continue;
             const src_t* at = b_reg + (i * B_NVJ + j) * VECTOR_B;
             raw_t raw[VECTOR_B];
             #pragma unroll
@@ -573,7 +600,7 @@ inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t)
         }
 }
 #else
-inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t)
+inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t, uint mask)
 {
     #pragma unroll
     for (int i = 0; i < B_NKK; ++i)
@@ -602,7 +629,7 @@ inline void stage(__local raw_t* a_tile, __local raw_t* b_tile, const a_reg_t* a
         for (int j = 0; j < A_NIDX; ++j)
             a_tile[A_AT(A_T_KK + i * A_KK_STEP, A_T_IDX + j * A_IDX_STEP)] = to_raw(a_reg[i * A_NIDX + j]);
 #endif
-    stage_b(b_tile, b_reg, t);
+    stage_b(b_tile, b_reg, t, 0u);
 }
 
 /* Fragments of operands copied by cp.async hold fp32 bits: rounded to TF32 as they are read (as to_raw does
@@ -886,13 +913,14 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
 #else
     src_t b_reg[B_REGS];
 #endif
+    uint b_mask;
     #pragma unroll 1
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < steps) {
             fetch_a(a_src, a_cols, 0, a_tiles + s * A_TILE, t, s, k_begin, k_end);
-            fetch_b(b_src, b_cols, b_reg, b_tiles + s * B_TILE, t, s, k_begin, k_end);
+            fetch_b(b_src, b_cols, b_reg, b_tiles + s * B_TILE, t, s, k_begin, k_end, &b_mask);
 #if !B_ASYNC
-            stage_b(b_tiles + s * B_TILE, b_reg, t);
+            stage_b(b_tiles + s * B_TILE, b_reg, t, b_mask);
 #endif
         }
         cp_commit();
@@ -904,13 +932,13 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
         const int next = step + STAGES - 1;
         if (next < steps) {
             fetch_a(a_src, a_cols, 0, a_tiles + write * A_TILE, t, next, k_begin, k_end);
-            fetch_b(b_src, b_cols, b_reg, b_tiles + write * B_TILE, t, next, k_begin, k_end);
+            fetch_b(b_src, b_cols, b_reg, b_tiles + write * B_TILE, t, next, k_begin, k_end, &b_mask);
         }
         cp_commit();
         multiply_slice(a_tiles + read * A_TILE, b_tiles + read * B_TILE, acc, wm, wn, gid, tig EMU_ARG);
 #if !B_ASYNC
         if (next < steps)
-            stage_b(b_tiles + write * B_TILE, b_reg, t);
+            stage_b(b_tiles + write * B_TILE, b_reg, t, b_mask);
 #endif
         read = read == STAGES - 1 ? 0 : read + 1;
         write = write == STAGES - 1 ? 0 : write + 1;
@@ -920,10 +948,11 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
      * reads in flight meanwhile), then stages slice i. */
     a_reg_t a_reg[A_REGS];
     src_t b_reg[B_REGS];
+    uint b_mask;
     for (int step = 0; step <= steps; ++step) {
         if (step < steps) {
             fetch_a(a_src, a_cols, a_reg, 0, t, step, k_begin, k_end);
-            fetch_b(b_src, b_cols, b_reg, 0, t, step, k_begin, k_end);
+            fetch_b(b_src, b_cols, b_reg, 0, t, step, k_begin, k_end, &b_mask);
         }
         if (step > 0) {
             const int prev = STAGES == 2 ? (step - 1) & 1 : 0;

@@ -211,20 +211,36 @@ def test_pipeline_points_say_why():
     assert "local memory" in SOLVER.invalid_reason(fp32, wide, H100)
     half_point = {**SOLVER.default_params(half, H100), "CP_ASYNC": True, "STAGES": 2}
     assert SOLVER.invalid_reason(half, {**half_point, "VECTOR_A": True}, H100) is None
-    assert "needs VECTOR_A" in SOLVER.invalid_reason(half, {**half_point, "VECTOR_A": False}, H100)
+    assert SOLVER.invalid_reason(half, {**half_point, "VECTOR_A": False}, H100) is None   # pairs along k
+    in_place = {**half_point, "VECTOR_A": False, "TRANSFORM_W": False}    # 3x3 weights: k strided in place
+    assert "copies A in pairs" in SOLVER.invalid_reason(half, in_place, H100)
+    odd_plane = problem_of(Direction.BACKWARD_WEIGHTS, (2, 8, 9, 9, 16, 3, 3, 1, 1, 1, 1), "FP16")   # P*Q = 81
+    point = {**SOLVER.default_params(odd_plane, H100), "CP_ASYNC": True, "STAGES": 2, "VECTOR_A": False}
+    assert "P*Q=81 is not a multiple of 2" in SOLVER.invalid_reason(odd_plane, point, H100)
     # cp.async moves the prefetch out of registers: a 128x128x64 fp32 slice over 4 warps is 128 copies a lane
     deep = {**small, "M_BLK": 128, "N_BLK": 128, "K_BLK": 64, "STAGES": 2}
     assert "prefetched" in SOLVER.invalid_reason(fp32, {**deep, "CP_ASYNC": False}, H100)
     assert "prefetched" not in (SOLVER.invalid_reason(fp32, deep, H100) or "")
 
 
-def test_default_params_keep_the_register_pipeline():
-    """cp.async is a tuning option until GPU measurements say otherwise: the defaults never switch it on."""
+def test_default_params_pipeline_where_the_h100_measured_it_faster():
+    """TF32 defaults use cp.async (two stages forward / backward-data, three in backward-weights) where the
+    device has it; fp16 keeps the register path; without the probe nothing changes; VECTOR_B stays off."""
+    no_cp = dataclasses.replace(H100, ptx_mma=("tf32", "f16"))
     for direction in Direction:
         for dtype in DTYPES:
             for shape in LAYERS:
-                params = SOLVER.default_params(problem_of(direction, shape, dtype), H100)
-                assert not params["CP_ASYNC"] and params["STAGES"] <= 2 and params["VECTOR_B"] == 0
+                problem = problem_of(direction, shape, dtype)
+                params = SOLVER.default_params(problem, H100)
+                assert SOLVER.is_valid(problem, params, H100) and params["VECTOR_B"] == 0
+                plain = SOLVER.default_params(problem, no_cp)
+                assert not plain["CP_ASYNC"] and plain["STAGES"] <= 2
+                if dtype == "FP16":
+                    assert params == plain
+                elif params["CP_ASYNC"]:
+                    assert params["STAGES"] == (3 if direction is Direction.BACKWARD_WEIGHTS else 2)
+                else:   # the pipelined variants did not fit: the register path's params unchanged
+                    assert params == plain
 
 
 def test_pruned_search_space_is_the_filtered_grid(monkeypatch):
@@ -295,6 +311,10 @@ CP_ASYNC_CASES = [
                                                           cp_async=True)),
     (Direction.FORWARD, "FP16", VECTOR_SHAPE, cfg(16, 32, 1, 1, 3, True, transform=True, vector=True, cp_async=True)),
     (Direction.FORWARD, "FP16", ONE_STEP_8, cfg(16, 16, 1, 1, 4, True, vector=True, cp_async=True)),
+    # fp16 A in 4-byte pairs (6 channels; P*Q = 42): the weight copy and dy planes
+    (Direction.FORWARD, "FP16", ODD, cfg(16, 16, 1, 1, 2, True, transform=True, cp_async=True)),
+    (Direction.BACKWARD_WEIGHTS, "FP16", (2, 6, 7, 6, 12, 3, 3, 1, 1, 1, 1), cfg(16, 16, 1, 1, 3, False,
+                                                                                 cp_async=True)),
     (Direction.BACKWARD_DATA, "FP16", VECTOR_SHAPE, cfg(16, 16, 1, 1, 4, True, transform=True, vector=True,
                                                        cp_async=True)),
     (Direction.BACKWARD_WEIGHTS, "FP16", VECTOR_SHAPE, cfg(16, 16, 1, 1, 2, False, vector=True, k_blk=32,
@@ -316,6 +336,9 @@ CP_ASYNC_CASES += [
     (Direction.FORWARD, "FP16", VB_SHAPE_8, cfg(16, 16, 1, 1, 3, True, transform=True, vector=True, cp_async=True,
                                                 vector_b=8)),
     (Direction.BACKWARD_DATA, "FP16", VB_SHAPE, cfg(16, 32, 1, 2, 2, True, transform=True, vector_b=4)),
+    # fp16 B mixed: aligned vectors by cp.async (4 bytes here), the others through registers
+    (Direction.BACKWARD_DATA, "FP16", VB_SHAPE_8, cfg(16, 32, 1, 1, 4, True, transform=True, vector=True,
+                                                     cp_async=True, vector_b=2)),
 ]
 
 

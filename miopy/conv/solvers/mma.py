@@ -102,8 +102,9 @@ class ConvImplicitGemmMma(ConvSolver):
                     "columns of an output row, one vector (or one cp.async) where the tap keeps them aligned and "
                     "inside, one local store (W and Q multiples of it; 16 bytes at most)",
         "CP_ASYNC": "copy slices global -> local with cp.async (no registers, zero-fill for padding) into a ring of "
-                    "STAGES >= 2 buffers: fp32 A and B, fp16 A only (needs VECTOR_A; its 2-byte B gather stays "
-                    "on registers); needs the device's cp.async probe",
+                    "STAGES >= 2 buffers: fp32 A and B; fp16 A (16-byte VECTOR_A, else pairs along k: k contiguous, "
+                    "sizes even) and, with VECTOR_B, B's aligned vectors (its 2-byte gather otherwise stays on "
+                    "registers); needs the device's cp.async probe",
     }
 
     def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
@@ -144,7 +145,7 @@ class ConvImplicitGemmMma(ConvSolver):
         valid = [c for c in _candidates(problem, dev) if self.is_valid(problem, c, dev)]
         if not valid:
             return dict(SMALLEST)
-        return max(valid, key=lambda c: _score(problem, c, dev))
+        return _pipelined(problem, max(valid, key=lambda c: _score(problem, c, dev)), dev)
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
         """Backward-weights: fp32 split partials; otherwise room for the transformed weights (TRANSFORM_W)."""
@@ -189,7 +190,10 @@ def _pipeline_reason(problem: ConvProblem, params: Params, dev: DeviceInfo) -> s
     if stages < 2:
         return "CP_ASYNC needs STAGES >= 2 (copies land in one buffer while another is multiplied)"
     if problem.dtype is DataType.FLOAT16 and not params["VECTOR_A"]:
-        return "CP_ASYNC with fp16 data needs VECTOR_A (cp.async copies 4 bytes at least; fp16 B stays on registers)"
+        threads = WARP * params["WARPS_M"] * params["WARPS_N"]
+        reason = _vector_a_reason(problem, params, threads, vec=2)
+        if reason:   # cp.async copies 4 bytes at least: fp16 A goes in pairs of consecutive k
+            return f"CP_ASYNC with fp16 data copies A in pairs along k (or 16-byte VECTOR_A): {reason}"
     return None
 
 
@@ -267,9 +271,10 @@ def a_vector(dtype: DataType) -> int:
     return 8 if dtype is DataType.FLOAT16 else 4
 
 
-def _vector_a_reason(problem: ConvProblem, params: Params, threads: int) -> str | None:
-    """Why A cannot be fetched in 16-byte vectors along k (see VECTOR_A in conv_mma.cl), or None."""
-    vec, p = a_vector(problem.dtype), problem
+def _vector_a_reason(problem: ConvProblem, params: Params, threads: int, vec: int = 0) -> str | None:
+    """Why A cannot be fetched in 16-byte vectors along k (see VECTOR_A in conv_mma.cl), or vec-element ones
+    (fp16 cp.async pairs), or None."""
+    vec, p = vec or a_vector(problem.dtype), problem
     vectors = params["M_BLK"] * params["K_BLK"] // vec
     if params["K_BLK"] % vec or vectors % threads:
         return f"VECTOR_A: a {params['M_BLK']}x{params['K_BLK']} slice is not whole passes of {vec}-vectors"
@@ -349,6 +354,22 @@ def _featured(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
         if solver.is_valid(problem, trial, dev):
             out = trial
     return out
+
+
+def _pipelined(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
+    """The cp.async pipeline where it measured faster on an H100 (benchmarks/results/h100-mma-variants.json,
+    kernel time against the same params without it): TF32 forward and backward-data with two stages (0.81x to
+    1.0x on all 8 layer-directions); TF32 backward-weights with three stages and 128x128 tiles halved to 128x64
+    (0.34x to 0.79x on all 4). fp16 stays on the register path: two stages there ranged 0.92x to 1.18x."""
+    if problem.dtype is not DataType.FLOAT32 or CP_ASYNC_PROBE not in dev.ptx_mma:
+        return params
+    trials = [dict(params, CP_ASYNC=True, STAGES=2)]
+    if problem.direction is Direction.BACKWARD_WEIGHTS:
+        halved = dict(N_BLK=params["N_BLK"] // 2, WARPS_N=max(1, params["WARPS_N"] // 2)) \
+            if params["M_BLK"] == params["N_BLK"] == 128 else {}
+        trials = [dict(params, CP_ASYNC=True, STAGES=3, **halved), dict(params, CP_ASYNC=True, STAGES=3)] + trials
+    solver = ConvImplicitGemmMma()
+    return next((t for t in trials if solver.is_valid(problem, t, dev)), params)
 
 
 def _score(problem: ConvProblem, params: Params, dev: DeviceInfo) -> float:

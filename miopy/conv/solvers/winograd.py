@@ -7,6 +7,9 @@
    in channels) times (in channels x tiles), tiled through local memory and register-blocked;
 4. ``wino_output_transform``: y = A^T M A per tile, clipped at the edges, with the epilogue hook.
 
+The weight gradients (winograd_wrw.py) reuse the layout, the input transform and the GEMM the other way
+round: WinogradLayout's backward-weights form lays V^T and M^T out by tiles and adds the partial dU.
+
 Split rather than fused: each stage is one coalesced pass or a plain GEMM, the GEMM is tunable on its own
 and reaches GEMM speed, and correctness is easy to reason about. The price is the traffic through the
 workspace (V and M are written once and read once), which a fused kernel would avoid at the cost of a
