@@ -34,21 +34,25 @@ import json, sys, time
 import miopy
 from miopy.conv import networks
 from miopy.conv.problem import Direction
-from miopy.tuning import Compiler, TuneOptions, tunable, tune_problem
+from miopy.tuning import Compiler, SearchSpace, TuneOptions, tunable, tune_problem
 spec = json.loads(sys.argv[1])
 handle = miopy.Handle()
 layer = next(l for l in networks.layer_set(spec["set"]) if l.name == spec["layer"])
 problem = layer.problem(spec["n"], Direction(spec["direction"]))
 solvers = [s for s in tunable(handle, problem) if s.id.startswith(spec["family"])]
-options = {"budget": spec["budget"]}
+strategy, options = spec["strategy"], {"budget": spec["budget"]}
+sizes = [len(SearchSpace.of(s, problem, handle.info)) for s in solvers]
+if solvers and max(sizes) <= spec["exhaustive_max"]:
+    strategy, options = "exhaustive", {}
 if spec["time_budget"] is not None:
     options["time_budget_s"] = spec["time_budget"]
 start = time.perf_counter()
 with Compiler(handle, spec["jobs"]) as compiler:
-    results = tune_problem(handle, problem, solvers=solvers, strategy_name=spec["strategy"],
+    results = tune_problem(handle, problem, solvers=solvers, strategy_name=strategy,
                            options=TuneOptions(**options), compiler=compiler) if solvers else []
 wall = time.perf_counter() - start
-print(json.dumps({"device": handle.info.device_id, "problem": problem.key(), "wall_s": wall, "solvers": [
+print(json.dumps({"device": handle.info.device_id, "problem": problem.key(), "wall_s": wall,
+                  "strategy": strategy, "options": options, "space_sizes": sizes, "solvers": [
     {"solver": r.solver_id, "default_ms": r.default_ms, "best_ms": r.best_ms, "params": r.best_params,
      "stored": r.stored, "measured": r.measured, "failed": r.failed, "cut": getattr(r, "cut", None),
      "seconds": getattr(r, "seconds", None)} for r in results]}), flush=True)
@@ -132,6 +136,9 @@ def main(argv=None) -> int:
     ap.add_argument("-F", "--direction", type=int, default=1, choices=(1, 2, 4))
     ap.add_argument("--old-strategy", default="local")
     ap.add_argument("--old-budget", type=int, default=16, help="the old way's points per solver (tune_gpu.sh: 16)")
+    ap.add_argument("--old-exhaustive-max", type=int, default=0,
+                    help="the old way measures every point (exhaustive, no budget) of a family whose spaces all "
+                         "hold at most this many points (Winograd's: 72), the best there is to compare with")
     ap.add_argument("--strategy", default="fast")
     ap.add_argument("--budget", type=int, default=128, help="the new way's point cap per solver")
     ap.add_argument("--time-budget", type=float, default=10.0, help="the new way's seconds per layer and family")
@@ -160,9 +167,9 @@ def main(argv=None) -> int:
         for layer in layers:
             for family in families:
                 pair: dict = {"layer": layer, "family": family}
-                for way, strategy, budget, seconds, root in (
-                        ("old", args.old_strategy, args.old_budget, None, args.before or ROOT),
-                        ("new", args.strategy, args.budget, args.time_budget, ROOT)):
+                for way, strategy, budget, seconds, full, root in (
+                        ("old", args.old_strategy, args.old_budget, None, args.old_exhaustive_max, args.before or ROOT),
+                        ("new", args.strategy, args.budget, args.time_budget, 0, ROOT)):
                     left = args.deadline - (time.perf_counter() - began)
                     if left <= 5:
                         pair[f"{way}_error"] = "not run: --deadline reached"
@@ -171,7 +178,8 @@ def main(argv=None) -> int:
                     db = (run_dir if args.isolated else tmp / way) / "user.db"
                     db.parent.mkdir(parents=True, exist_ok=True)
                     spec = {"set": args.set, "layer": layer, "n": n, "direction": args.direction, "family": family,
-                            "strategy": strategy, "budget": budget, "time_budget": seconds, "jobs": args.jobs}
+                            "strategy": strategy, "budget": budget, "time_budget": seconds, "jobs": args.jobs,
+                            "exhaustive_max": full}
                     run = child(spec, cold_env(run_dir, db, args.cuda_cache), min(args.timeout, left), root)
                     device = device or run.get("device")
                     pair[way] = run

@@ -1,12 +1,17 @@
 """The search space strategies walk: one solver's valid grid points on one problem and device."""
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..db import params_key
 from ..device import DeviceInfo
 from ..solver import Params, Problem, Solver
+
+_SPACES: OrderedDict = OrderedDict()   # SearchSpace.of's last 64 spaces
+_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -27,7 +32,19 @@ class SearchSpace:
 
     @classmethod
     def of(cls, solver: Solver, problem: Problem, dev: DeviceInfo) -> SearchSpace:
-        return cls(dict(solver.grid), tuple(solver.search_space(problem, dev)), solver.default_params(problem, dev))
+        """The space of solver on problem and dev, kept for the next ask (enumerating ConvDirectLocal's grid
+        takes about a second; miopy-tune asks for each solver's space more than once)."""
+        grid = tuple((name, tuple(values)) for name, values in solver.grid.items())
+        key = (solver, problem, dev, grid)   # the grid as it is now: a changed grid is a new space
+        with _LOCK:
+            found = _SPACES.get(key)
+        if found is None:
+            found = cls(dict(grid), tuple(solver.search_space(problem, dev)), solver.default_params(problem, dev))
+            with _LOCK:
+                _SPACES[key] = found
+                while len(_SPACES) > 64:
+                    _SPACES.popitem(last=False)
+        return found
 
     def __len__(self) -> int:
         return len(self.points)
