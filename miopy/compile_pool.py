@@ -191,7 +191,7 @@ class CompilePool:
         for thread in threads:
             thread.join()
         for spec in specs:   # what a worker could not deliver
-            if errors[spec] is None and not handle.kernels.is_built(spec):
+            if errors[spec] is None and not _built(handle, spec):
                 errors[spec] = self._build_here(handle, spec)
         with self._lock:
             dead = [w for w in self._workers if w.ready is False]
@@ -234,7 +234,7 @@ class CompilePool:
                 errors[spec] = error
 
     def _build_here(self, handle: Handle, spec: KernelSpec) -> str | None:
-        if handle.kernels.is_built(spec):
+        if _built(handle, spec):
             return None
         try:
             handle.kernels.kernel(spec)
@@ -254,6 +254,15 @@ class CompilePool:
         for worker in workers:
             with worker.lock:
                 worker.close()
+
+
+def _built(handle: Handle, spec: KernelSpec) -> bool:
+    """Whether spec's program is built; a source that cannot be read (a broken solver) counts as not built,
+    and its build then reports the error."""
+    try:
+        return handle.kernels.is_built(spec)
+    except Exception:  # noqa: BLE001 -- the build that follows raises it as the candidate's error
+        return False
 
 
 def _serve(platform_index: int, device_index: int, send_binaries: bool, parent_pid: int, rfd: int, wfd: int) -> int:

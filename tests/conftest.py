@@ -14,6 +14,10 @@ def _isolated_stores(tmp_path_factory):
                 "MIOPY_FIND_CHECK_DEVICE",
                 "MIOPY_HEURISTIC_MODEL"):
         os.environ.pop(var, None)
+    # Find compiles in threads in the tests on every device: NVIDIA's default (helper processes, each holding
+    # a context on the GPU) would start a pool in each of 16 test processes, and tests that count compiles
+    # would count adopted binaries instead. tests/test_compile_pool.py asks for processes explicitly.
+    os.environ["MIOPY_FIND_COMPILE"] = "threads"
     yield
 
 

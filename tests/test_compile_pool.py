@@ -95,3 +95,15 @@ def test_the_callers_script_is_not_run_again(tmp_path):
     done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.count("top-level ran") == 1 and "found" in done.stdout
+
+
+def test_a_spec_that_cannot_build_is_an_error_not_an_exception(cold_handle):
+    """A broken solver's kernel (source missing, or not compiling) comes back as its error text; the others
+    build (find then skips the broken candidate, as in threads)."""
+    from miopy.kernel_cache import KernelSpec
+    good = _cold_specs(cold_handle, make_problem(**PROBLEM))[:2]
+    missing = KernelSpec.make("no_such_kernel_file.cl", "nothing")
+    broken = KernelSpec.make(good[0].file, good[0].name, {**dict(good[0].defines), "NOT_A_DEFINE(": 1})
+    errors = compile_pool.pool_for(cold_handle, 2).build([missing, *good, broken])
+    assert errors[missing] and errors[broken] and all(errors[s] is None for s in good)
+    assert all(cold_handle.kernels.is_built(s) for s in good)
