@@ -57,10 +57,7 @@ def run_part(name: str, workers: int, out: Path, summary: Path, timeout: int) ->
     env = dict(os.environ, MIOPY_RELIABILITY_REPORT=str(summary))
     if parallel and workers > 1:
         command += ["-n", str(workers)]
-        # Find's compile processes (miopy.compile_pool, the default on NVIDIA) hold a context on the GPU each:
-        # 16 test processes with 8 each would hold 128. The suite's finds compile in threads; the pool's
-        # own tests (tests/test_compile_pool.py) ask for processes explicitly.
-        env.setdefault("MIOPY_FIND_COMPILE", "threads")
+        # (find compiles in threads in the tests: tests/conftest.py; the pool's own tests ask for processes)
     started = time.monotonic()
     try:
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
