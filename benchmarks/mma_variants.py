@@ -60,7 +60,6 @@ from report import write_section  # noqa: E402
 from tensor_cores import DIRECTIONS, LAYERS, SOLVER, bound, buffers, cudnn_ms, kernel_info, make, run_once, tensors  # noqa: E402
 
 LOG_LINES = 40
-BUILT_BY_WORKERS: list = []
 # name -> overrides of the default params; "*" keys are instructions to _variant (see there)
 VARIANTS = {
     "cp2": {"CP_ASYNC": True, "STAGES": 2},
@@ -167,10 +166,10 @@ def plan_rows(info, args) -> list[dict]:
     return out
 
 
-def build_all(handle, rows: list[dict], jobs: int) -> dict:
-    """Build every kernel of every variant; spec -> None (built) or the error text. On NVIDIA's OpenCL (whose
-    compiler does not run in parallel within a process) in miopy.compile_pool's worker processes, the calling
-    thread building from the other end of the list; elsewhere in threads."""
+def build_all(handle, rows: list[dict], jobs: int) -> tuple[dict, int]:
+    """Build every kernel of every variant: (spec -> None (built) or the error text, how many worker processes
+    built). On NVIDIA's OpenCL (whose compiler does not run in parallel within a process) in miopy.compile_pool's
+    worker processes, the calling thread building from the other end of the list; elsewhere in threads."""
     specs: dict = {}
     for row in rows:
         for v in row["variants"]:
@@ -188,12 +187,11 @@ def build_all(handle, rows: list[dict], jobs: int) -> dict:
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             for spec, error in zip(list(specs), pool.map(here, list(specs))):
                 specs[spec] = error
-        return specs
+        return specs, 0
     pool = compile_pool.pool_for(handle, jobs)
     specs.update(pool.build(list(specs)))
-    BUILT_BY_WORKERS.append(pool.stats["by_workers"])
-    compile_pool.pool_for(handle, jobs).close()
-    return specs
+    pool.close()
+    return specs, pool.stats["by_workers"]
 
 
 def log_head(text: str) -> str:
@@ -420,10 +418,10 @@ def main(argv=None) -> int:
     if CP_ASYNC_PROBE not in handle.info.ptx_mma:
         print("cp.async not supported here: every CP_ASYNC variant is invalid (see the probe log above)", flush=True)
     t0 = time.monotonic()
-    built = build_all(handle, rows, args.jobs)
+    built, by_workers = build_all(handle, rows, args.jobs)
     record["build"] = {"kernels": len(built), "failed": sum(1 for e in built.values() if e),
-                       "s": time.monotonic() - t0, "by_workers": sum(BUILT_BY_WORKERS)}
-    print(f"built {len(built)} kernels in {record['build']['s']:.1f} s ({sum(BUILT_BY_WORKERS)} by worker "
+                       "s": time.monotonic() - t0, "by_workers": by_workers}
+    print(f"built {len(built)} kernels in {record['build']['s']:.1f} s ({by_workers} by worker "
           f"processes), {record['build']['failed']} failed", flush=True)
     save()
     for row in rows:

@@ -172,29 +172,14 @@ class AccuracyCheck:
         return float(out.max())
 
     def _enqueue_poisoned(self, plan: Plan) -> None:
-        """Enqueue plan once with its outputs poisoned first (NaN, so unwritten elements show)."""
-        tensors, queue = self.problem.tensors(), self.handle.queue
-        for role in self.problem.outputs():
-            nan = np.full(1, np.nan, tensors[role].dtype.numpy)
-            cl.enqueue_fill_buffer(queue, self.buffers[role], nan, 0, tensors[role].nbytes)
-        plan.enqueue(self.buffers)
+        enqueue_poisoned(self.handle, self.problem, plan, self.buffers)
 
     def _run(self, plan: Plan) -> dict[str, np.ndarray]:
-        """Run plan once with its outputs poisoned (NaN, so unwritten elements show); its outputs on the host."""
-        tensors, queue = self.problem.tensors(), self.handle.queue
-        self._enqueue_poisoned(plan)
-        out = {}
-        for role in self.problem.outputs():
-            desc = tensors[role]
-            flat = np.empty(desc.element_span, desc.dtype.numpy)
-            cl.enqueue_copy(queue, flat, self.buffers[role])
-            out[role] = strided_view(flat, desc.dims, desc.strides)
-        self.handle.finish()
-        return out
+        return run_poisoned(self.handle, self.problem, plan, self.buffers)
 
     def _from_naive(self) -> dict[str, np.ndarray] | None:
         registry, info = self.problem.registry, self.handle.info
-        naive = next((s for s in registry.ALL if s.algorithm == "naive" and s.is_applicable(self.problem, info)), None)
+        naive = naive_solver(self.problem, info)
         if naive is None:
             return None
         try:
@@ -227,6 +212,35 @@ class AccuracyCheck:
                  for role, desc in self.problem.tensors().items()}
         self.how = "float64 on the host"
         return self.problem.registry.reference(self.problem, views)
+
+
+def naive_solver(problem: Problem, info) -> Solver | None:
+    """The family's naive solver where it applies to problem: the device-side reference of find's check and
+    tuning's."""
+    return next((s for s in problem.registry.ALL if s.algorithm == "naive" and s.is_applicable(problem, info)), None)
+
+
+def enqueue_poisoned(handle: Handle, problem: Problem, plan: Plan, buffers: Mapping[str, cl.Buffer]) -> None:
+    """Enqueue plan once on buffers with its outputs poisoned first (NaN, so unwritten elements show)."""
+    tensors = problem.tensors()
+    for role in problem.outputs():
+        nan = np.full(1, np.nan, tensors[role].dtype.numpy)
+        cl.enqueue_fill_buffer(handle.queue, buffers[role], nan, 0, tensors[role].nbytes)
+    plan.enqueue(buffers)
+
+
+def run_poisoned(handle: Handle, problem: Problem, plan: Plan,
+                 buffers: Mapping[str, cl.Buffer]) -> dict[str, np.ndarray]:
+    """enqueue_poisoned, then the outputs on the host (logical views of their spans)."""
+    enqueue_poisoned(handle, problem, plan, buffers)
+    out = {}
+    for role in problem.outputs():
+        desc = problem.tensors()[role]
+        flat = np.empty(desc.element_span, desc.dtype.numpy)
+        cl.enqueue_copy(handle.queue, flat, buffers[role])
+        out[role] = strided_view(flat, desc.dims, desc.strides)
+    handle.finish()
+    return out
 
 
 def default_timer(handle: Handle, plan: Plan, buffers: Mapping[str, cl.Buffer]) -> float:

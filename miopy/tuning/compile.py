@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 import pyopencl as cl
 
+from .. import compile_pool
 from ..errors import check
 from ..handle import Handle
 from ..kernel_cache import KernelSpec
@@ -50,11 +51,7 @@ def default_jobs() -> int:
 
 def device_address(handle: Handle) -> tuple[int, int]:
     """(platform index, device index) of the handle's device, valid in any process on this machine."""
-    for pi, platform in enumerate(cl.get_platforms()):
-        devices = platform.get_devices()
-        if handle.device in devices:
-            return pi, devices.index(handle.device)
-    raise LookupError(f"{handle.device.name} is in no platform's device list")
+    return compile_pool.device_address(handle.device)
 
 
 def _open_device(address: tuple[int, int], parent: tuple[int, bool] | None = None) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 import pyopencl as cl
 
 from ..errors import MiopyError
-from ..find import HOST_CHECK_MAX_FLOPS, random_host, tensor_bytes
+from ..find import HOST_CHECK_MAX_FLOPS, naive_solver, random_host, run_poisoned, tensor_bytes
 from ..handle import Handle
 from ..plan import Plan, check_fits, solution_plan
 from ..reference import max_error, strided_view
@@ -55,7 +55,7 @@ class Workload:
     def error_of(self, plan: Plan, solver: Solver) -> str | None:
         """Run plan with its outputs poisoned (NaN); why it is wrong against the expected answer, or None."""
         expected = self.reference()
-        got = self._run(plan)
+        got = run_poisoned(self.handle, self.problem, plan, self.buffers)
         limit = self.problem.registry.tolerance(solver, self.problem) + expected.bound
         for role, want in expected.arrays.items():
             err = max_error(got[role], want)
@@ -85,30 +85,14 @@ class Workload:
             EXPECTED.put((self.problem, self.seed), self._expected)
         return self._expected
 
-    def _run(self, plan: Plan) -> dict[str, np.ndarray]:
-        """Run plan once with its outputs poisoned (NaN, so unwritten elements show); its outputs on the host."""
-        tensors = self.problem.tensors()
-        for role in self.problem.outputs():
-            poison = np.full(tensors[role].element_span, np.nan, tensors[role].dtype.numpy)
-            cl.enqueue_copy(self.handle.queue, self.buffers[role], poison)
-        plan.enqueue(self.buffers)
-        out = {}
-        for role in self.problem.outputs():
-            desc = tensors[role]
-            got = np.empty(desc.element_span, desc.dtype.numpy)
-            cl.enqueue_copy(self.handle.queue, got, self.buffers[role])
-            out[role] = strided_view(got, desc.dims, desc.strides)
-        self.handle.finish()
-        return out
-
     def _from_naive(self) -> Expected | None:
         registry, info = self.problem.registry, self.handle.info
-        naive = next((s for s in registry.ALL if s.algorithm == "naive" and s.is_applicable(self.problem, info)), None)
+        naive = naive_solver(self.problem, info)
         if naive is None:
             return None
         try:
             plan = solution_plan(self.handle, self.problem, naive.id, naive.default_params(self.problem, info))
-            got = self._run(plan)
+            got = run_poisoned(self.handle, self.problem, plan, self.buffers)
         except (MiopyError, cl.Error) as exc:
             logger.info("tuning %s: the naive solver failed (%s); checking on the host", self.problem.key(), exc)
             return None
