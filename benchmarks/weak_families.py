@@ -233,9 +233,9 @@ def main(argv=None) -> int:
         write_section(Path(__file__).resolve().parents[1] / "docs" / "performance_notes.md", "weak-families",
                       report(merged([json.loads(path.read_text()) for path in args.report])))
         return 0
+    todo = [r for r in rows() if not args.only or any(r["name"].startswith(p) for p in args.only.split(","))]
     if args.lines:
-        picked = [r for r in rows() if not args.only or any(r["name"].startswith(p) for p in args.only.split(","))]
-        unique = dict.fromkeys(f"miopy-driver {r['problem'].driver_command()}" for r in picked)
+        unique = dict.fromkeys(f"miopy-driver {r['problem'].driver_command()}" for r in todo)
         args.lines.write_text("".join(line + "\n" for line in unique))
         print(f"wrote {len(unique)} driver lines to {args.lines}")
         return 0
@@ -245,7 +245,6 @@ def main(argv=None) -> int:
     handle = miopy.Handle()
     result = {"device": handle.info.name, "device_id": handle.info.device_id, "command": " ".join(sys.argv),
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "rows": []}
-    todo = [r for r in rows() if not args.only or any(r["name"].startswith(p) for p in args.only.split(","))]
     for row in todo:
         if time.monotonic() - start > args.budget:
             result["rows"].append({"name": row["name"], "direction": row["problem"].direction.letter,

@@ -41,7 +41,7 @@ from .kernel_cache import KernelSpec
 from .log import warn_once
 from .plan import Plan, check_fits, checked_solution, solution_plan
 from .reference import max_error, strided_view
-from .solver import Params, Problem, Solver
+from .solver import Params, Problem, Solver, ceil_div
 from .tensor import STRICT, DataType, as_int
 from .version import __version__
 
@@ -163,7 +163,7 @@ class AccuracyCheck:
         layer's outputs are hundreds of MB: reading them back and comparing in NumPy took seconds)."""
         desc = self.problem.tensors()[role]
         spec = error_kernel(desc.dtype)
-        groups = max(1, min(ERROR_GROUPS, -(-desc.element_span // ERROR_WG)))
+        groups = max(1, min(ERROR_GROUPS, ceil_div(desc.element_span, ERROR_WG)))
         partial = self.handle.scratch("find-check-partial", 4 * ERROR_GROUPS)
         self.handle.launch(self.handle.kernels.kernel(spec), (groups * ERROR_WG,), (ERROR_WG,),
                            (self.buffers[role], want, np.uint64(desc.element_span), partial))
