@@ -118,6 +118,9 @@ def summarise(network: str, n: int, layers: int, budget: int, runs: list[dict]) 
 
 def merge(paths: list[Path]) -> dict:
     """Runs made in separate calls of this script (one worker count each, the same jobs) as one result."""
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise SystemExit(f"--merge: no such file: {', '.join(missing)}")
     parts = [json.loads(p.read_text()) for p in paths]
     setting = {k: parts[0][k] for k in ("network", "n", "layers", "budget")}
     for part, path in zip(parts, paths):
