@@ -1,5 +1,6 @@
 """Where a cold find's seconds go: one layer of a set, found once in a fresh process after a tiny warm-up
-find, under cProfile (top entries by cumulative time).
+find, under cProfile (top entries by cumulative time), then the wall time of find's phases and the slowest kernel
+builds of the compile workers (where find compiles in processes).
 
     python3 benchmarks/profile_find.py --set vgg16 --layer conv1 -F 4
 """
@@ -15,9 +16,25 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import miopy  # noqa: E402
+from miopy import compile_pool, config, find  # noqa: E402
 from miopy.conv import networks  # noqa: E402
 from miopy.conv.problem import Direction  # noqa: E402
 from miopy.find import find_problem  # noqa: E402
+
+PHASES: dict[str, float] = {}
+
+
+def _timed(module, name: str) -> None:
+    """Wrap module.name so its wall time adds to PHASES[name] (cProfile does not follow the compile threads)."""
+    inner = getattr(module, name)
+
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            PHASES[name] = PHASES.get(name, 0.0) + time.perf_counter() - start
+    setattr(module, name, wrapper)
 
 
 def main(argv=None) -> int:
@@ -31,6 +48,8 @@ def main(argv=None) -> int:
     find_problem(handle, networks.Layer("warm", 2, 5, 5, 2, 1, 1).problem(1), mode="normal", store=False)
     layer = next(x for x in networks.layer_set(args.set) if x.name == args.layer)
     problem = layer.problem(networks.DEFAULT_BATCH[args.set], Direction(args.F))
+    for name in ("_candidates", "_checker", "random_buffers", "prebuild", "_measure"):
+        _timed(find, name)
     profile = cProfile.Profile()
     start = time.perf_counter()
     profile.enable()
@@ -39,6 +58,11 @@ def main(argv=None) -> int:
     print(f"{problem.key()}: find {time.perf_counter() - start:.2f} s;",
           ", ".join(f"{r.solver_id} {r.time_ms:.3f} ms" for r in result))
     pstats.Stats(profile).sort_stats("cumulative").print_stats(args.top)
+    for phase, seconds in sorted(PHASES.items(), key=lambda kv: -kv[1]):
+        print(f"phase {phase}: {seconds:.3f} s")
+    if compile_pool.wanted(handle):
+        for seconds, label, who in compile_pool.pool_for(handle, config.find_jobs()).slowest(8):
+            print(f"build {seconds:6.2f} s by {who}: {label[:400]}")
     return 0
 
 

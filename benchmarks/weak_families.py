@@ -1,6 +1,7 @@
 """Issue 16's slow layer families beside cuDNN strict fp32, in one run: depthwise (MobileNet), 5x5 filters
 (AlexNet conv2, GoogLeNet), backward-weights (AlexNet and VGG-16 sets) and backward-weights accuracy on a
-reduction of 4.2 million terms per weight.
+reduction of 4.2 million terms per weight, and 1x1 layers with few input channels (ResNet-50), with sampled
+points of the tuning grid beside the defaults.
 
 Every miopy candidate (solver with its perf-DB or default params, plus a few explicit variants) runs on the
 same random inputs with its output poisoned first, is checked against float64 (torch on the GPU) with Boda's
@@ -103,6 +104,13 @@ def rows() -> list[dict]:
             out.append({"name": f"{set_name}.{layer.name}", "problem": layer.problem(n, W),
                         "cands": [("ConvDirectLocal", None), ("ConvIm2colGemm", None), ("ConvGemm1x1", None)]
                         + _split_variants(W, (4, 16, 64)) + _wino_wrw(layer.r)})
+    # 1x1 with few input channels (ResNet-50's 64->256 and 64->64 at 56x56): a reduction of 64 per output, so
+    # the GEMM is bound by its output traffic; sampled grid points show what tuning can reach
+    for name, c, k in (("resnet50.1x1-64-256", 64, 256), ("resnet50.1x1-64-64", 64, 64)):
+        for d in (F, B, W):
+            out.append({"name": name, "problem": problem_of(d, 128, c, 56, k, 1, 0),
+                        "cands": [("ConvGemm1x1", None), ("ConvDirectLocal", None), ("ConvIm2colGemm", None)],
+                        "sample": {"ConvGemm1x1": 16, "ConvDirectLocal": 8}})
     for name, n, c, h, stride, _ in mobilenet[1:]:
         for d in (F, B, W):
             out.append({"name": name, "problem": problem_of(d, n, c, h, c, 3, 1, stride, c),
@@ -156,7 +164,10 @@ def measure(handle, row, iters) -> dict:
     mf = cl.mem_flags
     bufs = {r: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for r, a in t.items()}
     rec["miopy"] = []
-    for sid, params in row["cands"]:
+    sampled = [(sid, params) for sid, count in row.get("sample", {}).items()
+               if registry.get(sid).is_applicable(problem, handle.info)
+               for params in registry.get(sid).sample_space(problem, handle.info, count, seed=7)]
+    for sid, params in [*row["cands"], *sampled]:
         try:
             rec["miopy"].append(run_candidate(handle, problem, bufs, exact, sid, params, iters))
         except Exception as exc:   # noqa: BLE001 - a failed candidate is data

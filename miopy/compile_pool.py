@@ -7,10 +7,12 @@ script in each worker when it lacks an ``if __name__ == "__main__"`` guard, as a
 ``convolution_forward`` does). Each opens its own context on the device, reads kernel specs from a pipe,
 builds them with its own kernel cache and sends back each program's binary (or only whether it built, where
 the driver keeps its own binary cache); the parent adopts the binaries into its handle's kernel cache. No
-directory is shared. The calling thread compiles from the other end of the same list meanwhile, so nothing
-waits for the workers to start, and whatever a worker could not build (it died, or its binary did not load)
-is built in the calling thread at the end. Workers exit when their pipe closes: after IDLE_S without a build
-(each worker holds a context on the device), when the handle is collected, or when the parent dies.
+directory is shared. The calling thread compiles from the other end of the same list until the first worker
+is ready, so nothing waits for the workers to start (and then leaves the rest to them: a compile in the
+calling process would hold up the loads of the workers' programs there); whatever a worker could not build
+(it died, or its binary did not load) is built in the calling thread at the end. Workers exit when their pipe
+closes: after IDLE_S without a build (each worker holds a context on the device), when the handle is
+collected, or when the parent dies.
 """
 from __future__ import annotations
 
@@ -38,6 +40,12 @@ logger = logging.getLogger(__name__)
 IDLE_S = 30.0
 READY_TIMEOUT_S = 60.0
 BUILD_TIMEOUT_S = 300.0   # a worker silent this long on one program is abandoned (the caller builds it)
+
+# A worker compiles in threads if at all, and keeps pyopencl's caches off: each kernel object it makes would
+# otherwise write pyopencl's invoker cache (one sqlite file for every process of the user), and a dozen
+# workers writing it held the parent's reads of it for seconds (a cold find of VGG-16 conv1's backward-weights
+# on the H100: 7.3 s, 5.8 of them waiting on that file). miopy keeps its own binaries (miopy.kernel_cache).
+WORKER_ENV = {"MIOPY_FIND_COMPILE": "threads", "PYOPENCL_NO_CACHE": "1"}
 
 _POOLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # Handle -> its CompilePool
 _POOLS_LOCK = threading.Lock()
@@ -85,7 +93,7 @@ class _Worker:
         try:
             self.process = subprocess.Popen(command, pass_fds=(to_child_r, from_child_w), stdin=subprocess.DEVNULL,
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                            env={**os.environ, "MIOPY_FIND_COMPILE": "threads", "PYTHONPATH": path})
+                                            env={**os.environ, **WORKER_ENV, "PYTHONPATH": path})
         finally:
             os.close(to_child_r)
             os.close(from_child_w)
@@ -140,6 +148,7 @@ class CompilePool:
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
         self.stats = {"by_workers": 0, "by_caller": 0, "worker_failures": 0}
+        self.build_s: collections.deque = collections.deque(maxlen=256)   # (seconds, kernel, by whom): recent builds
         weakref.finalize(handle, self.close)
 
     @property
@@ -184,7 +193,10 @@ class CompilePool:
             thread.start()
         while True:
             with take:
-                if not todo:
+                # Once a worker serves, the caller stops compiling: NVIDIA's driver runs one build at a time per
+                # process, so each compile here held up the loads of the workers' programs into this process
+                # (103 tensor-core programs took 89 s with the caller compiling alongside 12 workers).
+                if not todo or any(w.ready for w in workers):
                     break
                 spec = todo.pop()
             errors[spec] = self._build_here(handle, spec)
@@ -213,6 +225,7 @@ class CompilePool:
                     if not todo:
                         return
                     spec = todo.popleft()
+                started = time.monotonic()
                 try:
                     error, binary = worker.build(spec)
                 except (EOFError, OSError, TimeoutError, pickle.UnpicklingError) as exc:
@@ -231,18 +244,25 @@ class CompilePool:
                         error = f"{type(exc).__name__}: {exc}"
                 if error is not None:
                     logger.debug("find compile worker: %s", error)
+                self.build_s.append((time.monotonic() - started, _label(spec), "worker"))
                 errors[spec] = error
 
     def _build_here(self, handle: Handle, spec: KernelSpec) -> str | None:
         if _built(handle, spec):
             return None
+        started = time.monotonic()
         try:
             handle.kernels.kernel(spec)
             self.stats["by_caller"] += 1
+            self.build_s.append((time.monotonic() - started, _label(spec), "caller"))
         except Exception as exc:  # failures are data: the candidate's own build reports them
             logger.debug("prebuild failed: %s", exc)
             return f"{type(exc).__name__}: {exc}"
         return None
+
+    def slowest(self, count: int = 5) -> list[tuple[float, str, str]]:
+        """The slowest of the recent builds: (seconds, file:kernel and defines, "worker" or "caller")."""
+        return sorted(self.build_s, reverse=True)[:count]
 
     def close(self) -> None:
         """Stop the workers (they exit when their pipe closes)."""
@@ -254,6 +274,10 @@ class CompilePool:
         for worker in workers:
             with worker.lock:
                 worker.close()
+
+
+def _label(spec: KernelSpec) -> str:
+    return f"{spec.file}:{spec.name} {spec.build_options()}"
 
 
 def _built(handle: Handle, spec: KernelSpec) -> bool:

@@ -68,6 +68,17 @@ def test_workers_that_cannot_start_leave_the_build_to_the_caller(cold_handle, mo
     assert pool.stats["by_caller"] == len(programs) and pool.stats["by_workers"] == 0
 
 
+def test_workers_leave_pyopencls_shared_caches_alone(cold_handle, monkeypatch, tmp_path):
+    """A worker's kernels would write pyopencl's invoker cache, one sqlite file that every process of the user
+    reads: a dozen workers writing it stalled the parent's reads for seconds on the H100."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))   # where the workers' pyopencl would keep it
+    pool = compile_pool.pool_for(cold_handle, 2)
+    assert pool.start(wait=True) == 2
+    pool.build(_cold_specs(cold_handle, make_problem(**PROBLEM)))
+    assert pool.stats["by_workers"] >= 1
+    assert not list((tmp_path / "xdg").rglob("*invoker*"))
+
+
 def test_idle_workers_exit(cold_handle, monkeypatch):
     monkeypatch.setattr(compile_pool, "IDLE_S", 0.2)
     pool = compile_pool.pool_for(cold_handle, 2)
