@@ -18,7 +18,7 @@ from miopy.conv import heuristic, heuristic_model, registry
 
 def shape_choice(problem, ran):
     """The shape rule's first choice among the solvers that ran on problem."""
-    known = [registry.get(s) for s in ran if s in {x.id for x in registry.ALL}]
+    known = [x for x in registry.ALL if x.id in ran]   # registry order, as find lists its candidates
     order = heuristic.shape_rank(problem, known)
     return order[0].id if order else ran[0]
 

@@ -158,3 +158,19 @@ def test_fit_averages_its_members_and_ranks_relative_to_a_reference():
     for p in (make_problem(Direction.FORWARD, 1, 64, 14, 14, 128, 3, 3, pad=1), make_problem(2, 8, 8, 7, 7, 16, 1, 1)):
         expected = {s: np.mean([m.scores(p)[s] for m in members]) for s in fitted.solvers}
         assert fitted.scores(p) == pytest.approx(expected, abs=1e-4)     # leaves rounded to 6 digits
+
+
+def test_held_out_picks_are_immediate_modes_picks(model):
+    """cross_validate picks what immediate mode would: the model's order over the shape rule's, registry order
+    within an algorithm, and a solver the model never saw keeps the shape rule's place instead of losing to
+    every solver it knows (a fold can hold a solver's only training layer)."""
+    fc = make_problem(Direction.FORWARD, 5, 4096, 1, 1, 4096, 1, 1)   # a classifier layer: ConvGemv1x1 applies
+    ran = ["ConvDirectLocal", "ConvGemm1x1", "ConvGemv1x1"]
+    assert "ConvGemv1x1" not in model.solvers
+    expected = heuristic_model.rank_by_model(model, fc, heuristic.shape_rank(
+        fc, [s for s in registry.ALL if s.id in ran]))[0].id
+    assert heuristic_model.shipped_choice(model, fc, ran) == expected == "ConvGemv1x1"
+    # the one record holding ConvGemv1x1 is held out (every layer in its own fold): it is still picked there
+    records = {fc.key(): {"ConvGemv1x1": 0.035, "ConvDirectLocal": 0.245, "ConvGemm1x1": 0.42}, **synthetic(3, 12)}
+    quality = heuristic_model.cross_validate(records, folds=len(records), rounds=5)
+    assert all(case["problem"] != fc.key() for case in quality["worst_cases"] if case["ratio"] > 1.0)
