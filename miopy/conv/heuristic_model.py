@@ -430,7 +430,7 @@ def shipped_choice(model: Model, problem: ConvProblem, ran: Sequence[str]) -> st
     over the shape rule's (heuristic.rank), so a solver the model never saw keeps the shape rule's place
     rather than losing to every known one (a held-out fold can hold a solver's only training layer, as the one
     classifier layer of the GPU sets holds ConvGemv1x1's)."""
-    from . import heuristic, registry   # heuristic imports this module
+    from . import heuristic, registry  # heuristic imports this module
     solvers = [x for x in registry.ALL if x.id in ran]   # registry order, as find lists its candidates
     order = rank_by_model(model, problem, heuristic.shape_rank(problem, solvers))
     return order[0].id if order else ran[0]
