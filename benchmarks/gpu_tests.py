@@ -66,7 +66,10 @@ def run_part(name: str, workers: int, out: Path, summary: Path, timeout: int) ->
         output, status = f"{exc.stdout or ''}\n{exc.stderr or ''}\ntimed out after {timeout} s", -1
     seconds = round(time.monotonic() - started, 1)
     (out / f"gpu-tests-{name}.log").write_text(output if isinstance(output, str) else output.decode())
-    last = next((line for line in reversed(output.splitlines()) if re.search(r"\d+ (passed|failed|error)", line)), "")
+    # pytest's closing line ("== 3 passed, 4 skipped in 2.8s =="), whatever counts it has (a part whose tests all
+    # skip has no "passed")
+    summary_line = r"\d+ (passed|failed|errors?|skipped|deselected|xfailed|xpassed)\b.* in [\d.]+s"
+    last = next((line for line in reversed(output.splitlines()) if re.search(summary_line, line)), "")
     counts = {key: 0 for key in COUNTS}
     for number, key in re.findall(r"(\d+) (passed|failed|skipped|deselected|errors?|xfailed|xpassed)", last):
         counts["errors" if key.startswith("error") else key] = int(number)
@@ -99,7 +102,7 @@ def main(argv=None) -> int:
     dev = device()
     label = f"{dev['name']} ({dev['platform']})"
     print(f"gpu_tests: device {label}; parts {parts}", flush=True)
-    results, summaries = {}, []
+    results, summaries = {}, {}
     with tempfile.TemporaryDirectory(prefix="miopy-gpu-tests-") as tmp:
         for name in parts:
             summary = Path(tmp) / f"{name}.json"
@@ -108,7 +111,7 @@ def main(argv=None) -> int:
             print(f"gpu_tests: {name}: {r['passed']} passed, {r['failed']} failed, {r['errors']} errors, "
                   f"{r['skipped']} skipped, {r['deselected']} deselected in {r['seconds']} s", flush=True)
             try:
-                summaries.append(report.load_summary(summary))
+                summaries[name] = report.load_summary(summary)
             except FileNotFoundError:
                 print(f"gpu_tests: {name} wrote no fault-suite rows", flush=True)
     record = merge(args.out / f"gpu-tests-{report.slug(label)}.json",
@@ -118,8 +121,11 @@ def main(argv=None) -> int:
     if summaries:
         reliability = args.out / f"reliability-{report.slug(label)}.json"
         earlier = json.loads(reliability.read_text()) if reliability.is_file() else None
-        data = {"device": label, "seconds": round(sum(s["seconds"] for s in summaries), 1),
-                "outcomes": report.merge_runs([earlier, *summaries] if earlier else summaries),
+        # the fault suite's seconds per part, this run's replacing an earlier run's of the same part
+        part_seconds = {**(earlier or {}).get("part_seconds", {}),
+                        **{name: s["seconds"] for name, s in summaries.items()}}
+        data = {"device": label, "seconds": round(sum(part_seconds.values()), 1), "part_seconds": part_seconds,
+                "outcomes": report.merge_runs([earlier, *summaries.values()] if earlier else list(summaries.values())),
                 "runs": record["parts"]}
         reliability.write_text(json.dumps(data, indent=1) + "\n")
         print(f"gpu_tests: wrote {reliability}")
