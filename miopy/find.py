@@ -178,12 +178,11 @@ class AccuracyCheck:
         return run_poisoned(self.handle, self.problem, plan, self.buffers)
 
     def _from_naive(self) -> dict[str, np.ndarray] | None:
-        registry, info = self.problem.registry, self.handle.info
-        naive = naive_solver(self.problem, info)
-        if naive is None:
-            return None
         try:
-            plan = solution_plan(self.handle, self.problem, naive.id, naive.default_params(self.problem, info))
+            found = naive_plan(self.handle, self.problem)
+            if found is None:
+                return None
+            naive, plan = found
             if config.find_check_on_device():
                 self._enqueue_poisoned(plan)
                 tensors = self.problem.tensors()
@@ -199,7 +198,7 @@ class AccuracyCheck:
             self.expected_device = {}
             logger.info("find %s: the naive solver failed (%s); checking on the host", self.problem.key(), exc)
             return None
-        self.reference_id, self.reference_bound = naive.id, registry.tolerance(naive, self.problem)
+        self.reference_id, self.reference_bound = naive.id, self.problem.registry.tolerance(naive, self.problem)
         self.how = f"{naive.id} on the device"
         return {role: np.asarray(value, np.float64) for role, value in got.items()}
 
@@ -218,6 +217,15 @@ def naive_solver(problem: Problem, info) -> Solver | None:
     """The family's naive solver where it applies to problem: the device-side reference of find's check and
     tuning's."""
     return next((s for s in problem.registry.ALL if s.algorithm == "naive" and s.is_applicable(problem, info)), None)
+
+
+def naive_plan(handle: Handle, problem: Problem) -> tuple[Solver, Plan] | None:
+    """The naive solver and its plan (default params) for problem; None where no naive solver applies. A plan
+    that cannot be made raises (MiopyError), for the caller to fall back on the host."""
+    naive = naive_solver(problem, handle.info)
+    if naive is None:
+        return None
+    return naive, solution_plan(handle, problem, naive.id, naive.default_params(problem, handle.info))
 
 
 def enqueue_poisoned(handle: Handle, problem: Problem, plan: Plan, buffers: Mapping[str, cl.Buffer]) -> None:
@@ -433,8 +441,8 @@ def prebuild(handle: Handle, problem: Problem, candidates: Sequence[Solver], wit
     jobs = config.find_jobs()
     solvers = list(candidates)
     if with_reference:
-        solvers += [s for s in problem.registry.ALL if s.algorithm == "naive" and s not in solvers
-                    and s.is_applicable(problem, handle.info)]
+        naive = naive_solver(problem, handle.info)
+        solvers += [naive] if naive is not None and naive not in solvers else []
     specs: dict[KernelSpec, None] = {}
     for solver in solvers:
         params = solver.default_params(problem, handle.info) if solver not in candidates else \

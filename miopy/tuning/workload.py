@@ -13,9 +13,9 @@ import numpy as np
 import pyopencl as cl
 
 from ..errors import MiopyError
-from ..find import HOST_CHECK_MAX_FLOPS, naive_solver, random_host, run_poisoned, tensor_bytes
+from ..find import HOST_CHECK_MAX_FLOPS, naive_plan, random_host, run_poisoned, tensor_bytes
 from ..handle import Handle
-from ..plan import Plan, check_fits, solution_plan
+from ..plan import Plan, check_fits
 from ..reference import max_error, strided_view
 from ..solver import Problem, Solver
 
@@ -86,18 +86,17 @@ class Workload:
         return self._expected
 
     def _from_naive(self) -> Expected | None:
-        registry, info = self.problem.registry, self.handle.info
-        naive = naive_solver(self.problem, info)
-        if naive is None:
-            return None
         try:
-            plan = solution_plan(self.handle, self.problem, naive.id, naive.default_params(self.problem, info))
+            found = naive_plan(self.handle, self.problem)
+            if found is None:
+                return None
+            naive, plan = found
             got = run_poisoned(self.handle, self.problem, plan, self.buffers)
         except (MiopyError, cl.Error) as exc:
             logger.info("tuning %s: the naive solver failed (%s); checking on the host", self.problem.key(), exc)
             return None
         return Expected({role: np.asarray(value, np.float64) for role, value in got.items()},
-                        registry.tolerance(naive, self.problem), f"{naive.id} on the device")
+                        self.problem.registry.tolerance(naive, self.problem), f"{naive.id} on the device")
 
 
 def host_data(problem: Problem, seed: int) -> dict[str, np.ndarray]:
