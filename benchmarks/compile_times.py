@@ -1,6 +1,6 @@
-"""Cold compile time of each kernel a find of one layer builds (every applicable solver's default or
-perf-DB params, the naive reference and the device-side check), one at a time in this process, then all at
-once through the compile pool (processes) and through threads: which kernels make a cold find slow, and
+"""Cold compile time of each kernel a find of one layer builds (miopy.find.find_specs: every applicable
+solver's default or perf-DB params, the naive reference and the device-side check), one at a time in this
+process, then all at once through the compile pool (processes) and through threads: which kernels make a cold find slow, and
 whether compiling them side by side helps. Each mode starts from empty caches (miopy's, and NVIDIA's JIT
 cache through CUDA_CACHE_PATH), so run it as a fresh process per mode.
 
@@ -28,16 +28,11 @@ def child(set_name: str, layer_name: str, direction: int, mode: str, jobs: int, 
     from miopy import compile_pool
     from miopy.conv import networks
     from miopy.conv.problem import Direction
-    from miopy.find import _candidates, params_for
-    from miopy.plan import checked_solution
+    from miopy.find import _candidates, find_specs
     handle = miopy.Handle()
     layer = next(x for x in networks.layer_set(set_name) if x.name == layer_name)
     problem = layer.problem(networks.DEFAULT_BATCH[set_name], Direction(direction), dtype, math or None)
-    candidates, _ = _candidates(handle, problem, None, None)
-    specs: dict = {}
-    for solver in candidates:
-        solution = checked_solution(handle, problem, solver.id, params_for(solver, problem, handle)[0])
-        specs.update({launch.spec: solver.id for launch in solution.launches})
+    specs = find_specs(handle, problem, _candidates(handle, problem, None, None)[0], with_reference=True)
     out: dict = {"problem": problem.key(), "mode": mode, "kernels": len(specs)}
     start = time.perf_counter()
     if mode == "serial":

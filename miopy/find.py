@@ -432,18 +432,16 @@ def _early_stop_timer(handle: Handle, plan: Plan, buffers: Mapping[str, cl.Buffe
     return default_timer(handle, plan, buffers)
 
 
-def prebuild(handle: Handle, problem: Problem, candidates: Sequence[Solver], with_reference: bool = False) -> None:
-    """Compile the kernels of every candidate (and of the naive reference) not yet built, in
-    config.find_jobs() threads (the OpenCL compiler runs with the GIL released, so a cold find waits for
-    its slowest compile rather than for the sum) or, where the driver compiles one program at a time per
-    process (NVIDIA), in as many helper processes (miopy.compile_pool). Failures are left for the
-    candidate's own build to report."""
-    jobs = config.find_jobs()
+def find_specs(handle: Handle, problem: Problem, candidates: Sequence[Solver],
+               with_reference: bool = False) -> dict[KernelSpec, str]:
+    """Every kernel a find of problem builds, with the solver it is for: each candidate's (perf-DB or default
+    params), and with_reference the naive reference's and the device-side check's ("check"). A candidate
+    whose solution cannot be made is left out (its own build reports why)."""
     solvers = list(candidates)
     if with_reference:
         naive = naive_solver(problem, handle.info)
         solvers += [naive] if naive is not None and naive not in solvers else []
-    specs: dict[KernelSpec, None] = {}
+    specs: dict[KernelSpec, str] = {}
     for solver in solvers:
         params = solver.default_params(problem, handle.info) if solver not in candidates else \
             params_for(solver, problem, handle)[0]
@@ -451,11 +449,21 @@ def prebuild(handle: Handle, problem: Problem, candidates: Sequence[Solver], wit
             solution = checked_solution(handle, problem, solver.id, params)
         except MiopyError:
             continue
-        specs.update({launch.spec: None for launch in solution.launches})
+        specs.update({launch.spec: solver.id for launch in solution.launches})
     if with_reference and config.find_check_on_device():
         tensors = problem.tensors()
-        specs.update({error_kernel(tensors[role].dtype): None for role in problem.outputs()})
-    cold = [spec for spec in specs if not _is_built(handle, spec)]
+        specs.update({error_kernel(tensors[role].dtype): "check" for role in problem.outputs()})
+    return specs
+
+
+def prebuild(handle: Handle, problem: Problem, candidates: Sequence[Solver], with_reference: bool = False) -> None:
+    """Compile the kernels of every candidate (and of the naive reference) not yet built, in
+    config.find_jobs() threads (the OpenCL compiler runs with the GIL released, so a cold find waits for
+    its slowest compile rather than for the sum) or, where the driver compiles one program at a time per
+    process (NVIDIA), in as many helper processes (miopy.compile_pool). Failures are left for the
+    candidate's own build to report."""
+    jobs = config.find_jobs()
+    cold = [spec for spec in find_specs(handle, problem, candidates, with_reference) if not _is_built(handle, spec)]
     if jobs < 2 or len(cold) < 2:
         return
     if compile_pool.wanted(handle):
