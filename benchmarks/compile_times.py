@@ -1,8 +1,8 @@
 """Cold compile time of each kernel a find of one layer builds (miopy.find.find_specs: every applicable
 solver's default or perf-DB params, the naive reference and the device-side check), one at a time in this
 process, then all at once through the compile pool (processes) and through threads: which kernels make a
-cold find slow, and whether compiling them side by side helps. Each mode starts from empty caches (miopy's, and NVIDIA's JIT
-cache through CUDA_CACHE_PATH), so run it as a fresh process per mode.
+cold find slow, and whether compiling them side by side helps. Each mode starts from empty caches (miopy's,
+and NVIDIA's JIT cache through CUDA_CACHE_PATH), so run it as a fresh process per mode.
 
     python3 benchmarks/compile_times.py --set vgg16 --layer conv1 -F 4 [--modes serial,processes,threads] \
         [--dtype FP16] [--math tf32] [--json OUT]
