@@ -207,11 +207,21 @@ class ConvImplicitGemmMma(ConvSolver):
 OUTPUT_NAME = {Direction.FORWARD: "y", Direction.BACKWARD_DATA: "x", Direction.BACKWARD_WEIGHTS: "w"}
 
 
+# A phase's pixels are stride_w elements apart in dx, so its stores fill part of each 32-byte sector and the other
+# phases' work-groups fill the rest later: merged in L2 while dx fits there, not beyond. A 1x1 filter saves only
+# the columns between outputs, which did not pay for that on the H100 once dx outgrew L2 (50 MB): ResNet-50's
+# 56x56 1x1 stride-2 backward-data (dx 103 MB) 0.30 ms -> 0.42 in phases, its 14x14 one (25 MB) 0.28 -> 0.24
+# (benchmarks/results/h100-tensor-cores-phased.json against h100-tensor-cores-sets-full.json).
+PHASED_1X1_MAX_DX = 32 << 20
+
+
 def phased(problem: ConvProblem) -> bool:
-    """Backward-data in stride_h x stride_w phases of dx, each over its own taps (PHASED in conv_mma.cl)."""
+    """Backward-data in stride_h x stride_w phases of dx, each over its own taps (PHASED in conv_mma.cl):
+    stride > 1, dilation 1, and a filter larger than 1x1 or dx within PHASED_1X1_MAX_DX bytes."""
     p = problem
     return (p.direction is Direction.BACKWARD_DATA and (p.stride_h > 1 or p.stride_w > 1)
-            and p.dil_h == 1 and p.dil_w == 1)
+            and p.dil_h == 1 and p.dil_w == 1
+            and (p.r * p.s > 1 or p.x.element_count * p.dtype.itemsize <= PHASED_1X1_MAX_DX))
 
 
 def _phase_grid(problem: ConvProblem) -> tuple[int, int, int]:
@@ -442,7 +452,7 @@ _TILES = ((128, 128, 2, 2), (128, 128, 2, 4), (256, 128, 4, 2), (128, 256, 2, 4)
 
 
 def _candidates(problem: ConvProblem, dev: DeviceInfo) -> list[Params]:
-    splits = [s for s in ConvImplicitGemmMma.grid["SPLIT"] if s <= max_split(problem)]
+    splits = [s for s in ConvImplicitGemmMma.grid["SPLIT"] if s <= split_limit(problem)]
     k_blks = (32, 16) if problem.dtype is DataType.FLOAT16 else (16, 32, 8)
     blocks = (True, False) if problem.direction is not Direction.BACKWARD_WEIGHTS else (False,)
     out = []
