@@ -146,7 +146,7 @@ def test_a_refused_cp_async_probe_leaves_cp_async_points_invalid_with_the_reason
     assert found == ("tf32", "f16") and "cp.async.wait_group" in ptx_probe.probe_source("cp_async")
     device = dataclasses.replace(H100, ptx_mma=found)
     problem = problem_of(Direction.FORWARD, LAYERS[0])
-    point = {**SOLVER.default_params(problem, device), "CP_ASYNC": True, "STAGES": 3}
+    point = {**SOLVER.default_params(problem, device), "CP_ASYNC": True, "STAGES": 2}
     assert "cp.async" in SOLVER.invalid_reason(problem, point, device)
     assert SOLVER.invalid_reason(problem, point, H100) is None
     assert not any(p["CP_ASYNC"] or p["STAGES"] > 2 for p in SOLVER.search_space(problem, device))
@@ -190,7 +190,8 @@ def test_invalid_points_say_why():
 def test_split_k_defaults_fill_the_gpu_where_the_reduction_is_long():
     """Backward-weights with a small K x C*R*S and a long N*P*Q (ResNet-50 1x1 64->256 at 56x56: 256 x 64 over
     100352 terms) takes a 64x64-or-larger tile and enough splits for a wave of the H100's 132 compute units;
-    forward / backward-data keep SPLIT=1 by default (split-K there is a tuning point until measured)."""
+    forward / backward-data split where the output is a few tiles over a long reduction (a 6x6 filter over a 6x6
+    image at N=5, Boda's b26: 256 x 5 outputs over 147456 terms) and not on a large layer (VGG-16's 112x112)."""
     for dtype in DTYPES:
         wgrad = problem_of(Direction.BACKWARD_WEIGHTS, LAYERS[1], dtype)
         params = SOLVER.default_params(wgrad, H100)
@@ -198,7 +199,10 @@ def test_split_k_defaults_fill_the_gpu_where_the_reduction_is_long():
         assert params["M_BLK"] * params["N_BLK"] >= 64 * 64 and tiles * params["SPLIT"] >= 0.95 * H100.compute_units
         assert SOLVER.workspace_bytes(wgrad) >= 4 * params["SPLIT"] * wgrad.w.element_count
         for direction in (Direction.FORWARD, Direction.BACKWARD_DATA):
-            assert SOLVER.default_params(problem_of(direction, LAYERS[0], dtype), H100)["SPLIT"] == 1
+            assert SOLVER.default_params(problem_of(direction, (32, 128, 112, 112, 128, 3, 3, 1, 1, 1, 1), dtype),
+                                         H100)["SPLIT"] == 1
+        fc_like = problem_of(Direction.BACKWARD_DATA, (5, 256, 6, 6, 4096, 6, 6, 0, 1, 1, 1), dtype)
+        assert SOLVER.default_params(fc_like, H100)["SPLIT"] >= 8
 
 
 def test_vector_b_points_say_why():
