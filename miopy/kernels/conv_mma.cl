@@ -181,7 +181,6 @@ typedef uint raw_t;          /* TF32 bits */
 #define GEMM_K (N * P * Q)
 #define B_KK_FAST 1
 #endif
-#define PHASE_TILES ((GEMM_N + N_BLK - 1) / N_BLK)    /* work-groups along dimension 0 per phase */
 
 /* Local tiles: element (kk, idx) of a slice. */
 #define A_LD (K_BLK + PAD_K)
@@ -239,7 +238,7 @@ typedef uint raw_t;          /* TF32 bits */
  * w % STRIDE_W). Only every STRIDE_H-th filter row reaches a phase's pixels, from r0 = (ph + PAD_H) % STRIDE_H
  * (dy row p = h' + (ph + PAD_H) / STRIDE_H - tr for the pixel's phase row h' and the phase tap r0 + tr *
  * STRIDE_H; likewise along w), so each phase is a stride-1 GEMM over its own taps, without the taps that land
- * between outputs. Grid dimension 0 holds PHASES runs of PHASE_TILES column tiles; a phase's columns are
+ * between outputs. Grid dimension 2 counts phases fastest (then splits, then groups); a phase's columns are
  * (n, h', w') over HP x WP (the pixels past H or W read nothing and store nothing); a phase that no tap
  * reaches (a 1x1 filter's odd rows) stores zeros. */
 
@@ -322,12 +321,11 @@ inline inner_t inner_at(int step, int row, range_t kr)
 #define STEPS(kr) ((kr).end - (kr).begin)
 #endif
 
-/* The slices of split `split` (0 without SPLIT) for work-group column tile group `tile` (PHASED: its phase). */
-inline range_t make_range(int split, int tile)
+/* The slices of split `split` (0 without SPLIT) of phase `phase` (0 unless PHASED). */
+inline range_t make_range(int split, int phase)
 {
     range_t kr;
 #if PHASED
-    const int phase = tile / PHASE_TILES;
     kr.ph = phase / STRIDE_W, kr.pw = phase % STRIDE_W;
     kr.r0 = (kr.ph + PAD_H) % STRIDE_H, kr.s0 = (kr.pw + PAD_W) % STRIDE_W;
     kr.taps_w = kr.s0 < S ? (S - kr.s0 + STRIDE_W - 1) / STRIDE_W : 0;
@@ -1015,19 +1013,17 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
 #endif
     const int t = get_local_id(0), lane = t % 32, warp = t / 32, gid = lane / 4, tig = lane % 4;
     const int wm = (warp / WARPS_N) * WARP_M, wn = (warp % WARPS_N) * WARP_N;
-    const int n0 = (get_group_id(0) % PHASE_TILES) * N_BLK, m0 = get_group_id(1) * M_BLK;
-#if PHASED
-    const int col_base = (get_group_id(0) / PHASE_TILES) * GEMM_N;    /* the phase's first column of the output */
-#else
-    const int col_base = 0;
-#endif
+    const int n0 = get_group_id(0) * N_BLK, m0 = get_group_id(1) * M_BLK;
+    /* dimension 2: (group, split, phase), phase fastest */
+    const int phase = get_group_id(2) % PHASES, group_split = get_group_id(2) / PHASES;
+    const int col_base = phase * GEMM_N;    /* the phase's first column of the output (PHASED) */
 #if SPLIT > 1
-    const int g = get_group_id(2) / SPLIT, split = get_group_id(2) % SPLIT;
+    const int g = group_split / SPLIT, split = group_split % SPLIT;
     __global float* restrict partial = (__global float*)(workspace + PARTIAL_OFFSET);
 #else
-    const int g = get_group_id(2), split = 0;
+    const int g = group_split, split = 0;
 #endif
-    const range_t kr = make_range(split, get_group_id(0));
+    const range_t kr = make_range(split, phase);
 #if TRANSFORM_W
     __global const src_t* restrict a_src = (__global const src_t*)workspace;
 #elif DIRECTION != 4

@@ -193,7 +193,7 @@ class ConvImplicitGemmMma(ConvSolver):
         spec = KernelSpec.make(KERNEL_FILE, "conv_mma", defines)
         threads = WARP * params["WARPS_M"] * params["WARPS_N"]
         global_size = (column_tiles(problem, params["N_BLK"]) * threads, -(-shape.m // params["M_BLK"]),
-                       problem.groups * split)
+                       problem.groups * split * phases(problem))
         launches.append(KernelLaunch(spec, global_size, (threads, 1, 1), args))
         if split > 1:
             reduce = KernelSpec.make(KERNEL_FILE, "reduce_splits", defines)
@@ -241,12 +241,14 @@ def gemm_shape(problem: ConvProblem) -> ImplicitGemm:
     return ImplicitGemm(problem.c_per_group, phases * columns, problem.k_per_group * taps)
 
 
+def phases(problem: ConvProblem) -> int:
+    """Phases of dx that run as separate GEMMs (grid dimension 2; 1 unless PHASED)."""
+    return _phase_grid(problem)[0] if phased(problem) else 1
+
+
 def column_tiles(problem: ConvProblem, n_blk: int) -> int:
-    """Work-groups along the GEMM's columns (PHASED: whole tiles per phase)."""
-    if not phased(problem):
-        return -(-gemm_shape(problem).n // n_blk)
-    phases, columns, _ = _phase_grid(problem)
-    return phases * -(-columns // n_blk)
+    """Work-groups along one phase's GEMM columns (grid dimension 0)."""
+    return -(-gemm_shape(problem).n // phases(problem) // n_blk)
 
 
 def output_count(problem: ConvProblem) -> int:
@@ -389,7 +391,7 @@ def _shape_reason(problem: ConvProblem, params: Params) -> str | None:
     reason = _split_reason(problem, params)
     if reason:
         return reason
-    return grid_reason((0, -(-shape.m // m_blk), problem.groups * params["SPLIT"]))
+    return grid_reason((0, -(-shape.m // m_blk), problem.groups * params["SPLIT"] * phases(problem)))
 
 
 def a_vector(dtype: DataType) -> int:
@@ -506,7 +508,7 @@ def _score(problem: ConvProblem, params: Params, dev: DeviceInfo) -> float:
     """Rough throughput model: useful fraction of tiles and inner loop x wave quantisation x tile reuse."""
     shape = gemm_shape(problem)
     m_blk, n_blk, k_blk = params["M_BLK"], params["N_BLK"], params["K_BLK"]
-    tiles_m, tiles_n = -(-shape.m // m_blk), column_tiles(problem, n_blk)
+    tiles_m, tiles_n = -(-shape.m // m_blk), column_tiles(problem, n_blk) * phases(problem)
     columns = problem.n * problem.in_h * problem.in_w if phased(problem) else shape.n   # PHASED: dx's pixels
     fill = shape.m * columns / (tiles_m * m_blk * tiles_n * n_blk)
     k_size = inner_channels(problem) if params["CHANNEL_BLOCKS"] else shape.k
