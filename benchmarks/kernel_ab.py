@@ -23,9 +23,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import miopy  # noqa: E402
 from tensor_cores import DIRECTIONS, SOLVER, buffers, make, set_layers, tensors  # noqa: E402
 
+import miopy  # noqa: E402
 from miopy.conv.problem import OUTPUT_ROLE  # noqa: E402
 from miopy.plan import plan_of  # noqa: E402
 
@@ -74,7 +74,7 @@ def main(argv=None) -> int:
                 calls, outs = {}, {}
                 for name, sol in sols.items():
                     plan = plan_of(handle, problem, sol)
-                    calls[name] = (lambda p=plan: p.enqueue({**bufs, "workspace": ws}))
+                    calls[name] = (lambda p=plan, b=bufs, w=ws: p.enqueue({**b, "workspace": w}))
                     cl.enqueue_copy(handle.queue, bufs[role], np.full(t[role].shape, np.nan, t[role].dtype))
                     calls[name]()
                     outs[name] = np.empty_like(t[role])

@@ -57,8 +57,19 @@ from miopy.conv.solvers.mma import _TILES, CP_ASYNC_PROBE, mma_k  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import write_section  # noqa: E402
-from tensor_cores import (DIRECTIONS, LAYERS, SOLVER, bound, buffers, cudnn_ms, kernel_info, make, run_once,  # noqa: E402
-                          set_layers, tensors)
+from tensor_cores import (  # noqa: E402  # noqa: E402
+    DIRECTIONS,
+    LAYERS,
+    SOLVER,
+    bound,
+    buffers,
+    cudnn_ms,
+    kernel_info,
+    make,
+    run_once,
+    set_layers,
+    tensors,
+)
 
 LOG_LINES = 40
 # name -> overrides of the default params; "*" keys are instructions to _variant (see there)

@@ -492,9 +492,17 @@ def _pipelined(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
     """The cp.async pipeline where it measured faster on an H100 (benchmarks/results/h100-mma-variants.json,
     kernel time against the same params without it): TF32 forward and backward-data with two stages (0.81x to
     1.0x on all 8 layer-directions); TF32 backward-weights with three stages and 128x128 tiles halved to 128x64
-    (0.34x to 0.79x on all 4). fp16 stays on the register path: two stages there ranged 0.92x to 1.18x."""
-    if problem.dtype is not DataType.FLOAT32 or CP_ASYNC_PROBE not in dev.ptx_mma:
+    (0.34x to 0.79x on all 4); fp16 forward / backward-data with two stages on 128x128 tiles (0.90x to 1.0x on
+    the 16 such layer-directions of VGG-16, AlexNet and ResNet-50 in h100-mma-variants-sets.json; 1.05x to 1.07x
+    on 64x128 and 128x64 tiles, which stay on the register path). fp16 backward-weights stays on the register
+    path: every cp.async variant measured 1.1x to 6.7x slower there."""
+    if CP_ASYNC_PROBE not in dev.ptx_mma:
         return params
+    if problem.dtype is DataType.FLOAT16:
+        if problem.direction is Direction.BACKWARD_WEIGHTS or params["M_BLK"] * params["N_BLK"] < 128 * 128:
+            return params
+        trial = dict(params, CP_ASYNC=True, STAGES=2)
+        return trial if ConvImplicitGemmMma().is_valid(problem, trial, dev) else params
     trials = [dict(params, CP_ASYNC=True, STAGES=2)]
     if problem.direction is Direction.BACKWARD_WEIGHTS:
         halved = dict(N_BLK=params["N_BLK"] // 2, WARPS_N=max(1, params["WARPS_N"] // 2)) \
