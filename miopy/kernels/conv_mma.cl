@@ -202,19 +202,7 @@ typedef uint raw_t;          /* TF32 bits */
 #define A_IDX_STEP (THREADS / A_KK_STEP)
 #define A_T_KK (t % A_KK_STEP)
 #define A_T_IDX (t / A_KK_STEP)
-#ifndef W_PAIRS
-#define W_PAIRS 0
-#endif
-#if W_PAIRS && !(DIRECTION == 4 && MIOPY_HALF)
-#error "W_PAIRS is fp16 backward-weights"
-#endif
-#if W_PAIRS
-/* fp16 backward-weights: a work-item fetches pairs kk, kk + 1 of one column (see fetch_b) */
-#define B_KK_STEP K_BLK
-#define B_IDX_STEP (THREADS / (K_BLK / 2))
-#define B_T_KK (2 * (t % (K_BLK / 2)))
-#define B_T_IDX (t / (K_BLK / 2))
-#elif B_KK_FAST
+#if B_KK_FAST
 #define B_KK_STEP (THREADS < K_BLK ? THREADS : K_BLK)
 #define B_IDX_STEP (THREADS / B_KK_STEP)
 #define B_T_KK (t % B_KK_STEP)
@@ -696,31 +684,6 @@ inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t
             B_PUT(i, j, chan_ok && offs[j] >= 0, offs[j] + i * B_KK_STEP * CHAN_STRIDE);
     }
 }
-#elif W_PAIRS
-/* fp16 backward-weights: rows kk and kk + 1 of a column are consecutive output columns q, q + 1 of one output row
- * (unless the row ends between them), hence at stride 1 consecutive x elements: where both are inside the image
- * and the first is 4-byte aligned they are read as one 4-byte word, else element by element. */
-inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, __local raw_t* tile, int t,
-                    int step, range_t kr, uint* mask)
-{
-    *mask = 0;
-    const inner_t in0 = inner_at(step, B_T_KK, kr), in1 = inner_at(step, B_T_KK + 1, kr);
-    tap_t row0 = b_row(in0), row1 = b_row(in1);
-    row0.h = in0.valid ? row0.h : OFF_IMAGE;
-    row1.h = in1.valid ? row1.h : OFF_IMAGE;
-    const bool next = row1.off == row0.off + 1 && row1.h == row0.h && row1.w == row0.w + 1;
-    #pragma unroll
-    for (int j = 0; j < B_NIDX; ++j) {
-        const int off0 = b_offset(row0, b_cols[j]), off1 = b_offset(row1, b_cols[j]);
-        if (next && off0 >= 0 && off1 >= 0 && (off0 & 1) == 0) {
-            const uint pair = *(__global const uint*)(b + off0);
-            reg[2 * j] = (src_t)(pair & 0xffffu), reg[2 * j + 1] = (src_t)(pair >> 16);
-        } else {
-            reg[2 * j] = off0 >= 0 ? b[off0] : (src_t)0;
-            reg[2 * j + 1] = off1 >= 0 ? b[off1] : (src_t)0;
-        }
-    }
-}
 #else
 inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, __local raw_t* tile, int t,
                     int step, range_t kr, uint* mask)
@@ -770,14 +733,6 @@ inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t, uint mask)
                 raw[e] = to_raw(at[e]);
             *(__local CAT(RAW_BASE, VECTOR_B)*)(b_tile + B_VAT(i, j)) = CAT(vload, VECTOR_B)(0, raw);
         }
-}
-#elif W_PAIRS
-inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t, uint mask)
-{
-    #pragma unroll
-    for (int j = 0; j < B_NIDX; ++j)
-        *(__local uint*)(b_tile + B_AT(B_T_KK, B_T_IDX + j * B_IDX_STEP)) =
-            (uint)b_reg[2 * j] | ((uint)b_reg[2 * j + 1] << 16);
 }
 #else
 inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t, uint mask)

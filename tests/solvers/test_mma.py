@@ -408,15 +408,6 @@ CP_ASYNC_CASES += [
 ]
 
 
-# fp16 backward-weights reads x in pairs along N*P*Q (W_PAIRS): odd rows (Q = 9, P*Q = 63) end pairs between
-# rows and planes, padding splits pairs, stride 2 along w never pairs
-W_PAIR_SHAPES = [(3, 6, 7, 9, 12, 3, 3, 1, 1, 1, 1), (3, 6, 7, 9, 12, 3, 3, 1, (1, 2), 1, 1)]
-CP_ASYNC_CASES += [(Direction.BACKWARD_WEIGHTS, "FP16", shape, cfg(16, 16, 1, 1, 2, False, k_blk=32))
-                   for shape in W_PAIR_SHAPES]
-CP_ASYNC_CASES += [(Direction.BACKWARD_WEIGHTS, "FP16", (16, 6, 7, 9, 12, 3, 3, 1, 1, 1, 1),
-                    cfg(16, 32, 1, 2, 3, False, split=2, cp_async=True))]
-
-
 @pytest.mark.parametrize("direction,dtype,shape,params", CP_ASYNC_CASES,
                          ids=[f"{d.name}-{t}-{p['STAGES']}-{i}" for i, (d, t, _, p) in enumerate(CP_ASYNC_CASES)])
 def test_emulated_pipelines_match_float64_within_the_format_bound(handle, direction, dtype, shape, params):
@@ -425,15 +416,6 @@ def test_emulated_pipelines_match_float64_within_the_format_bound(handle, direct
     t = host_tensors(problem, seed=2)
     got = run_solution(handle, emulated(SOLVER.solution(problem, params)), problem, t)
     check_within_bound(problem, t, got)
-
-
-def test_fp16_backward_weights_fetches_x_in_pairs():
-    for shape in LAYERS:
-        problem = problem_of(Direction.BACKWARD_WEIGHTS, shape, "FP16")
-        defines = dict(SOLVER.solution(problem, SOLVER.default_params(problem, H100)).launches[0].spec.defines)
-        assert defines["W_PAIRS"] == "1"
-    fp32 = problem_of(Direction.BACKWARD_WEIGHTS, LAYERS[0])
-    assert dict(SOLVER.solution(fp32, SOLVER.default_params(fp32, H100)).launches[0].spec.defines)["W_PAIRS"] == "0"
 
 
 def test_strided_backward_data_runs_in_phases_over_their_own_taps():

@@ -179,7 +179,7 @@ class ConvImplicitGemmMma(ConvSolver):
         shape, split = gemm_shape(problem), params["SPLIT"]
         defines = {**problem_defines(problem), **stride_defines(problem), **problem.dtype.defines,
                    "DIRECTION": int(problem.direction), **{name: params[name] for name in self.grid},
-                   "PHASED": int(phased(problem)), "W_PAIRS": int(w_pairs(problem, params)),
+                   "PHASED": int(phased(problem)),
                    "SPLIT_CHUNK": chunk_of(problem, params)}
         args = ("x", "w", "y") + (("workspace",) if split > 1 or params["TRANSFORM_W"] else ())
         if epilogue is not None:
@@ -239,15 +239,6 @@ def gemm_shape(problem: ConvProblem) -> ImplicitGemm:
         return _flat_gemm_shape(problem)
     phases, columns, taps = _phase_grid(problem)
     return ImplicitGemm(problem.c_per_group, phases * columns, problem.k_per_group * taps)
-
-
-def w_pairs(problem: ConvProblem, params: Params) -> bool:
-    """fp16 backward-weights fetches B (x) in pairs along N*P*Q, one 4-byte read where they are neighbours in x
-    (W_PAIRS in conv_mma.cl), where the work-items split a slice into whole passes of pairs."""
-    if problem.direction is not Direction.BACKWARD_WEIGHTS or problem.dtype is not DataType.FLOAT16:
-        return False
-    threads, pairs = WARP * params["WARPS_M"] * params["WARPS_N"], params["K_BLK"] // 2
-    return threads % pairs == 0 and params["N_BLK"] % (threads // pairs) == 0
 
 
 def phases(problem: ConvProblem) -> int:
