@@ -44,9 +44,11 @@ W = Direction.BACKWARD_WEIGHTS
 UNIT = 2.0 ** -24   # fp32 unit roundoff
 # name: (N, C, H, W, K, filter, pad)
 FULL = {"acc4m": (2, 16, 1024, 2048, 32, 3, 1), "acc10m": (2, 16, 2048, 2560, 32, 3, 1),
-        "alexnet.conv3": (128, 192, 13, 13, 384, 3, 1), "alexnet-v2.conv2": (128, 64, 27, 27, 192, 5, 2)}
+        "alexnet.conv3": (128, 192, 13, 13, 384, 3, 1), "alexnet-v2.conv2": (128, 64, 27, 27, 192, 5, 2),
+        "acc1m.5x5": (2, 16, 512, 1024, 32, 5, 2)}
 QUICK = {"acc4m.c4k8": (2, 4, 1024, 2048, 8, 3, 1), "acc10m.c4k8": (2, 4, 2048, 2560, 8, 3, 1),
-         "alexnet.conv3.n16": (16, 192, 13, 13, 384, 3, 1), "alexnet-v2.conv2.n16": (16, 64, 27, 27, 192, 5, 2)}
+         "alexnet.conv3.n16": (16, 192, 13, 13, 384, 3, 1), "alexnet-v2.conv2.n16": (16, 64, 27, 27, 192, 5, 2),
+         "acc1m.5x5.c4k8": (2, 4, 512, 1024, 8, 5, 2)}
 # The H100 the shipped system perf DB was tuned on (its device id keys those records).
 H100 = DeviceInfo(platform="NVIDIA CUDA", vendor="NVIDIA Corporation", name="NVIDIA H100 80GB HBM3",
                   driver_version="580.159.04", device_type="GPU", compute_units=132, local_mem_bytes=48 * 1024,
@@ -120,14 +122,20 @@ def main(argv=None) -> int:
     ap.add_argument("--solvers", default="", help="comma-separated solver ids (default: every backward-weights one)")
     ap.add_argument("--iters", type=int, default=None, help="timed runs after one warm-up (default 3; --quick 0: "
                                                              "the checked run's own time)")
+    ap.add_argument("--unrefused", action="store_true", help="run the Winograd weight gradients also where their "
+                    "predicted error refuses them (rounding_units set to 0), to measure what they would give")
     args = ap.parse_args(argv)
     cases = QUICK if args.quick else FULL
     names = args.cases.split(",") if args.cases else list(cases)
     iters = args.iters if args.iters is not None else (0 if args.quick else 3)
     solvers = ([registry.get(s) for s in args.solvers.split(",")] if args.solvers
                else [s for s in registry.ALL if W in s.directions])
+    if args.unrefused:
+        for solver in solvers:
+            if hasattr(solver, "rounding_units"):
+                solver.rounding_units = 0.0   # type: ignore[attr-defined]
     handle = miopy.Handle()
-    result = {"device": handle.info.name, "command": " ".join(sys.argv),
+    result = {"device": handle.info.name, "command": " ".join(sys.argv), "unrefused": args.unrefused,
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "cases": []}
     for name in names:
         result["cases"].append(measure_case(handle, name, {**FULL, **QUICK}[name], solvers, iters))
