@@ -11,7 +11,8 @@ about sqrt(B/6), a pairwise sum about 2.7 at 10 million terms), and the kernel t
 
 Cases: issue 16's 16->32 channels, 3x3, pad 1, N=2 at 1024x2048 (4.2 million terms per weight) and 2048x2560
 (10.5 million), AlexNet conv3 (192->384, 13x13, N=128) and AlexNet-v2 conv2 (64->192, 5x5 at 27x27, N=128),
-where the Winograd transforms' rounding shows. --quick (for slow devices such as PoCL on two cores): 4->8
+where the Winograd transforms' rounding shows, a 1M-term 5x5 case and a depthwise one (16 channels at
+1024x2048). --quick (for slow devices such as PoCL on two cores): 4->8
 channels at the two long sizes (hybrid errors then lower, since 288 gradients include fewer near zero:
 compare sum_units) and the AlexNet layers at N=16.
 
@@ -42,13 +43,13 @@ from miopy.device import DeviceInfo  # noqa: E402
 
 W = Direction.BACKWARD_WEIGHTS
 UNIT = 2.0 ** -24   # fp32 unit roundoff
-# name: (N, C, H, W, K, filter, pad)
+# name: (N, C, H, W, K, filter, pad[, groups])
 FULL = {"acc4m": (2, 16, 1024, 2048, 32, 3, 1), "acc10m": (2, 16, 2048, 2560, 32, 3, 1),
         "alexnet.conv3": (128, 192, 13, 13, 384, 3, 1), "alexnet-v2.conv2": (128, 64, 27, 27, 192, 5, 2),
-        "acc1m.5x5": (2, 16, 512, 1024, 32, 5, 2)}
+        "acc1m.5x5": (2, 16, 512, 1024, 32, 5, 2), "acc4m.dw16": (2, 16, 1024, 2048, 16, 3, 1, 16)}
 QUICK = {"acc4m.c4k8": (2, 4, 1024, 2048, 8, 3, 1), "acc10m.c4k8": (2, 4, 2048, 2560, 8, 3, 1),
          "alexnet.conv3.n16": (16, 192, 13, 13, 384, 3, 1), "alexnet-v2.conv2.n16": (16, 64, 27, 27, 192, 5, 2),
-         "acc1m.5x5.c4k8": (2, 4, 512, 1024, 8, 5, 2)}
+         "acc1m.5x5.c4k8": (2, 4, 512, 1024, 8, 5, 2), "acc4m.dw16": (2, 16, 1024, 2048, 16, 3, 1, 16)}
 # The H100 the shipped system perf DB was tuned on (its device id keys those records).
 H100 = DeviceInfo(platform="NVIDIA CUDA", vendor="NVIDIA Corporation", name="NVIDIA H100 80GB HBM3",
                   driver_version="580.159.04", device_type="GPU", compute_units=132, local_mem_bytes=48 * 1024,
@@ -76,8 +77,8 @@ def measure_case(handle, name, dims, solvers, iters) -> dict:
     import pyopencl as cl
     from crosscheck import float64_reference
     from weak_families import problem_of, run_candidate
-    n, c, h, w, k, r, pad = dims
-    problem = problem_of(W, n, c, h, k, r, pad, w=w)
+    n, c, h, w, k, r, pad, *groups = dims
+    problem = problem_of(W, n, c, h, k, r, pad, groups=groups[0] if groups else 1, w=w)
     rng = np.random.default_rng(0)
     t = {role: rng.standard_normal(d.dims, dtype=np.float32)
          for role, d in (("x", problem.x), ("w", problem.w), ("y", problem.y))}

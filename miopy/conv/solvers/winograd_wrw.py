@@ -8,14 +8,16 @@ transformed filter is dU = sum_t (A dy_t A^T) . (B^T d_t B) and the weight gradi
 2. ``wino_grad_output_transform``: M^T[xi][t][k] = (A dy A^T)[xi] for every m x m tile of dy;
 3. ``wino_gemm``: ALPHA^2 GEMMs dU[xi] (K x C) = M^T[xi]^T V^T[xi], whose reduction over the
    N * ceil(P/m) * ceil(Q/m) tiles is cut into SPLIT chunks, each summed by its own work-groups into a
-   partial dU in the workspace (in blocks of SUM_BLOCK tiles beside a running total where a chunk is long);
+   partial dU in the workspace (in blocks of 64 or 16 tiles beside a compensated running total where a
+   chunk is long: winograd.sum_block);
 4. ``wino_grad_filter_transform``: the SPLIT partials added in a fixed order, then dw = G^T dU G.
 
 Steps 1-3 run once per pass over at most PASS_BYTES of transformed tiles, each pass's GEMM adding into the
 same partials, so the workspace does not grow with N*H*W.
 
-Deterministic (no atomics), and a weight's gradient is a sum of a few thousand terms per partial at the
-default split instead of N*P*Q, so its rounding grows far slower than the reduction length.
+Deterministic (no atomics); the blocks and the compensated adds keep the sums' rounding that of a short
+sum whatever N*P*Q, but G^T amplifies it and the transforms' own rounding, so each solver states its
+rounding (rounding_units) and is not applicable where its predicted error passes 1e-3 (accuracy_reason).
 """
 from __future__ import annotations
 
