@@ -325,6 +325,21 @@ def report(paths: list[str]) -> str:
                 geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
                 lines.append(f"- {'TF32' if dtype == 'FP32' else 'fp16'} {letters}: geomean best / cuDNN "
                              f"{geo:.2f} over {len(ratios)} layer-directions, worst {max(ratios):.2f}")
+    sets = sorted({layer.split("-")[0] for layer, _, _ in rows})
+    if len(sets) > 1:
+        lines += ["", "By layer set (geomean best / cuDNN, worst in brackets):", "",
+                  "| set | layers | " + " | ".join(f"{m} {d}" for m in ("TF32", "fp16") for d in "FBW") + " |",
+                  "|---|---|" + "---|" * 6]
+        for name in sets:
+            cells = []
+            for dtype in ("FP32", "FP16"):
+                for letter in "FBW":
+                    ratios = [r["ratio_best"] for (ly, d, dr), (_, r) in rows.items()
+                              if ly.split("-")[0] == name and d == dtype and dr == letter]
+                    cells.append(f"{math.exp(sum(map(math.log, ratios)) / len(ratios)):.2f} ({max(ratios):.2f})"
+                                 if ratios else "-")
+            layers = len({ly for ly, _, _ in rows if ly.split("-")[0] == name})
+            lines.append(f"| {name} | {layers} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -147,6 +147,20 @@ typedef uint raw_t;          /* TF32 bits */
 #endif
 #define PAD_N 8
 
+#ifndef PHASED
+#define PHASED 0
+#endif
+#if PHASED && (DIRECTION != 2 || DIL_H != 1 || DIL_W != 1)
+#error "PHASED is backward-data with dilation 1"
+#endif
+#if PHASED    /* backward-data in STRIDE_H x STRIDE_W phases (see PHASED below) */
+#define PHASES (STRIDE_H * STRIDE_W)
+#define HP ((H + STRIDE_H - 1) / STRIDE_H)
+#define WP ((W + STRIDE_W - 1) / STRIDE_W)
+#else
+#define PHASES 1
+#endif
+
 #if DIRECTION == 1
 #define GEMM_M KG
 #define GEMM_N (N * P * Q)
@@ -154,7 +168,11 @@ typedef uint raw_t;          /* TF32 bits */
 #define B_KK_FAST 0
 #elif DIRECTION == 2
 #define GEMM_M CG
+#if PHASED
+#define GEMM_N (N * HP * WP)    /* the columns of one phase */
+#else
 #define GEMM_N (N * H * W)
+#endif
 #define GEMM_K (KG * RS)
 #define B_KK_FAST 0
 #else
@@ -163,6 +181,7 @@ typedef uint raw_t;          /* TF32 bits */
 #define GEMM_K (N * P * Q)
 #define B_KK_FAST 1
 #endif
+#define PHASE_TILES ((GEMM_N + N_BLK - 1) / N_BLK)    /* work-groups along dimension 0 per phase */
 
 /* Local tiles: element (kk, idx) of a slice. */
 #define A_LD (K_BLK + PAD_K)
@@ -216,7 +235,28 @@ typedef uint raw_t;          /* TF32 bits */
 #endif
 
 /* -- the inner dimension (as conv_direct_local.cl) ----------------------------------------------------- */
-typedef struct { int chan, tap, valid; } inner_t;
+/* PHASED (backward-data with stride > 1, dilation 1): dx splits into STRIDE_H x STRIDE_W phases (h % STRIDE_H,
+ * w % STRIDE_W). Only every STRIDE_H-th filter row reaches a phase's pixels, from r0 = (ph + PAD_H) % STRIDE_H
+ * (dy row p = h' + (ph + PAD_H) / STRIDE_H - tr for the pixel's phase row h' and the phase tap r0 + tr *
+ * STRIDE_H; likewise along w), so each phase is a stride-1 GEMM over its own taps, without the taps that land
+ * between outputs. Grid dimension 0 holds PHASES runs of PHASE_TILES column tiles; a phase's columns are
+ * (n, h', w') over HP x WP (the pixels past H or W read nothing and store nothing); a phase that no tap
+ * reaches (a 1x1 filter's odd rows) stores zeros. */
+
+typedef struct {
+    int chan, tap, valid;
+#if PHASED
+    int tr, ts;      /* the phase's tap (tap = (r0 + tr * STRIDE_H) * S + s0 + ts * STRIDE_W) */
+#endif
+} inner_t;
+
+/* The slices one work-group sums: steps begin..end (elements of N*P*Q in backward-weights), and its phase. */
+typedef struct {
+    int begin, end;
+#if PHASED
+    int ph, pw, r0, s0, taps_w, taps;
+#endif
+} range_t;
 
 #define TAP_R(tap) ((int)((uint)(tap) / S))
 #define TAP_S(tap) ((int)((uint)(tap) % S))
@@ -229,33 +269,84 @@ inline inner_t make_inner(int chan, int tap, int valid)
 }
 
 #if DIRECTION == 4
-#define STEPS(k_begin, k_end) (((k_end) - (k_begin) + K_BLK - 1) / K_BLK)
-inline inner_t inner_at(int step, int row, int k_begin, int k_end)
+#define STEPS(kr) (((kr).end - (kr).begin + K_BLK - 1) / K_BLK)
+inline inner_t inner_at(int step, int row, range_t kr)
 {
-    const int kk = k_begin + step * K_BLK + row;
-    return make_inner(kk, 0, kk < k_end);
+    const int kk = kr.begin + step * K_BLK + row;
+    return make_inner(kk, 0, kk < kr.end);
 }
+#elif PHASED
+inline inner_t phase_inner(range_t kr, int chan, int t, int valid)
+{
+    inner_t in = make_inner(chan, 0, valid);
+    in.tr = (int)((uint)t / kr.taps_w), in.ts = t - in.tr * kr.taps_w;
+    in.tap = (kr.r0 + in.tr * STRIDE_H) * S + kr.s0 + in.ts * STRIDE_W;
+    return in;
+}
+#if CHANNEL_BLOCKS
+#define CHANS KG
+#define PHASE_STEPS(taps) (((KG + K_BLK - 1) / K_BLK) * (taps))
+inline inner_t inner_at(int step, int row, range_t kr)
+{
+    step += kr.begin;
+    const int block = (int)((uint)step / kr.taps), chan = block * K_BLK + row;
+    return phase_inner(kr, chan, step - block * kr.taps, KG % K_BLK == 0 || chan < KG);
+}
+#else
+#define PHASE_STEPS(taps) ((KG * (taps) + K_BLK - 1) / K_BLK)
+inline inner_t inner_at(int step, int row, range_t kr)
+{
+    const int kk = (step + kr.begin) * K_BLK + row, chan = (int)((uint)kk / kr.taps);
+    return phase_inner(kr, chan, kk - chan * kr.taps, kk < KG * kr.taps);
+}
+#endif
 #elif CHANNEL_BLOCKS
 #define CHANS (DIRECTION == 1 ? CG : KG)
 #define TOTAL_STEPS (((CHANS + K_BLK - 1) / K_BLK) * RS)
-inline inner_t inner_at(int step, int row, int k_begin, int k_end)
+inline inner_t inner_at(int step, int row, range_t kr)
 {
-    step += k_begin;
+    step += kr.begin;
     const int block = (int)((uint)step / RS), chan = block * K_BLK + row;
     return make_inner(chan, step - block * RS, CHANS % K_BLK == 0 || chan < CHANS);
 }
 #else
 #define TOTAL_STEPS ((GEMM_K + K_BLK - 1) / K_BLK)
-inline inner_t inner_at(int step, int row, int k_begin, int k_end)
+inline inner_t inner_at(int step, int row, range_t kr)
 {
-    const int kk = (step + k_begin) * K_BLK + row, chan = (int)((uint)kk / RS);
+    const int kk = (step + kr.begin) * K_BLK + row, chan = (int)((uint)kk / RS);
     return make_inner(chan, kk - chan * RS, GEMM_K % K_BLK == 0 || kk < GEMM_K);
 }
 #endif
 #if DIRECTION != 4
-/* forward / backward-data: k_begin, k_end count steps (a split's slices: inner_at adds k_begin to the step) */
-#define STEPS(k_begin, k_end) ((k_end) - (k_begin))
+/* forward / backward-data: begin, end count steps (a split's slices: inner_at adds begin to the step) */
+#define STEPS(kr) ((kr).end - (kr).begin)
 #endif
+
+/* The slices of split `split` (0 without SPLIT) for work-group column tile group `tile` (PHASED: its phase). */
+inline range_t make_range(int split, int tile)
+{
+    range_t kr;
+#if PHASED
+    const int phase = tile / PHASE_TILES;
+    kr.ph = phase / STRIDE_W, kr.pw = phase % STRIDE_W;
+    kr.r0 = (kr.ph + PAD_H) % STRIDE_H, kr.s0 = (kr.pw + PAD_W) % STRIDE_W;
+    kr.taps_w = kr.s0 < S ? (S - kr.s0 + STRIDE_W - 1) / STRIDE_W : 0;
+    kr.taps = (kr.r0 < R ? (R - kr.r0 + STRIDE_H - 1) / STRIDE_H : 0) * kr.taps_w;
+    const int total = PHASE_STEPS(kr.taps);
+#elif DIRECTION == 4
+    const int total = GEMM_K;
+#else
+    const int total = TOTAL_STEPS;
+#endif
+#if SPLIT > 1 && DIRECTION == 4
+    kr.begin = split * SPLIT_CHUNK, kr.end = min(total, kr.begin + SPLIT_CHUNK);
+#elif SPLIT > 1    /* slices shared out evenly (a phase with fewer slices than splits leaves some empty) */
+    kr.begin = split * total / SPLIT, kr.end = (split + 1) * total / SPLIT;
+#else
+    kr.begin = 0, kr.end = total;
+#endif
+    return kr;
+}
 
 typedef struct { int off, h, w; } tap_t;
 
@@ -275,7 +366,7 @@ inline int a_row(inner_t in) { return in.tap * CG + in.chan; }
 inline int a_col(int g, int m) { return (g * KG + m) * WS_K; }
 inline int a_row(inner_t in) { return W_AT(0, in.chan, TAP_R(in.tap), TAP_S(in.tap)); }
 #endif
-inline tap_t b_col(int g, int col)
+inline tap_t b_col(int g, int col, range_t kr)
 {
     const int n = col / (P * Q), pq = col % (P * Q);
     const int h = (pq / Q) * STRIDE_H - PAD_H, w = (pq % Q) * STRIDE_W - PAD_W;
@@ -302,7 +393,25 @@ inline int a_row(inner_t in) { return in.tap * KG + in.chan; }
 inline int a_col(int g, int m) { return W_AT(g * KG, m, 0, 0); }
 inline int a_row(inner_t in) { return W_AT(in.chan, 0, TAP_R(in.tap), TAP_S(in.tap)); }
 #endif
-inline tap_t b_col(int g, int col)
+#if PHASED
+/* Column (n, h', w') of the phase: dx pixel (ph + h' * STRIDE_H, pw + w' * STRIDE_W); h and w hold dy's row and
+ * column for the phase's first tap (tr = ts = 0) */
+inline tap_t b_col(int g, int col, range_t kr)
+{
+    const int n = col / (HP * WP), hw = col % (HP * WP), hp = hw / WP, wp = hw % WP;
+    const bool inside = col < GEMM_N && kr.ph + hp * STRIDE_H < H && kr.pw + wp * STRIDE_W < W;
+    return make_tap(Y_AT(n, g * KG, 0, 0), inside ? hp + (kr.ph + PAD_H) / STRIDE_H : OFF_IMAGE,
+                    wp + (kr.pw + PAD_W) / STRIDE_W);
+}
+inline tap_t b_row(inner_t in) { return make_tap(Y_AT(0, in.chan, 0, 0), -in.tr, -in.ts); }
+/* Offset of B's element at (row, col), or -1 where the tap falls outside dy (zero) */
+inline int b_offset(tap_t row, tap_t col)
+{
+    const uint p = col.h + row.h, q = col.w + row.w;
+    return p < P && q < Q ? col.off + row.off + Y_AT(0, 0, (int)p, (int)q) : -1;
+}
+#else
+inline tap_t b_col(int g, int col, range_t kr)
 {
     const int n = col / (H * W), hw = col % (H * W);
     return make_tap(Y_AT(n, g * KG, 0, 0), col < GEMM_N ? hw / W + PAD_H : OFF_IMAGE, hw % W + PAD_W);
@@ -318,6 +427,7 @@ inline int b_offset(tap_t row, tap_t col)
     const bool inside = ph < P * STRIDE_H && qw < Q * STRIDE_W && ph % STRIDE_H == 0 && qw % STRIDE_W == 0;
     return inside ? col.off + row.off + Y_AT(0, 0, (int)(ph / STRIDE_H), (int)(qw / STRIDE_W)) : -1;
 }
+#endif
 /* The column e to the right of col in the same row of dx (its dy element moves with qw) */
 inline tap_t col_plus(tap_t col, int e) { return make_tap(col.off, col.h, col.w + e); }
 #else
@@ -327,7 +437,7 @@ inline int a_row(inner_t in)
     const int n = (int)((uint)in.chan / (P * Q)), pq = in.chan - n * (P * Q);
     return Y_AT(n, 0, pq / Q, pq % Q);
 }
-inline tap_t b_col(int g, int col)
+inline tap_t b_col(int g, int col, range_t kr)
 {
     const int c = col / RS, rs = col % RS;
     const int h = (rs / S) * DIL_H - PAD_H, w = (rs % S) * DIL_W - PAD_W;
@@ -418,12 +528,12 @@ typedef float4 a_reg_t;
 /* Work-item t fetches k = (t % A_GROUPS) * A_VEC ... + A_VEC - 1 of rows A_COL_OF(t, j): all valid or none
  * (the solver checks that channel, plane and split sizes are multiples of A_VEC). */
 inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t* reg, __local raw_t* tile, int t,
-                    int step, int k_begin, int k_end)
+                    int step, range_t kr)
 {
-    const inner_t in = inner_at(step, (t % A_GROUPS) * A_VEC, k_begin, k_end);
+    const inner_t in = inner_at(step, (t % A_GROUPS) * A_VEC, kr);
     const int row = a_row(in);
 #if A_PAIR_TAIL
-    const inner_t in1 = inner_at(step, (t % A_GROUPS) * A_VEC + 1, k_begin, k_end);
+    const inner_t in1 = inner_at(step, (t % A_GROUPS) * A_VEC + 1, kr);
     const int row1 = a_row(in1);
 #endif
     #pragma unroll
@@ -452,11 +562,11 @@ typedef src_t a_reg_t;
 #define A_REGS (A_NKK * A_NIDX)
 #define A_COL_OF(t, j) (A_T_IDX + (j) * A_IDX_STEP)
 inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t* reg, __local raw_t* tile, int t,
-                    int step, int k_begin, int k_end)
+                    int step, range_t kr)
 {
     #pragma unroll
     for (int i = 0; i < A_NKK; ++i) {
-        const inner_t in = inner_at(step, A_T_KK + i * A_KK_STEP, k_begin, k_end);
+        const inner_t in = inner_at(step, A_T_KK + i * A_KK_STEP, kr);
         const int row = a_row(in);
         #pragma unroll
         for (int j = 0; j < A_NIDX; ++j) {
@@ -504,9 +614,9 @@ typedef CAT(SRC_BASE, VECTOR_B) b_vec_t;
  * the rows being whole channel planes apart (W, Q multiples of VECTOR_B keep planes aligned). B_MIXED: the
  * vectors copied by cp.async are marked in *mask (bit i * B_NVJ + j) for stage_b to skip. */
 inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, __local raw_t* tile, int t,
-                    int step, int k_begin, int k_end, uint* mask)
+                    int step, range_t kr, uint* mask)
 {
-    const inner_t in0 = inner_at(step, B_T_VK, k_begin, k_end);
+    const inner_t in0 = inner_at(step, B_T_VK, kr);
     const tap_t row0 = b_row(in0);
     uint copied = 0;
     #pragma unroll
@@ -559,10 +669,10 @@ inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t
 /* A step is one tap: every row's element sits a whole number of channels from row B_T_KK's, inside or
  * outside the image alike, so offsets and bounds are worked out once per column. */
 inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, __local raw_t* tile, int t,
-                    int step, int k_begin, int k_end, uint* mask)
+                    int step, range_t kr, uint* mask)
 {
     *mask = 0;
-    const inner_t in0 = inner_at(step, B_T_KK, k_begin, k_end);
+    const inner_t in0 = inner_at(step, B_T_KK, kr);
     const tap_t row0 = b_row(in0);
     int offs[B_NIDX];
     #pragma unroll
@@ -578,12 +688,12 @@ inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t
 }
 #else
 inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, __local raw_t* tile, int t,
-                    int step, int k_begin, int k_end, uint* mask)
+                    int step, range_t kr, uint* mask)
 {
     *mask = 0;
     #pragma unroll
     for (int i = 0; i < B_NKK; ++i) {
-        const inner_t in = inner_at(step, B_T_KK + i * B_KK_STEP, k_begin, k_end);
+        const inner_t in = inner_at(step, B_T_KK + i * B_KK_STEP, kr);
         tap_t row = b_row(in);
         row.h = in.valid ? row.h : OFF_IMAGE;
         #pragma unroll
@@ -855,12 +965,18 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
 #else
 #define PARTIAL_OFFSET 0
 #endif
-#define OUT_COUNT (G * GEMM_M * GEMM_N)    /* one split's partials: [g][m][col] */
+#define OUT_COLS (PHASES * GEMM_N)           /* output columns (PHASED: every phase's, phase by phase) */
+#define OUT_COUNT (G * GEMM_M * OUT_COLS)    /* one split's partials: [g][m][col] */
 
 /* Store one sum at (m, col) of group g: the epilogue forward, a scatter otherwise. */
 #if DIRECTION == 1
 #define STORE_OUT(g, m, col, v) do { const int n_ = (col) / (P * Q), pq_ = (col) % (P * Q), k_ = (g) * KG + (m); \
     const int yi_ = Y_AT(n_, k_, pq_ / Q, pq_ % Q); STORE(y, yi_, MIOPY_EPILOGUE((v), k_, pq_, yi_)); } while (0)
+#elif DIRECTION == 2 && PHASED    /* col = phase * GEMM_N + (n, h', w') */
+#define STORE_OUT(g, m, col, v) do { const int phase_ = (col) / GEMM_N, c_ = (col) % GEMM_N; \
+    const int n_ = c_ / (HP * WP), hw_ = c_ % (HP * WP); \
+    const int h_ = phase_ / STRIDE_W + (hw_ / WP) * STRIDE_H, w_ = phase_ % STRIDE_W + (hw_ % WP) * STRIDE_W; \
+    if (h_ < H && w_ < W) STORE(x, X_AT(n_, (g) * CG + (m), h_, w_), (v)); } while (0)
 #elif DIRECTION == 2
 #define STORE_OUT(g, m, col, v) do { const int n_ = (col) / (H * W), hw_ = (col) % (H * W); \
     STORE(x, X_AT(n_, (g) * CG + (m), hw_ / W, hw_ % W), (v)); } while (0)
@@ -869,7 +985,7 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
     STORE(w, W_AT((g) * KG + (m), (col) / RS, rs_ / S, rs_ % S), (v)); } while (0)
 #endif
 #if SPLIT > 1
-#define STORE_SUM(m, col, v) (partial[((split * G + g) * GEMM_M + (m)) * GEMM_N + (col)] = (v))
+#define STORE_SUM(m, col, v) (partial[((split * G + g) * GEMM_M + (m)) * OUT_COLS + (col)] = (v))
 #else
 #define STORE_SUM(m, col, v) STORE_OUT(g, m, col, v)
 #endif
@@ -899,23 +1015,19 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
 #endif
     const int t = get_local_id(0), lane = t % 32, warp = t / 32, gid = lane / 4, tig = lane % 4;
     const int wm = (warp / WARPS_N) * WARP_M, wn = (warp % WARPS_N) * WARP_N;
-    const int n0 = get_group_id(0) * N_BLK, m0 = get_group_id(1) * M_BLK;
-#if DIRECTION == 4
-#define K_TOTAL GEMM_K
+    const int n0 = (get_group_id(0) % PHASE_TILES) * N_BLK, m0 = get_group_id(1) * M_BLK;
+#if PHASED
+    const int col_base = (get_group_id(0) / PHASE_TILES) * GEMM_N;    /* the phase's first column of the output */
 #else
-#define K_TOTAL TOTAL_STEPS
+    const int col_base = 0;
 #endif
 #if SPLIT > 1
     const int g = get_group_id(2) / SPLIT, split = get_group_id(2) % SPLIT;
-#if DIRECTION == 4
-    const int k_begin = split * SPLIT_CHUNK, k_end = min(K_TOTAL, k_begin + SPLIT_CHUNK);
-#else    /* slices shared out evenly: every split gets one at least (SPLIT <= TOTAL_STEPS) */
-    const int k_begin = split * K_TOTAL / SPLIT, k_end = (split + 1) * K_TOTAL / SPLIT;
-#endif
     __global float* restrict partial = (__global float*)(workspace + PARTIAL_OFFSET);
 #else
-    const int g = get_group_id(2), k_begin = 0, k_end = K_TOTAL;
+    const int g = get_group_id(2), split = 0;
 #endif
+    const range_t kr = make_range(split, get_group_id(0));
 #if TRANSFORM_W
     __global const src_t* restrict a_src = (__global const src_t*)workspace;
 #elif DIRECTION != 4
@@ -939,14 +1051,14 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
     tap_t b_cols[B_NCOLS];
     #pragma unroll
     for (int j = 0; j < B_NCOLS; ++j)
-        b_cols[j] = b_col(g, n0 + B_COL_OF(t, j));
+        b_cols[j] = b_col(g, n0 + B_COL_OF(t, j), kr);
 
     float acc[TILES_M * TILES_N * 4];
     #pragma unroll
     for (int i = 0; i < TILES_M * TILES_N * 4; ++i)
         acc[i] = 0.0f;
 
-    const int steps = STEPS(k_begin, k_end);
+    const int steps = STEPS(kr);
 #if CP_ASYNC
     /* A ring of STAGES buffers: slice s lands in buffer s % STAGES. Iteration i waits until this work-item's
      * copies of slice i have landed (wait_group: all but the newest STAGES-2 groups) and the barrier makes every
@@ -962,8 +1074,8 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
     #pragma unroll 1
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < steps) {
-            fetch_a(a_src, a_cols, 0, a_tiles + s * A_TILE, t, s, k_begin, k_end);
-            fetch_b(b_src, b_cols, b_reg, b_tiles + s * B_TILE, t, s, k_begin, k_end, &b_mask);
+            fetch_a(a_src, a_cols, 0, a_tiles + s * A_TILE, t, s, kr);
+            fetch_b(b_src, b_cols, b_reg, b_tiles + s * B_TILE, t, s, kr, &b_mask);
 #if !B_ASYNC
             stage_b(b_tiles + s * B_TILE, b_reg, t, b_mask);
 #endif
@@ -976,8 +1088,8 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
         barrier(CLK_LOCAL_MEM_FENCE);
         const int next = step + STAGES - 1;
         if (next < steps) {
-            fetch_a(a_src, a_cols, 0, a_tiles + write * A_TILE, t, next, k_begin, k_end);
-            fetch_b(b_src, b_cols, b_reg, b_tiles + write * B_TILE, t, next, k_begin, k_end, &b_mask);
+            fetch_a(a_src, a_cols, 0, a_tiles + write * A_TILE, t, next, kr);
+            fetch_b(b_src, b_cols, b_reg, b_tiles + write * B_TILE, t, next, kr, &b_mask);
         }
         cp_commit();
         multiply_slice(a_tiles + read * A_TILE, b_tiles + read * B_TILE, acc, wm, wn, gid, tig EMU_ARG);
@@ -996,8 +1108,8 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
     uint b_mask;
     for (int step = 0; step <= steps; ++step) {
         if (step < steps) {
-            fetch_a(a_src, a_cols, a_reg, 0, t, step, k_begin, k_end);
-            fetch_b(b_src, b_cols, b_reg, 0, t, step, k_begin, k_end, &b_mask);
+            fetch_a(a_src, a_cols, a_reg, 0, t, step, kr);
+            fetch_b(b_src, b_cols, b_reg, 0, t, step, kr, &b_mask);
         }
         if (step > 0) {
             const int prev = STAGES == 2 ? (step - 1) & 1 : 0;
@@ -1026,7 +1138,7 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
                 for (int e = 0; e < 2; ++e) {
                     const int col = n0 + wn + j * 8 + 2 * tig + e;
                     if (col < GEMM_N)
-                        STORE_SUM(m, col, acc[(i * TILES_N + j) * 4 + half_m * 2 + e]);
+                        STORE_SUM(m, col_base + col, acc[(i * TILES_N + j) * 4 + half_m * 2 + e]);
                 }
             }
         }
@@ -1051,7 +1163,7 @@ __kernel void reduce_splits(__global const uchar* restrict workspace, REDUCE_OUT
     float sum = 0.0f;
     for (int s = 0; s < SPLIT; ++s)
         sum += partial[s * OUT_COUNT + i];
-    const int gm = i / GEMM_N, col = i - gm * GEMM_N;
+    const int gm = i / OUT_COLS, col = i - gm * OUT_COLS;
     STORE_OUT(gm / GEMM_M, gm % GEMM_M, col, sum);
 }
 #endif

@@ -56,7 +56,9 @@ def check_within_bound(problem: ConvProblem, t: dict[str, np.ndarray], got: np.n
     limit = ((1 + u_out) * (2 * u_in + u_in**2 + (terms + 2) * 2.0**-23) * magnitude + u_out * np.abs(exact)
              + (2.0**-24 if half else 0.0))
     assert not np.isnan(got).any(), f"{np.isnan(got).sum()} outputs unwritten (still NaN)"
-    worst = float(np.max(np.abs(got.astype(np.float64) - exact) / limit))
+    err = np.abs(got.astype(np.float64) - exact)
+    assert not err[limit == 0].any(), "outputs no term reaches (a bound of 0) are not exactly 0"
+    worst = float(np.max(err / np.where(limit == 0, 1.0, limit)))
     assert worst <= 1.0, f"{problem.key()}: error {worst:.3g} x the format's bound"
     return worst
 
@@ -144,7 +146,7 @@ def test_a_refused_cp_async_probe_leaves_cp_async_points_invalid_with_the_reason
     assert found == ("tf32", "f16") and "cp.async.wait_group" in ptx_probe.probe_source("cp_async")
     device = dataclasses.replace(H100, ptx_mma=found)
     problem = problem_of(Direction.FORWARD, LAYERS[0])
-    point = {**SOLVER.default_params(problem, device), "CP_ASYNC": True, "STAGES": 3}
+    point = {**SOLVER.default_params(problem, device), "CP_ASYNC": True, "STAGES": 2}
     assert "cp.async" in SOLVER.invalid_reason(problem, point, device)
     assert SOLVER.invalid_reason(problem, point, H100) is None
     assert not any(p["CP_ASYNC"] or p["STAGES"] > 2 for p in SOLVER.search_space(problem, device))
@@ -188,7 +190,8 @@ def test_invalid_points_say_why():
 def test_split_k_defaults_fill_the_gpu_where_the_reduction_is_long():
     """Backward-weights with a small K x C*R*S and a long N*P*Q (ResNet-50 1x1 64->256 at 56x56: 256 x 64 over
     100352 terms) takes a 64x64-or-larger tile and enough splits for a wave of the H100's 132 compute units;
-    forward / backward-data keep SPLIT=1 by default (split-K there is a tuning point until measured)."""
+    forward / backward-data split where the output is a few tiles over a long reduction (a 6x6 filter over a 6x6
+    image at N=5, Boda's b26: 256 x 5 outputs over 147456 terms) and not on a large layer (VGG-16's 112x112)."""
     for dtype in DTYPES:
         wgrad = problem_of(Direction.BACKWARD_WEIGHTS, LAYERS[1], dtype)
         params = SOLVER.default_params(wgrad, H100)
@@ -196,7 +199,10 @@ def test_split_k_defaults_fill_the_gpu_where_the_reduction_is_long():
         assert params["M_BLK"] * params["N_BLK"] >= 64 * 64 and tiles * params["SPLIT"] >= 0.95 * H100.compute_units
         assert SOLVER.workspace_bytes(wgrad) >= 4 * params["SPLIT"] * wgrad.w.element_count
         for direction in (Direction.FORWARD, Direction.BACKWARD_DATA):
-            assert SOLVER.default_params(problem_of(direction, LAYERS[0], dtype), H100)["SPLIT"] == 1
+            assert SOLVER.default_params(problem_of(direction, (32, 128, 112, 112, 128, 3, 3, 1, 1, 1, 1), dtype),
+                                         H100)["SPLIT"] == 1
+        fc_like = problem_of(Direction.BACKWARD_DATA, (5, 256, 6, 6, 4096, 6, 6, 0, 1, 1, 1), dtype)
+        assert SOLVER.default_params(fc_like, H100)["SPLIT"] >= 8
 
 
 def test_vector_b_points_say_why():
@@ -380,6 +386,24 @@ CP_ASYNC_CASES += [
 ]
 
 
+# PHASED backward-data (stride > 1, dilation 1): dx in stride_h x stride_w phases, each over its own taps. Stride
+# 2 along h and 3 along w with ragged phases (H=9, W=11); a 1x1 at stride 2 (odd phases get no tap: zeros); an
+# 11x11 at stride 4 (AlexNet conv1's shape, small); register path, cp.async, flat and channel-blocked loops,
+# the weight copy, splits (some splits of a phase's short loop are empty)
+PHASED_S2 = (2, 6, 9, 11, 12, 3, 3, (1, 0), (2, 3), 1, 1)
+PHASED_1X1 = (2, 8, 9, 10, 16, 1, 1, 0, 2, 1, 1)
+PHASED_S4 = (2, 3, 19, 19, 8, 11, 11, 2, 4, 1, 1)
+CP_ASYNC_CASES += [
+    (Direction.BACKWARD_DATA, "FP32", PHASED_S2, cfg(16, 32, 1, 2, 2, True, transform=True)),
+    (Direction.BACKWARD_DATA, "FP32", PHASED_S2, cfg(16, 16, 1, 1, 3, False, cp_async=True)),
+    (Direction.BACKWARD_DATA, "FP16", PHASED_S2, cfg(16, 16, 1, 1, 3, True, transform=True, split=2, cp_async=True)),
+    (Direction.BACKWARD_DATA, "FP16", PHASED_1X1, cfg(16, 16, 1, 1, 2, True, transform=True, vector=True)),
+    (Direction.BACKWARD_DATA, "FP32", PHASED_1X1, cfg(16, 32, 1, 2, 2, False, split=2, k_blk=8, cp_async=True)),
+    (Direction.BACKWARD_DATA, "FP32", PHASED_S4, cfg(16, 32, 1, 2, 2, False, split=2)),
+    (Direction.BACKWARD_DATA, "FP16", PHASED_S4, cfg(16, 16, 1, 1, 1, True)),
+]
+
+
 @pytest.mark.parametrize("direction,dtype,shape,params", CP_ASYNC_CASES,
                          ids=[f"{d.name}-{t}-{p['STAGES']}-{i}" for i, (d, t, _, p) in enumerate(CP_ASYNC_CASES)])
 def test_emulated_pipelines_match_float64_within_the_format_bound(handle, direction, dtype, shape, params):
@@ -388,6 +412,20 @@ def test_emulated_pipelines_match_float64_within_the_format_bound(handle, direct
     t = host_tensors(problem, seed=2)
     got = run_solution(handle, emulated(SOLVER.solution(problem, params)), problem, t)
     check_within_bound(problem, t, got)
+
+
+def test_strided_backward_data_runs_in_phases_over_their_own_taps():
+    """Backward-data at stride > 1 (dilation 1) loops over only the taps that reach each phase of dx: AlexNet
+    conv1's 11x11 at stride 4 sums 9 taps per phase instead of 121; with dilation the old loop stays."""
+    from miopy.conv.solvers.mma import gemm_shape, phased
+    problem = problem_of(Direction.BACKWARD_DATA, (4, 3, 227, 227, 96, 11, 11, 0, 4, 1, 1))
+    assert phased(problem) and gemm_shape(problem).k == 96 * 9
+    assert gemm_shape(problem).n == 16 * 4 * 57 * 57      # 16 phases of ceil(227 / 4)^2 pixels per image
+    params = SOLVER.default_params(problem, H100)
+    assert dict(SOLVER.solution(problem, params).launches[-1].spec.defines)["PHASED"] == "1"
+    dilated = problem_of(Direction.BACKWARD_DATA, ODD)
+    assert not phased(dilated) and gemm_shape(dilated).k == 13 * 9
+    assert not phased(problem_of(Direction.FORWARD, (4, 3, 227, 227, 96, 11, 11, 0, 4, 1, 1)))
 
 
 def test_emulated_split_k_applies_the_epilogue_in_the_reduction(handle):
@@ -452,6 +490,20 @@ def test_ptx_sources_of_pipeline_points_build_with_the_asm_stubbed(handle, direc
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_ptx_sources_of_phased_backward_data_build_with_the_asm_stubbed(handle, dtype):
+    """PHASED backward-data on ResNet-50's 7x7 stride-2 stem: the default point and a cp.async one with a split."""
+    problem = problem_of(Direction.BACKWARD_DATA, LAYERS[3], dtype)
+    base = SOLVER.default_params(problem, H100)
+    points = [base, {**base, "CP_ASYNC": True, "STAGES": 3, "SPLIT": 2, "VECTOR_A": dtype == "FP16"
+                     and base["TRANSFORM_W"], "CHANNEL_BLOCKS": True, "TRANSFORM_W": True}]
+    for params in points:
+        assert SOLVER.invalid_reason(problem, params, H100) is None, params
+        for launch in SOLVER.solution(problem, params).launches:
+            assert dict(launch.spec.defines).get("PHASED", "1") == "1"
+            ptx_stubbed_build(handle, launch.spec)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_ptx_sources_of_split_k_and_pair_tail_points_build_with_the_asm_stubbed(handle, dtype):
     """Split-K forward (with a fused bias + ReLU in the reduction) and backward-data on ResNet-50's 14x14 stage,
     with and without cp.async; backward-weights cp.async over AlexNet conv2's odd 27x27 planes (fp16: A pairs
@@ -477,7 +529,8 @@ def test_ptx_sources_of_split_k_and_pair_tail_points_build_with_the_asm_stubbed(
 
 # -- on NVIDIA: the tensor cores themselves ----------------------------------------------------------------
 POOL = [ODD, (2, 12, 9, 9, 18, 3, 3, 1, 1, 1, 3), (3, 16, 17, 15, 24, 5, 5, 2, 2, 1, 1),
-        (4, 64, 14, 14, 96, 1, 1, 0, 1, 1, 1), (2, 256, 14, 14, 64, 3, 3, 1, 1, 1, 1)]
+        (4, 64, 14, 14, 96, 1, 1, 0, 1, 1, 1), (2, 256, 14, 14, 64, 3, 3, 1, 1, 1, 1),
+        PHASED_S4, (2, 64, 15, 15, 32, 1, 1, 0, 2, 1, 1)]     # backward-data in phases, one with empty phases
 
 
 def needs_tensor_cores(handle) -> None:

@@ -18,7 +18,8 @@ from ...tensor import DataType
 from ..problem import ConvProblem, Direction
 from ..solver import ConvSolver
 from .common import problem_defines, stride_defines
-from .direct_local import MIN_SPLIT_CHUNK, gemm_shape, inner_channels, max_split, split_chunk
+from .direct_local import MIN_SPLIT_CHUNK, ImplicitGemm, inner_channels, max_split, split_chunk
+from .direct_local import gemm_shape as _flat_gemm_shape
 
 KERNEL_FILE = "conv_mma.cl"
 WARP = 32
@@ -82,7 +83,9 @@ class ConvImplicitGemmMma(ConvSolver):
 
     Wins: large layers on NVIDIA GPUs, where it passes the fp32 pipes' peak. Does not apply off NVIDIA's
     OpenCL (no inline PTX), to fp32 under math mode "strict", to non-packed tensors or to tensors spanning
-    2^31 elements. Backward-data with stride > 1 wastes the taps that land between outputs.
+    2^31 elements. Backward-data with stride > 1 (dilation 1) runs in stride_h x stride_w phases of dx, each
+    over only the taps that reach it (see PHASED in conv_mma.cl); with dilation too it wastes the taps that land
+    between outputs.
     """
 
     id = "ConvImplicitGemmMma"
@@ -176,6 +179,7 @@ class ConvImplicitGemmMma(ConvSolver):
         shape, split = gemm_shape(problem), params["SPLIT"]
         defines = {**problem_defines(problem), **stride_defines(problem), **problem.dtype.defines,
                    "DIRECTION": int(problem.direction), **{name: params[name] for name in self.grid},
+                   "PHASED": int(phased(problem)),
                    "SPLIT_CHUNK": chunk_of(problem, params)}
         args = ("x", "w", "y") + (("workspace",) if split > 1 or params["TRANSFORM_W"] else ())
         if epilogue is not None:
@@ -188,7 +192,7 @@ class ConvImplicitGemmMma(ConvSolver):
             launches.append(KernelLaunch(transform, (round_up(count, REDUCE_WG),), (REDUCE_WG,), ("w", "workspace")))
         spec = KernelSpec.make(KERNEL_FILE, "conv_mma", defines)
         threads = WARP * params["WARPS_M"] * params["WARPS_N"]
-        global_size = (-(-shape.n // params["N_BLK"]) * threads, -(-shape.m // params["M_BLK"]),
+        global_size = (column_tiles(problem, params["N_BLK"]) * threads, -(-shape.m // params["M_BLK"]),
                        problem.groups * split)
         launches.append(KernelLaunch(spec, global_size, (threads, 1, 1), args))
         if split > 1:
@@ -203,8 +207,53 @@ class ConvImplicitGemmMma(ConvSolver):
 OUTPUT_NAME = {Direction.FORWARD: "y", Direction.BACKWARD_DATA: "x", Direction.BACKWARD_WEIGHTS: "w"}
 
 
+# A phase's pixels are stride_w elements apart in dx, so its stores fill part of each 32-byte sector and the other
+# phases' work-groups fill the rest later: merged in L2 while dx fits there, not beyond. A 1x1 filter saves only
+# the columns between outputs, which did not pay for that on the H100 once dx outgrew L2 (50 MB): ResNet-50's
+# 56x56 1x1 stride-2 backward-data (dx 103 MB) 0.30 ms -> 0.42 in phases, its 14x14 one (25 MB) 0.28 -> 0.24
+# (benchmarks/results/h100-tensor-cores-phased.json against h100-tensor-cores-sets-full.json).
+PHASED_1X1_MAX_DX = 32 << 20
+
+
+def phased(problem: ConvProblem) -> bool:
+    """Backward-data in stride_h x stride_w phases of dx, each over its own taps (PHASED in conv_mma.cl):
+    stride > 1, dilation 1, and a filter larger than 1x1 or dx within PHASED_1X1_MAX_DX bytes."""
+    p = problem
+    return (p.direction is Direction.BACKWARD_DATA and (p.stride_h > 1 or p.stride_w > 1)
+            and p.dil_h == 1 and p.dil_w == 1
+            and (p.r * p.s > 1 or p.x.element_count * p.dtype.itemsize <= PHASED_1X1_MAX_DX))
+
+
+def _phase_grid(problem: ConvProblem) -> tuple[int, int, int]:
+    """PHASED: (phases, one phase's columns N * ceil(H/stride_h) * ceil(W/stride_w), most taps a phase has)."""
+    p = problem
+    rows, cols = -(-p.in_h // p.stride_h), -(-p.in_w // p.stride_w)
+    taps = -(-p.r // p.stride_h) * -(-p.s // p.stride_w)
+    return p.stride_h * p.stride_w, p.n * rows * cols, taps
+
+
+def gemm_shape(problem: ConvProblem) -> ImplicitGemm:
+    """The per-group GEMM (direct_local.gemm_shape); PHASED: n counts every phase's columns and k the most taps
+    a phase has."""
+    if not phased(problem):
+        return _flat_gemm_shape(problem)
+    phases, columns, taps = _phase_grid(problem)
+    return ImplicitGemm(problem.c_per_group, phases * columns, problem.k_per_group * taps)
+
+
+def column_tiles(problem: ConvProblem, n_blk: int) -> int:
+    """Work-groups along the GEMM's columns (PHASED: whole tiles per phase)."""
+    if not phased(problem):
+        return -(-gemm_shape(problem).n // n_blk)
+    phases, columns, _ = _phase_grid(problem)
+    return phases * -(-columns // n_blk)
+
+
 def output_count(problem: ConvProblem) -> int:
-    """Elements of the direction's output (one split's partials)."""
+    """Elements of one split's partials: the direction's output (PHASED: with the columns past H, W of each
+    phase)."""
+    if phased(problem):
+        return problem.groups * gemm_shape(problem).m * gemm_shape(problem).n
     return getattr(problem, OUTPUT_NAME[problem.direction]).element_count
 
 
@@ -224,7 +273,8 @@ def total_steps(problem: ConvProblem, params: Params) -> int:
     """Forward / backward-data: K_BLK slices of the inner loop (per tap with CHANNEL_BLOCKS)."""
     k_blk = params["K_BLK"]
     if params["CHANNEL_BLOCKS"]:
-        return -(-inner_channels(problem) // k_blk) * problem.r * problem.s
+        taps = _phase_grid(problem)[2] if phased(problem) else problem.r * problem.s
+        return -(-inner_channels(problem) // k_blk) * taps
     return -(-gemm_shape(problem).k // k_blk)
 
 
@@ -332,7 +382,8 @@ def _shape_reason(problem: ConvProblem, params: Params) -> str | None:
         if reason:
             return reason
     k_size = inner_channels(problem) if params["CHANNEL_BLOCKS"] else shape.k
-    for name, blk, size, least in (("M", m_blk, shape.m, 16), ("N", n_blk, shape.n, 16), ("K", k_blk, k_size, 16)):
+    n_size = _phase_grid(problem)[1] if phased(problem) else shape.n
+    for name, blk, size, least in (("M", m_blk, shape.m, 16), ("N", n_blk, n_size, 16), ("K", k_blk, k_size, 16)):
         if blk > max(least, _pow2_ceil(size)):
             return f"{name} tile {blk} > {size} rounded up to a power of two"
     reason = _split_reason(problem, params)
@@ -372,7 +423,7 @@ def _vector_b_fits(problem: ConvProblem, vec: int) -> bool:
     """Whether the problem lets VECTOR_B=vec gather B along output rows (whatever the tiles)."""
     p = problem
     return (p.direction is not Direction.BACKWARD_WEIGHTS and p.stride_w == 1 and vec * p.dtype.itemsize <= 16
-            and p.in_w % vec == 0 and p.out_w % vec == 0)
+            and p.in_w % vec == 0 and p.out_w % vec == 0 and not phased(p))
 
 
 def _vector_b_reason(problem: ConvProblem, params: Params, threads: int) -> str | None:
@@ -381,8 +432,8 @@ def _vector_b_reason(problem: ConvProblem, params: Params, threads: int) -> str 
     if p.direction is Direction.BACKWARD_WEIGHTS or not params["CHANNEL_BLOCKS"]:
         return "VECTOR_B needs CHANNEL_BLOCKS (forward / backward-data)"
     if not _vector_b_fits(p, vec):
-        return (f"VECTOR_B={vec}: needs stride 1 along w, W={p.in_w} and Q={p.out_w} multiples of {vec}, "
-                f"at most 16 bytes")
+        return (f"VECTOR_B={vec}: needs stride 1 along w (and h in backward-data), W={p.in_w} and Q={p.out_w} "
+                f"multiples of {vec}, at most 16 bytes")
     groups = params["N_BLK"] // vec
     step = min(threads, groups)
     if groups % step or threads % step or params["K_BLK"] % (threads // step):
@@ -401,7 +452,7 @@ _TILES = ((128, 128, 2, 2), (128, 128, 2, 4), (256, 128, 4, 2), (128, 256, 2, 4)
 
 
 def _candidates(problem: ConvProblem, dev: DeviceInfo) -> list[Params]:
-    splits = [s for s in ConvImplicitGemmMma.grid["SPLIT"] if s <= max_split(problem)]
+    splits = [s for s in ConvImplicitGemmMma.grid["SPLIT"] if s <= split_limit(problem)]
     k_blks = (32, 16) if problem.dtype is DataType.FLOAT16 else (16, 32, 8)
     blocks = (True, False) if problem.direction is not Direction.BACKWARD_WEIGHTS else (False,)
     out = []
@@ -455,8 +506,9 @@ def _score(problem: ConvProblem, params: Params, dev: DeviceInfo) -> float:
     """Rough throughput model: useful fraction of tiles and inner loop x wave quantisation x tile reuse."""
     shape = gemm_shape(problem)
     m_blk, n_blk, k_blk = params["M_BLK"], params["N_BLK"], params["K_BLK"]
-    tiles_m, tiles_n = -(-shape.m // m_blk), -(-shape.n // n_blk)
-    fill = shape.m * shape.n / (tiles_m * m_blk * tiles_n * n_blk)
+    tiles_m, tiles_n = -(-shape.m // m_blk), column_tiles(problem, n_blk)
+    columns = problem.n * problem.in_h * problem.in_w if phased(problem) else shape.n   # PHASED: dx's pixels
+    fill = shape.m * columns / (tiles_m * m_blk * tiles_n * n_blk)
     k_size = inner_channels(problem) if params["CHANNEL_BLOCKS"] else shape.k
     k_fill = k_size / round_up(k_size, k_blk)
     groups = tiles_m * tiles_n * problem.groups * params["SPLIT"]
