@@ -7,7 +7,9 @@ first (weak_families.run_candidate). Each row records Boda's hybrid error |a-e|/
 <= 1e-3 on reductions of 1-10 million terms), the error relative to the largest gradient, `sum_units` =
 rms(a-e) / (u sqrt(L)) with u = 2^-24 and L the terms per weight (scale-free and much steadier than the
 hybrid error, which is set by the few gradients near zero: sums that round like running sums of B terms give
-about sqrt(B/6), a pairwise sum about 2.7 at 10 million terms), and the kernel time.
+about sqrt(B/6), a pairwise sum about 2.7 at 10 million terms), and the kernel time; where torch has a GPU,
+cuDNN's strict fp32 error and time on the same inputs. The JSON is rewritten after each case, so a run cut
+short by a timeout keeps the cases it finished.
 
 Cases: issue 16's 16->32 channels, 3x3, pad 1, N=2 at 1024x2048 (4.2 million terms per weight) and 2048x2560
 (10.5 million), AlexNet conv3 (192->384, 13x13, N=128) and AlexNet-v2 conv2 (64->192, 5x5 at 27x27, N=128),
@@ -37,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import miopy  # noqa: E402
 from miopy import db  # noqa: E402
-from miopy.conv import registry  # noqa: E402
+from miopy.conv import reference, registry  # noqa: E402
 from miopy.conv.problem import Direction  # noqa: E402
 from miopy.device import DeviceInfo  # noqa: E402
 
@@ -87,6 +89,7 @@ def measure_case(handle, name, dims, solvers, iters) -> dict:
     length = problem.reduction_length()
     rec = {"name": name, "key": problem.key(), "reduction": length, "weights": int(exact.size),
            "reference_s": round(time.perf_counter() - start, 2), "solvers": []}
+    rec.update(_cudnn(problem, t, exact, max(iters, 1)))
     mf = cl.mem_flags
     bufs = {role: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for role, a in t.items()}
     for solver in solvers:
@@ -104,6 +107,24 @@ def measure_case(handle, name, dims, solvers, iters) -> dict:
             rec["solvers"].append(row)
             _print(name, row)
     return rec
+
+
+def _cudnn(problem, t, exact, iters) -> dict:
+    """cuDNN strict fp32 (torch) on the same inputs, where torch has a GPU: its time and errors."""
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return {}
+        from suite import cudnn_ms
+        ms, got = cudnn_ms(problem, t, False, iters)
+    except Exception as exc:   # noqa: BLE001 - recorded, not fatal
+        return {"cudnn_error": f"{type(exc).__name__}: {exc}"[:300]}
+    rms = float(np.sqrt(np.mean(np.square(got - exact))))
+    out = {"cudnn_fp32_ms": ms, "cudnn_fp32_err": reference.max_error(got, exact),
+           "cudnn_fp32_sum_units": rms / (UNIT * math.sqrt(problem.reduction_length()))}
+    print(f"{'':22s} cuDNN strict fp32       hybrid {out['cudnn_fp32_err']:.2e} sum_units "
+          f"{out['cudnn_fp32_sum_units']:6.1f} {ms:9.2f} ms", flush=True)
+    return out
 
 
 def _print(case: str, row: dict) -> None:

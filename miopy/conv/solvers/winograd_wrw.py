@@ -193,7 +193,7 @@ class ConvWinograd5x5F2WrW(_ConvWinogradWrW):
     filter_size = 5
     transform_file = "conv_winograd_large.cl"
     tolerance = 5e-3
-    rounding_units = 24.0   # refused beyond 488k terms per weight
+    rounding_units = 16.0   # refused beyond 1.1M terms per weight
 
 
 class ConvWinograd5x5F3WrW(_ConvWinogradWrW):
