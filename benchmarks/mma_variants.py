@@ -1,7 +1,7 @@
 """ConvImplicitGemmMma's data-movement variants (CP_ASYNC, STAGES) beside its defaults and cuDNN, in one run.
 
     python benchmarks/mma_variants.py --out DIR [--budget-s 220] [--iters 20] [--jobs 12]
-                                      [--layers NAME,...] [--dtypes FP32,FP16] [--directions FBW]
+                                      [--layers NAME,...] [--sets SET,...] [--dtypes FP32,FP16] [--directions FBW]
                                       [--variants NAME,...] [--dry-run]
     python benchmarks/mma_variants.py --report DIR/mma-variants-<device>.json
     python benchmarks/mma_variants.py --docs benchmarks/results/h100-mma-variants.json [MORE.json ...]
@@ -57,7 +57,19 @@ from miopy.conv.solvers.mma import _TILES, CP_ASYNC_PROBE, mma_k  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import write_section  # noqa: E402
-from tensor_cores import DIRECTIONS, LAYERS, SOLVER, bound, buffers, cudnn_ms, kernel_info, make, run_once, tensors  # noqa: E402
+from tensor_cores import (  # noqa: E402  # noqa: E402
+    DIRECTIONS,
+    LAYERS,
+    SOLVER,
+    bound,
+    buffers,
+    cudnn_ms,
+    kernel_info,
+    make,
+    run_once,
+    set_layers,
+    tensors,
+)
 
 LOG_LINES = 40
 # name -> overrides of the default params; "*" keys are instructions to _variant (see there)
@@ -134,7 +146,8 @@ def _variant(problem, info, base: dict, overrides: dict) -> tuple[dict | None, s
 
 
 def rows_of(args) -> list[tuple]:
-    layers = [s for s in LAYERS if not args.layers or s[0] in args.layers.split(",")]
+    pool = set_layers(args.sets) if args.sets else LAYERS
+    layers = [s for s in pool if not args.layers or s[0] in args.layers.split(",")]
     # layer by layer (a run cut short by its budget loses whole layers, not a whole direction)
     return [(shape, letter, dtype) for shape in layers for letter in args.directions
             for dtype in args.dtypes.split(",")]
@@ -375,6 +388,8 @@ def main(argv=None) -> int:
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--jobs", type=int, default=12, help="parallel kernel builds (worker processes on NVIDIA)")
     ap.add_argument("--layers", default="", help="comma-separated names from tensor_cores.LAYERS (default: all)")
+    ap.add_argument("--sets", default="", help="the layers of these sets (miopy.conv.networks) at their benchmark "
+                                              "batch sizes instead of LAYERS (--layers picks among them)")
     ap.add_argument("--dtypes", default="FP32,FP16")
     ap.add_argument("--directions", default="FBW")
     ap.add_argument("--variants", default="", help="comma-separated names from VARIANTS (default: all)")

@@ -181,7 +181,6 @@ typedef uint raw_t;          /* TF32 bits */
 #define GEMM_K (N * P * Q)
 #define B_KK_FAST 1
 #endif
-#define PHASE_TILES ((GEMM_N + N_BLK - 1) / N_BLK)    /* work-groups along dimension 0 per phase */
 
 /* Local tiles: element (kk, idx) of a slice. */
 #define A_LD (K_BLK + PAD_K)
@@ -203,7 +202,19 @@ typedef uint raw_t;          /* TF32 bits */
 #define A_IDX_STEP (THREADS / A_KK_STEP)
 #define A_T_KK (t % A_KK_STEP)
 #define A_T_IDX (t / A_KK_STEP)
-#if B_KK_FAST
+#ifndef W_PAIRS
+#define W_PAIRS 0
+#endif
+#if W_PAIRS && !(DIRECTION == 4 && MIOPY_HALF)
+#error "W_PAIRS is fp16 backward-weights"
+#endif
+#if W_PAIRS
+/* fp16 backward-weights: a work-item fetches pairs kk, kk + 1 of one column (see fetch_b) */
+#define B_KK_STEP K_BLK
+#define B_IDX_STEP (THREADS / (K_BLK / 2))
+#define B_T_KK (2 * (t % (K_BLK / 2)))
+#define B_T_IDX (t / (K_BLK / 2))
+#elif B_KK_FAST
 #define B_KK_STEP (THREADS < K_BLK ? THREADS : K_BLK)
 #define B_IDX_STEP (THREADS / B_KK_STEP)
 #define B_T_KK (t % B_KK_STEP)
@@ -239,7 +250,7 @@ typedef uint raw_t;          /* TF32 bits */
  * w % STRIDE_W). Only every STRIDE_H-th filter row reaches a phase's pixels, from r0 = (ph + PAD_H) % STRIDE_H
  * (dy row p = h' + (ph + PAD_H) / STRIDE_H - tr for the pixel's phase row h' and the phase tap r0 + tr *
  * STRIDE_H; likewise along w), so each phase is a stride-1 GEMM over its own taps, without the taps that land
- * between outputs. Grid dimension 0 holds PHASES runs of PHASE_TILES column tiles; a phase's columns are
+ * between outputs. Grid dimension 2 counts phases fastest (then splits, then groups); a phase's columns are
  * (n, h', w') over HP x WP (the pixels past H or W read nothing and store nothing); a phase that no tap
  * reaches (a 1x1 filter's odd rows) stores zeros. */
 
@@ -322,12 +333,11 @@ inline inner_t inner_at(int step, int row, range_t kr)
 #define STEPS(kr) ((kr).end - (kr).begin)
 #endif
 
-/* The slices of split `split` (0 without SPLIT) for work-group column tile group `tile` (PHASED: its phase). */
-inline range_t make_range(int split, int tile)
+/* The slices of split `split` (0 without SPLIT) of phase `phase` (0 unless PHASED). */
+inline range_t make_range(int split, int phase)
 {
     range_t kr;
 #if PHASED
-    const int phase = tile / PHASE_TILES;
     kr.ph = phase / STRIDE_W, kr.pw = phase % STRIDE_W;
     kr.r0 = (kr.ph + PAD_H) % STRIDE_H, kr.s0 = (kr.pw + PAD_W) % STRIDE_W;
     kr.taps_w = kr.s0 < S ? (S - kr.s0 + STRIDE_W - 1) / STRIDE_W : 0;
@@ -686,6 +696,31 @@ inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t
             B_PUT(i, j, chan_ok && offs[j] >= 0, offs[j] + i * B_KK_STEP * CHAN_STRIDE);
     }
 }
+#elif W_PAIRS
+/* fp16 backward-weights: rows kk and kk + 1 of a column are consecutive output columns q, q + 1 of one output row
+ * (unless the row ends between them), hence at stride 1 consecutive x elements: where both are inside the image
+ * and the first is 4-byte aligned they are read as one 4-byte word, else element by element. */
+inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, __local raw_t* tile, int t,
+                    int step, range_t kr, uint* mask)
+{
+    *mask = 0;
+    const inner_t in0 = inner_at(step, B_T_KK, kr), in1 = inner_at(step, B_T_KK + 1, kr);
+    tap_t row0 = b_row(in0), row1 = b_row(in1);
+    row0.h = in0.valid ? row0.h : OFF_IMAGE;
+    row1.h = in1.valid ? row1.h : OFF_IMAGE;
+    const bool next = row1.off == row0.off + 1 && row1.h == row0.h && row1.w == row0.w + 1;
+    #pragma unroll
+    for (int j = 0; j < B_NIDX; ++j) {
+        const int off0 = b_offset(row0, b_cols[j]), off1 = b_offset(row1, b_cols[j]);
+        if (next && off0 >= 0 && off1 >= 0 && (off0 & 1) == 0) {
+            const uint pair = *(__global const uint*)(b + off0);
+            reg[2 * j] = (src_t)(pair & 0xffffu), reg[2 * j + 1] = (src_t)(pair >> 16);
+        } else {
+            reg[2 * j] = off0 >= 0 ? b[off0] : (src_t)0;
+            reg[2 * j + 1] = off1 >= 0 ? b[off1] : (src_t)0;
+        }
+    }
+}
 #else
 inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, __local raw_t* tile, int t,
                     int step, range_t kr, uint* mask)
@@ -735,6 +770,14 @@ inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t, uint mask)
                 raw[e] = to_raw(at[e]);
             *(__local CAT(RAW_BASE, VECTOR_B)*)(b_tile + B_VAT(i, j)) = CAT(vload, VECTOR_B)(0, raw);
         }
+}
+#elif W_PAIRS
+inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t, uint mask)
+{
+    #pragma unroll
+    for (int j = 0; j < B_NIDX; ++j)
+        *(__local uint*)(b_tile + B_AT(B_T_KK, B_T_IDX + j * B_IDX_STEP)) =
+            (uint)b_reg[2 * j] | ((uint)b_reg[2 * j + 1] << 16);
 }
 #else
 inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t, uint mask)
@@ -1015,19 +1058,17 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
 #endif
     const int t = get_local_id(0), lane = t % 32, warp = t / 32, gid = lane / 4, tig = lane % 4;
     const int wm = (warp / WARPS_N) * WARP_M, wn = (warp % WARPS_N) * WARP_N;
-    const int n0 = (get_group_id(0) % PHASE_TILES) * N_BLK, m0 = get_group_id(1) * M_BLK;
-#if PHASED
-    const int col_base = (get_group_id(0) / PHASE_TILES) * GEMM_N;    /* the phase's first column of the output */
-#else
-    const int col_base = 0;
-#endif
+    const int n0 = get_group_id(0) * N_BLK, m0 = get_group_id(1) * M_BLK;
+    /* dimension 2: (group, split, phase), phase fastest */
+    const int phase = get_group_id(2) % PHASES, group_split = get_group_id(2) / PHASES;
+    const int col_base = phase * GEMM_N;    /* the phase's first column of the output (PHASED) */
 #if SPLIT > 1
-    const int g = get_group_id(2) / SPLIT, split = get_group_id(2) % SPLIT;
+    const int g = group_split / SPLIT, split = group_split % SPLIT;
     __global float* restrict partial = (__global float*)(workspace + PARTIAL_OFFSET);
 #else
-    const int g = get_group_id(2), split = 0;
+    const int g = group_split, split = 0;
 #endif
-    const range_t kr = make_range(split, get_group_id(0));
+    const range_t kr = make_range(split, phase);
 #if TRANSFORM_W
     __global const src_t* restrict a_src = (__global const src_t*)workspace;
 #elif DIRECTION != 4

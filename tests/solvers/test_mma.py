@@ -254,7 +254,8 @@ def test_pipeline_points_say_why():
 
 def test_default_params_pipeline_where_the_h100_measured_it_faster():
     """TF32 defaults use cp.async (two stages forward / backward-data, three in backward-weights) where the
-    device has it; fp16 keeps the register path; without the probe nothing changes; VECTOR_B stays off."""
+    device has it; fp16 too in forward / backward-data on 128x128 tiles (two stages), not in backward-weights;
+    without the probe nothing changes; VECTOR_B stays off."""
     no_cp = dataclasses.replace(H100, ptx_mma=("tf32", "f16"))
     for direction in Direction:
         for dtype in DTYPES:
@@ -264,8 +265,11 @@ def test_default_params_pipeline_where_the_h100_measured_it_faster():
                 assert SOLVER.is_valid(problem, params, H100) and params["VECTOR_B"] == 0
                 plain = SOLVER.default_params(problem, no_cp)
                 assert not plain["CP_ASYNC"] and plain["STAGES"] <= 2
-                if dtype == "FP16":
+                if dtype == "FP16" and (direction is Direction.BACKWARD_WEIGHTS
+                                        or plain["M_BLK"] * plain["N_BLK"] < 128 * 128):
                     assert params == plain
+                elif dtype == "FP16":
+                    assert params == {**plain, "CP_ASYNC": True, "STAGES": 2}
                 elif params["CP_ASYNC"]:
                     assert params["STAGES"] == (3 if direction is Direction.BACKWARD_WEIGHTS else 2)
                 else:   # the pipelined variants did not fit: the register path's params unchanged
@@ -404,6 +408,15 @@ CP_ASYNC_CASES += [
 ]
 
 
+# fp16 backward-weights reads x in pairs along N*P*Q (W_PAIRS): odd rows (Q = 9, P*Q = 63) end pairs between
+# rows and planes, padding splits pairs, stride 2 along w never pairs
+W_PAIR_SHAPES = [(3, 6, 7, 9, 12, 3, 3, 1, 1, 1, 1), (3, 6, 7, 9, 12, 3, 3, 1, (1, 2), 1, 1)]
+CP_ASYNC_CASES += [(Direction.BACKWARD_WEIGHTS, "FP16", shape, cfg(16, 16, 1, 1, 2, False, k_blk=32))
+                   for shape in W_PAIR_SHAPES]
+CP_ASYNC_CASES += [(Direction.BACKWARD_WEIGHTS, "FP16", (16, 6, 7, 9, 12, 3, 3, 1, 1, 1, 1),
+                    cfg(16, 32, 1, 2, 3, False, split=2, cp_async=True))]
+
+
 @pytest.mark.parametrize("direction,dtype,shape,params", CP_ASYNC_CASES,
                          ids=[f"{d.name}-{t}-{p['STAGES']}-{i}" for i, (d, t, _, p) in enumerate(CP_ASYNC_CASES)])
 def test_emulated_pipelines_match_float64_within_the_format_bound(handle, direction, dtype, shape, params):
@@ -412,6 +425,15 @@ def test_emulated_pipelines_match_float64_within_the_format_bound(handle, direct
     t = host_tensors(problem, seed=2)
     got = run_solution(handle, emulated(SOLVER.solution(problem, params)), problem, t)
     check_within_bound(problem, t, got)
+
+
+def test_fp16_backward_weights_fetches_x_in_pairs():
+    for shape in LAYERS:
+        problem = problem_of(Direction.BACKWARD_WEIGHTS, shape, "FP16")
+        defines = dict(SOLVER.solution(problem, SOLVER.default_params(problem, H100)).launches[0].spec.defines)
+        assert defines["W_PAIRS"] == "1"
+    fp32 = problem_of(Direction.BACKWARD_WEIGHTS, LAYERS[0])
+    assert dict(SOLVER.solution(fp32, SOLVER.default_params(fp32, H100)).launches[0].spec.defines)["W_PAIRS"] == "0"
 
 
 def test_strided_backward_data_runs_in_phases_over_their_own_taps():
@@ -619,7 +641,7 @@ def test_variant_benchmark_plans_split_variants_and_writes_the_docs_table(monkey
     monkeypatch.syspath_prepend(str(root / "benchmarks"))
     import mma_variants
 
-    args = argparse.Namespace(layers="resnet50-1x1-64-256", directions="WF", dtypes="FP32",
+    args = argparse.Namespace(layers="resnet50-1x1-64-256", sets="", directions="WF", dtypes="FP32",
                               variants="prev,split-double,splitk2")
     wgrad, fwd = mma_variants.plan_rows(H100, args)
     by = {v["name"]: v for v in wgrad["variants"]}

@@ -179,7 +179,7 @@ class ConvImplicitGemmMma(ConvSolver):
         shape, split = gemm_shape(problem), params["SPLIT"]
         defines = {**problem_defines(problem), **stride_defines(problem), **problem.dtype.defines,
                    "DIRECTION": int(problem.direction), **{name: params[name] for name in self.grid},
-                   "PHASED": int(phased(problem)),
+                   "PHASED": int(phased(problem)), "W_PAIRS": int(w_pairs(problem, params)),
                    "SPLIT_CHUNK": chunk_of(problem, params)}
         args = ("x", "w", "y") + (("workspace",) if split > 1 or params["TRANSFORM_W"] else ())
         if epilogue is not None:
@@ -193,7 +193,7 @@ class ConvImplicitGemmMma(ConvSolver):
         spec = KernelSpec.make(KERNEL_FILE, "conv_mma", defines)
         threads = WARP * params["WARPS_M"] * params["WARPS_N"]
         global_size = (column_tiles(problem, params["N_BLK"]) * threads, -(-shape.m // params["M_BLK"]),
-                       problem.groups * split)
+                       problem.groups * split * phases(problem))
         launches.append(KernelLaunch(spec, global_size, (threads, 1, 1), args))
         if split > 1:
             reduce = KernelSpec.make(KERNEL_FILE, "reduce_splits", defines)
@@ -241,12 +241,23 @@ def gemm_shape(problem: ConvProblem) -> ImplicitGemm:
     return ImplicitGemm(problem.c_per_group, phases * columns, problem.k_per_group * taps)
 
 
+def w_pairs(problem: ConvProblem, params: Params) -> bool:
+    """fp16 backward-weights fetches B (x) in pairs along N*P*Q, one 4-byte read where they are neighbours in x
+    (W_PAIRS in conv_mma.cl), where the work-items split a slice into whole passes of pairs."""
+    if problem.direction is not Direction.BACKWARD_WEIGHTS or problem.dtype is not DataType.FLOAT16:
+        return False
+    threads, pairs = WARP * params["WARPS_M"] * params["WARPS_N"], params["K_BLK"] // 2
+    return threads % pairs == 0 and params["N_BLK"] % (threads // pairs) == 0
+
+
+def phases(problem: ConvProblem) -> int:
+    """Phases of dx that run as separate GEMMs (grid dimension 2; 1 unless PHASED)."""
+    return _phase_grid(problem)[0] if phased(problem) else 1
+
+
 def column_tiles(problem: ConvProblem, n_blk: int) -> int:
-    """Work-groups along the GEMM's columns (PHASED: whole tiles per phase)."""
-    if not phased(problem):
-        return -(-gemm_shape(problem).n // n_blk)
-    phases, columns, _ = _phase_grid(problem)
-    return phases * -(-columns // n_blk)
+    """Work-groups along one phase's GEMM columns (grid dimension 0)."""
+    return -(-gemm_shape(problem).n // phases(problem) // n_blk)
 
 
 def output_count(problem: ConvProblem) -> int:
@@ -389,7 +400,7 @@ def _shape_reason(problem: ConvProblem, params: Params) -> str | None:
     reason = _split_reason(problem, params)
     if reason:
         return reason
-    return grid_reason((0, -(-shape.m // m_blk), problem.groups * params["SPLIT"]))
+    return grid_reason((0, -(-shape.m // m_blk), problem.groups * params["SPLIT"] * phases(problem)))
 
 
 def a_vector(dtype: DataType) -> int:
@@ -490,9 +501,17 @@ def _pipelined(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
     """The cp.async pipeline where it measured faster on an H100 (benchmarks/results/h100-mma-variants.json,
     kernel time against the same params without it): TF32 forward and backward-data with two stages (0.81x to
     1.0x on all 8 layer-directions); TF32 backward-weights with three stages and 128x128 tiles halved to 128x64
-    (0.34x to 0.79x on all 4). fp16 stays on the register path: two stages there ranged 0.92x to 1.18x."""
-    if problem.dtype is not DataType.FLOAT32 or CP_ASYNC_PROBE not in dev.ptx_mma:
+    (0.34x to 0.79x on all 4); fp16 forward / backward-data with two stages on 128x128 tiles (0.90x to 1.0x on
+    the 16 such layer-directions of VGG-16, AlexNet and ResNet-50 in h100-mma-variants-sets.json; 1.05x to 1.07x
+    on 64x128 and 128x64 tiles, which stay on the register path). fp16 backward-weights stays on the register
+    path: every cp.async variant measured 1.1x to 6.7x slower there."""
+    if CP_ASYNC_PROBE not in dev.ptx_mma:
         return params
+    if problem.dtype is DataType.FLOAT16:
+        if problem.direction is Direction.BACKWARD_WEIGHTS or params["M_BLK"] * params["N_BLK"] < 128 * 128:
+            return params
+        trial = dict(params, CP_ASYNC=True, STAGES=2)
+        return trial if ConvImplicitGemmMma().is_valid(problem, trial, dev) else params
     trials = [dict(params, CP_ASYNC=True, STAGES=2)]
     if problem.direction is Direction.BACKWARD_WEIGHTS:
         halved = dict(N_BLK=params["N_BLK"] // 2, WARPS_N=max(1, params["WARPS_N"] // 2)) \
@@ -506,7 +525,7 @@ def _score(problem: ConvProblem, params: Params, dev: DeviceInfo) -> float:
     """Rough throughput model: useful fraction of tiles and inner loop x wave quantisation x tile reuse."""
     shape = gemm_shape(problem)
     m_blk, n_blk, k_blk = params["M_BLK"], params["N_BLK"], params["K_BLK"]
-    tiles_m, tiles_n = -(-shape.m // m_blk), column_tiles(problem, n_blk)
+    tiles_m, tiles_n = -(-shape.m // m_blk), column_tiles(problem, n_blk) * phases(problem)
     columns = problem.n * problem.in_h * problem.in_w if phased(problem) else shape.n   # PHASED: dx's pixels
     fill = shape.m * columns / (tiles_m * m_blk * tiles_n * n_blk)
     k_size = inner_channels(problem) if params["CHANNEL_BLOCKS"] else shape.k

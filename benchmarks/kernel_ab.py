@@ -1,0 +1,108 @@
+"""A/B one tensor-core kernel source against another on the same params, interleaved in one run.
+
+    python benchmarks/kernel_ab.py --alt conv_mma_ab.cl --sets alexnet,vgg16 --directions F [--out DIR]
+
+Builds each layer's default ConvImplicitGemmMma solution twice: from miopy/kernels/conv_mma.cl and from the
+alternative file (--alt, also under miopy/kernels/, e.g. `git show REV:miopy/kernels/conv_mma.cl >
+miopy/kernels/conv_mma_ab.cl`), checks both outputs agree, and times them alternately (kernel time from
+profiling events, median of --iters after warm-up, `--rounds` alternations) so clock drift hits both alike.
+With --ptx the PTX of both builds of the first layer is written to DIR for a diff.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tensor_cores import DIRECTIONS, SOLVER, buffers, make, set_layers, tensors  # noqa: E402
+
+import miopy  # noqa: E402
+from miopy.conv.problem import OUTPUT_ROLE  # noqa: E402
+from miopy.plan import plan_of  # noqa: E402
+
+
+def with_file(solution, alt: str):
+    launches = tuple(dataclasses.replace(launch, spec=dataclasses.replace(launch.spec, file=alt))
+                     if launch.spec.file == "conv_mma.cl" else launch for launch in solution.launches)
+    return dataclasses.replace(solution, launches=launches)
+
+
+def emulated(solution):
+    def spec(s):
+        return dataclasses.replace(s, defines=tuple(sorted(s.defines + (("MMA_EMULATE", "1"),))))
+    return dataclasses.replace(solution, launches=tuple(dataclasses.replace(launch, spec=spec(launch.spec))
+                                                        for launch in solution.launches))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--alt", required=True)
+    ap.add_argument("--sets", default="alexnet")
+    ap.add_argument("--directions", default="F")
+    ap.add_argument("--dtypes", default="FP32,FP16")
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", default="")
+    ap.add_argument("--ptx", action="store_true")
+    ap.add_argument("--emulate", action="store_true", help="build with MMA_EMULATE=1 (a dry run off NVIDIA)")
+    args = ap.parse_args(argv)
+    import pyopencl as cl
+    handle = miopy.Handle()
+    rows = []
+    for letter in args.directions:
+        for shape in set_layers(args.sets):
+            for dtype in args.dtypes.split(","):
+                problem = make(DIRECTIONS[letter], dtype, shape)
+                params = SOLVER.default_params(problem, handle.info)
+                t = tensors(problem, 0)
+                bufs = buffers(handle, t)
+                role = OUTPUT_ROLE[problem.direction]
+                sols = {"cur": SOLVER.solution(problem, params)}
+                if args.emulate:
+                    sols["cur"] = emulated(sols["cur"])
+                sols["alt"] = with_file(sols["cur"], args.alt)
+                ws = handle.alloc(max(sols["cur"].workspace_bytes, 4))
+                calls, outs = {}, {}
+                for name, sol in sols.items():
+                    plan = plan_of(handle, problem, sol)
+                    calls[name] = (lambda p=plan, b=bufs, w=ws: p.enqueue({**b, "workspace": w}))
+                    cl.enqueue_copy(handle.queue, bufs[role], np.full(t[role].shape, np.nan, t[role].dtype))
+                    calls[name]()
+                    outs[name] = np.empty_like(t[role])
+                    cl.enqueue_copy(handle.queue, outs[name], bufs[role])
+                    handle.finish()
+                times: dict[str, list[float]] = {"cur": [], "alt": []}
+                for _ in range(args.rounds):
+                    for name in ("cur", "alt"):
+                        times[name].append(handle.time_ms(calls[name], warmup=2, iters=args.iters))
+                row = {"layer": shape[0], "direction": letter, "dtype": dtype, "params": params,
+                       "same_output": bool(np.array_equal(outs["cur"], outs["alt"], equal_nan=True)),
+                       **{f"{k}_ms": statistics.median(v) for k, v in times.items()}}
+                row["cur_over_alt"] = row["cur_ms"] / row["alt_ms"]
+                rows.append(row)
+                print(json.dumps({k: v for k, v in row.items() if k != "params"}), flush=True)
+                if args.ptx and args.out and len(rows) == 1:
+                    for name, sol in sols.items():
+                        spec = sol.launches[-1].spec if sol.launches[-1].spec.name == "conv_mma" else \
+                            sol.launches[0].spec
+                        prg = handle.kernels._compile(spec)
+                        (Path(args.out) / f"{name}.ptx").write_bytes(prg.binaries[0])
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "kernel_ab.json").write_text(json.dumps({"device": handle.info.name, "rows": rows,
+                                                                   "command": " ".join(sys.argv),
+                                                                   "date": time.strftime("%Y-%m-%d")}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
