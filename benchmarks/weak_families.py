@@ -118,8 +118,9 @@ def rows() -> list[dict]:
     return out
 
 
-def run_candidate(handle, problem, bufs, exact, sid, params, iters) -> dict:
-    """One solver with params (None: perf DB or default; a partial dict: those keys over the default)."""
+def run_candidate(handle, problem, bufs, exact, sid, params, iters, warmup=1) -> dict:
+    """One solver with params (None: perf DB or default; a partial dict: those keys over the default).
+    iters 0: the time is the checked run's own (no further runs: slow devices)."""
     import pyopencl as cl
     solver = registry.get(sid)
     if not solver.is_applicable(problem, handle.info):
@@ -133,15 +134,17 @@ def run_candidate(handle, problem, bufs, exact, sid, params, iters) -> dict:
     cl.enqueue_copy(handle.queue, bufs[role], np.full(exact.size, np.nan, np.float32))
     ws = handle.scratch("workspace", max(prepared.solution.workspace_bytes, 4))
     run = lambda: prepared.enqueue({**bufs, "workspace": ws})
-    run()
+    events = run()
     out = np.empty(exact.shape, np.float32)
     cl.enqueue_copy(handle.queue, out, bufs[role])
     handle.finish()
     err = reference.max_error(out, exact)
-    ms = handle.time_ms(run, warmup=1, iters=iters)
+    ms = (handle.time_ms(run, warmup=warmup, iters=iters) if iters
+          else (events[-1].profile.end - events[0].profile.start) * 1e-6)
     return {"solver": sid, "params": full, "params_source": source if not params else "explicit", "time_ms": ms,
             "max_err": err, "tolerance": reference.tolerance(solver, problem), "rel_err":
-            float(np.abs(out - exact).max() / max(np.abs(exact).max(), 1e-30))}
+            float(np.abs(out - exact).max() / max(np.abs(exact).max(), 1e-30)),
+            "rms_err": float(np.sqrt(np.mean(np.square(out - exact))))}
 
 
 def measure(handle, row, iters) -> dict:

@@ -25,6 +25,21 @@ def accurate_split(length: int, choices: Sequence[int], limit: int) -> int:
     return next((s for s in allowed if -(-length // s) <= ACCURATE_SPLIT_CHUNK), allowed[-1])
 
 
+SUM_BLOCK = 64                  # terms a register block sums before joining a compensated running total
+PLAIN_SUM_LIMIT = 10**8         # length * chunk beyond which plain running sums of the chunks lose accuracy
+
+
+def blocked_sums(length: int, chunk: int) -> bool:
+    """Whether a reduction of length terms, each work-item summing chunks of chunk terms, keeps a second
+    register tile: SUM_BLOCK-term blocks joined to a running total with a compensated add (types.h,
+    COMPENSATED_ADD), which rounds like a SUM_BLOCK-term sum whatever the chunk. Plain running sums of
+    unit-variance terms err by about u * sqrt(length * chunk / 6) absolute (u = 2^-24); blocks are kept
+    where that passes ~2.4e-4 (length * chunk > PLAIN_SUM_LIMIT: a 4.2M-term reduction in chunks of 24
+    or more, not AlexNet's 21632-term ones) or where a chunk passes ACCURATE_SPLIT_CHUNK (a tuned SPLIT 1,
+    long forward inner dimensions): short sums skip the extra registers."""
+    return chunk > SUM_BLOCK and (chunk > ACCURATE_SPLIT_CHUNK or length * chunk > PLAIN_SUM_LIMIT)
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     """What solvers and DBs need to know of a device."""

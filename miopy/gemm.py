@@ -13,10 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .device import (
-    ACCURATE_SPLIT_CHUNK,
     SPLIT_WORKSPACE_CAP,
+    SUM_BLOCK,
     DeviceInfo,
     accurate_split,
+    blocked_sums,
     grid_reason,
     local_memory_reason,
     work_group_reason,
@@ -249,13 +250,12 @@ def _gpu_tile(size: int) -> int:
 
 
 # -- launches ---------------------------------------------------------------------------------------
-SUM_BLOCK = 256   # inner-dimension terms summed in registers before joining the running total (long chunks)
+def sum_steps(length: int, chunk: int, k_blk: int) -> int:
+    """K_BLK slices per register block where the inner dimension (length, in chunks of chunk) needs a
+    compensated running total (device.blocked_sums: a second register tile costs occupancy, so short sums,
+    every forward layer's among them, add directly); else 0."""
+    return max(1, SUM_BLOCK // k_blk) if blocked_sums(length, chunk) else 0
 
-
-def sum_steps(chunk: int, k_blk: int) -> int:
-    """K_BLK slices per register block where a work-group's inner chunk exceeds ACCURATE_SPLIT_CHUNK (a second
-    register tile costs occupancy, so shorter chunks, every forward layer's among them, sum directly); else 0."""
-    return max(1, SUM_BLOCK // k_blk) if chunk > ACCURATE_SPLIT_CHUNK else 0
 def gemm_launch(shape: GemmShape, params: Params, a: str, b: str, c: str, offsets: tuple[int, int, int] = (0, 0, 0),
                 beta: float = 0.0, epilogue=None, epilogue_plane: int = 0, dtype: DataType = DataType.FLOAT32,
                 c_dtype: DataType | None = None) -> KernelLaunch:
@@ -269,7 +269,7 @@ def gemm_launch(shape: GemmShape, params: Params, a: str, b: str, c: str, offset
     tile_m, tile_n, split = params["TILE_M"], params["TILE_N"], params["SPLIT_K"]
     defines = {**shape.defines(), **{name: params[name] for name in ("TILE_M", "TILE_N", "WPT_M", "WPT_N", "K_BLK")},
                "SPLIT_K": split, "K_CHUNK": k_chunk(shape, params["K_BLK"], split),
-               "SUM_STEPS": sum_steps(k_chunk(shape, params["K_BLK"], split), params["K_BLK"]),
+               "SUM_STEPS": sum_steps(shape.k, k_chunk(shape, params["K_BLK"], split), params["K_BLK"]),
                "SPLIT_STRIDE": shape.c_count if split > 1 else 0, "EVEN_M": shape.m % tile_m == 0,
                "EVEN_N": shape.n % tile_n == 0, "EVEN_K": shape.k % params["K_BLK"] == 0, "GEMM_EPILOGUE": False,
                **dtype.defines}

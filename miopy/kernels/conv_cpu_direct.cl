@@ -206,22 +206,19 @@ __kernel void cpu_bwd_data(__global DATA_T* restrict dx, __global const DATA_T* 
 /* ---- backward-weights. Global size: (CG * R * S / ST, K / KT). ---- */
 #ifdef ST
 #define EACH_J(X, t) CAT(J_, ST)(X, t)
-#define ZERO_J(t, j) VEC acc##t##_##j = (VEC)(0.0f), tot##t##_##j = (VEC)(0.0f), all##t##_##j = (VEC)(0.0f);
+#define ZERO_J(t, j) VEC acc##t##_##j = (VEC)(0.0f), tot##t##_##j = (VEC)(0.0f);
 #define ZERO_TJ(t) EACH_J(ZERO_J, t)
 #define LOAD_X(t, j) VEC xv##j; LOAD_ROW(&xv##j, xrow, q0 * STRIDE_W - PAD_W + (s0 + (j)) * DIL_W, W);
 #define FMA_J(t, j) acc##t##_##j += dyv * xv##j;
 #define FMA_TJ(t) { VEC dyv; LOAD_DY(&dyv, dyrow + (t) * (P * QP), q0); EACH_J(FMA_J, t) }
 #define LOAD_DY(out, row, q0) load_tail(out, row, q0, QP)   /* padded: QP a whole number of vectors */
-/* After each row of dy the partial sums join a running total (touched once a row: it may live on the stack),
- * so rounding grows with the rows, not the terms */
-#define FLUSH_J(t, j) tot##t##_##j += acc##t##_##j; acc##t##_##j = (VEC)(0.0f);
+/* Every FLUSH_STEPS vectors of a row (and at a row's end) the partial sums join a running total with a
+ * compensated add (types.h), so each lane rounds like a sum of FLUSH_STEPS terms, however long N*P*Q */
+#define FLUSH_STEPS 16
+#define FLUSH_J(t, j) COMPENSATED_ADD(VEC, tot##t##_##j, acc##t##_##j)
 #define FLUSH_TJ(t) EACH_J(FLUSH_J, t)
-/* ... and every ROW_BLOCK rows the total joins a grand total, so long N*P sums stay short too */
-#define ROW_BLOCK 32
-#define FLUSH_ALL_J(t, j) all##t##_##j += tot##t##_##j; tot##t##_##j = (VEC)(0.0f);
-#define FLUSH_ALL_TJ(t) EACH_J(FLUSH_ALL_J, t)
 #define STORE_J(t, j) STORE(dw, ((k0 + (t)) * CG + c) * RS + r * S + s0 + (j), \
-                            lane_sum(&all##t##_##j) + lane_sum(&tot##t##_##j));
+                            lane_sum(&tot##t##_##j) + lane_sum(&acc##t##_##j));
 #define STORE_TJ(t) EACH_J(STORE_J, t)
 
 inline float lane_sum(const VEC* v)
@@ -240,21 +237,18 @@ __kernel void cpu_bwd_weights(__global const DATA_T* restrict x, __global DATA_T
     const int c = get_global_id(0) / (S / ST * R), k0 = get_global_id(1) * KT;
     const int c_abs = (k0 / KG) * CG + c;
     EACH_T(ZERO_TJ)
-    int rows = 0;
     for (int n = 0; n < N; ++n)
         for (int p = 0; p < P; ++p) {
             const int h = p * STRIDE_H - PAD_H + r * DIL_H;
             if (h < 0 || h >= H) continue;
             __global const DATA_T* xrow = x + ((n * C + c_abs) * H + h) * XP_W;
             __global const DATA_T* dyrow = dy + dy_off + ((n * K + k0) * P + p) * QP;
-            for (int q0 = 0; q0 < Q; q0 += VW) {
-                EACH_J(LOAD_X, 0)
-                EACH_T(FMA_TJ)
-            }
-            EACH_T(FLUSH_TJ)
-            if (++rows == ROW_BLOCK) {
-                rows = 0;
-                EACH_T(FLUSH_ALL_TJ)
+            for (int b0 = 0; b0 < Q; b0 += FLUSH_STEPS * VW) {
+                for (int q0 = b0; q0 < min(Q, b0 + FLUSH_STEPS * VW); q0 += VW) {
+                    EACH_J(LOAD_X, 0)
+                    EACH_T(FMA_TJ)
+                }
+                EACH_T(FLUSH_TJ)
             }
         }
     EACH_T(STORE_TJ)

@@ -141,10 +141,11 @@ __kernel void cpu_gemm_fwd(__global const DATA_T* restrict in, __global const DA
 #define EACH_K(X) CAT(I_, KT)(X)
 #define BWW_FMA(t) acc##t += LOAD(dyp, (t) * (P * Q)) * xv;
 #define BWW_TOTAL(t) VEC total##t = (VEC)(0.0f);
-#define BWW_FOLD(t) total##t += acc##t; acc##t = (VEC)(0.0f);
+#define BWW_FOLD(t) COMPENSATED_ADD(VEC, total##t, acc##t)
+#define FOLD_STEPS 32   /* terms per lane summed before the compensated running total (types.h) */
 #define BWW_STORE(t) { \
         float lanes[VW]; \
-        VSTORE_AT(total##t, lanes); \
+        VSTORE_AT(total##t + acc##t, lanes); \
         for (int l = 0; l < VW && c0 + l < C; ++l) \
             STORE(dw, (((k0 + (t)) * C + c0 + l) * R + r) * S + s, lanes[l]); \
     }
@@ -160,12 +161,14 @@ __kernel void cpu_gemm_bwd_weights(__global const DATA_T* restrict xp, __global 
         for (int p = 0; p < P; ++p) {
             __global const DATA_T* row = xp + xp_off + ((n * HI + p * SH + r * DH) * WI + s * DW) * C_P + c0;
             __global const DATA_T* dyp = dy + ((n * K + k0) * P + p) * Q;
-            for (int q = 0; q < Q; ++q, ++dyp, row += SW * C_P) {
-                VEC xv;
-                load_vec(&xv, row);
-                EACH_K(BWW_FMA)
+            for (int q0 = 0; q0 < Q; q0 += FOLD_STEPS) {
+                for (int q = q0; q < min(Q, q0 + FOLD_STEPS); ++q, ++dyp, row += SW * C_P) {
+                    VEC xv;
+                    load_vec(&xv, row);
+                    EACH_K(BWW_FMA)
+                }
+                EACH_K(BWW_FOLD)   /* blocks of FOLD_STEPS terms, then the running total: long sums stay accurate */
             }
-            EACH_K(BWW_FOLD)   /* a row's Q terms, then the running total: long sums stay accurate */
         }
     EACH_K(BWW_STORE)
 }

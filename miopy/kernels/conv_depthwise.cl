@@ -184,6 +184,7 @@ void dw_tile(__global X_CONST DATA_T* restrict x, __global const DATA_T* restric
 #endif
 #define ROWS (N * P)
 #define QBLKS ((Q + TILE_W - 1) / TILE_W)
+#define SUM_ITEMS ((64 + TILE_W - 1) / TILE_W)
 
 /* Group (k, split): sums of dy[n,k,p,q] * x[n, k/MULT, p*U - PAD + r*DIL, ...] over its chunk of rows. */
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
@@ -194,9 +195,12 @@ void dw_wgrad(__global const DATA_T* restrict x, __global DATA_T* restrict w,
     const int c = k / MULT, lid = get_local_id(0);
     const int row0 = split * ROWS_PER_SPLIT;
     const int rows = min(ROWS_PER_SPLIT, ROWS - row0);
-    float acc[RS];
+    /* acc sums blocks of SUM_ITEMS items (TILE_W terms each) that join total with a compensated add
+     * (types.h): a work-item's share of a long N*P*Q then rounds like a sum of about 64 terms */
+    float acc[RS], total[RS];
     #pragma unroll
-    for (int i = 0; i < RS; ++i) acc[i] = 0.0f;
+    for (int i = 0; i < RS; ++i) acc[i] = total[i] = 0.0f;
+    int items = 0;
     for (int i = lid; i < rows * QBLKS; i += WG_SIZE) {
         const int row = row0 + i / QBLKS, q0 = (i % QBLKS) * TILE_W;
         const int n = row / P, p = row % P;
@@ -217,7 +221,14 @@ void dw_wgrad(__global const DATA_T* restrict x, __global DATA_T* restrict w,
                         acc[r * S + s] = mad(dy[t], (float)LOAD(x, xrow + iw * XS_W), acc[r * S + s]);
                 }
         }
+        if (++items == SUM_ITEMS) {
+            items = 0;
+            #pragma unroll
+            for (int j = 0; j < RS; ++j) COMPENSATED_ADD(float, total[j], acc[j])
+        }
     }
+    #pragma unroll
+    for (int j = 0; j < RS; ++j) acc[j] += total[j];
     __local float red[RS * WG_SIZE];
     #pragma unroll
     for (int i = 0; i < RS; ++i) red[i * WG_SIZE + lid] = acc[i];
@@ -241,12 +252,12 @@ __kernel void dw_wgrad_reduce(__global const float* restrict partial, __global D
 {
     const int i = get_global_id(0);
     if (i >= K * RS) return;
-    float sum = 0.0f;   /* blocks of 16 partials, then the blocks */
-    for (int s0 = 0; s0 < SPLIT; s0 += 16) {
-        float block = 0.0f;
-        for (int s = s0; s < min(s0 + 16, SPLIT); ++s) block += partial[s * K * RS + i];
-        sum += block;
+    float sum = 0.0f, low = 0.0f;   /* compensated, in split order (types.h) */
+    for (int s = 0; s < SPLIT; ++s) {
+        low += partial[s * K * RS + i];
+        COMPENSATED_ADD(float, sum, low)
     }
+    sum += low;
     const int k = i / RS, rs = i % RS;
     STORE(w, W_AT(k, rs / S, rs % S), sum);
 }

@@ -26,8 +26,8 @@
  *                 flat (channel, tap) index (see inner_at)
  *   SPLIT         backward-weights: partial sums over SPLIT chunks of N*P*Q of SPLIT_CHUNK each
  *                 (a multiple of K_BLK), written to `partial` and summed in order by reduce_splits
- *   SUM_STEPS     backward-weights: slices summed in registers before they are added to a second register tile
- *                 (the running total); 0: one tile (each split's chunk is short enough to sum directly)
+ *   SUM_STEPS     backward-weights: slices summed in registers before they join a second register tile (the
+ *                 running total, compensated: types.h); 0: one tile (the chunks are short enough to sum directly)
  */
 #include "types.h"
 #include "epilogue.h"
@@ -340,8 +340,9 @@ void conv_direct_local(__global X_CONST DATA_T* restrict x, __global W_CONST DAT
     for (int i = 0; i < M_PER * N_PER; ++i)
         acc[i] = 0.0f;
 #if DIRECTION == 4 && SUM_STEPS > 0
-    /* Backward-weights sums N*P*Q terms: acc holds the last SUM_STEPS slices only, total the rest, so
-     * rounding grows with the number of blocks, not of terms. */
+    /* Backward-weights sums N*P*Q terms: acc holds the last SUM_STEPS slices only (and the rounding error
+     * of the last join), total the rest, joined with COMPENSATED_ADD: rounding then stays that of a
+     * SUM_STEPS * K_BLK-term sum, however long the chunk. */
     float total[M_PER * N_PER];
     #pragma unroll
     for (int i = 0; i < M_PER * N_PER; ++i)
@@ -363,10 +364,8 @@ void conv_direct_local(__global X_CONST DATA_T* restrict x, __global W_CONST DAT
 #if DIRECTION == 4 && SUM_STEPS > 0
             if (step % SUM_STEPS == 0) {
                 #pragma unroll
-                for (int i = 0; i < M_PER * N_PER; ++i) {
-                    total[i] += acc[i];
-                    acc[i] = 0.0f;
-                }
+                for (int i = 0; i < M_PER * N_PER; ++i)
+                    COMPENSATED_ADD(float, total[i], acc[i])
             }
 #endif
         }
@@ -411,18 +410,17 @@ void conv_direct_local(__global X_CONST DATA_T* restrict x, __global W_CONST DAT
 }
 
 #if DIRECTION == 4 && SPLIT > 1
-/* dw[k][c][r][s] = sum over splits, in order, of the partial sums (deterministic). One work-item each. */
+/* dw[k][c][r][s] = compensated sum over splits, in order, of the partial sums (deterministic). One work-item each. */
 __kernel void reduce_splits(__global const float* restrict partial, __global DATA_T* restrict w)
 {
     const int i = get_global_id(0);
     if (i >= K * CG * RS) return;
-    float sum = 0.0f;   /* blocks of 16 partials, then the blocks: fixed order, rounding of ~SPLIT/16 + 16 adds */
-    for (int s0 = 0; s0 < SPLIT; s0 += 16) {
-        float block = 0.0f;
-        for (int s = s0; s < min(s0 + 16, SPLIT); ++s)
-            block += partial[s * (K * CG * RS) + i];
-        sum += block;
+    float sum = 0.0f, low = 0.0f;   /* compensated, in split order: rounds like a sum of ~2 terms */
+    for (int s = 0; s < SPLIT; ++s) {
+        low += partial[s * (K * CG * RS) + i];
+        COMPENSATED_ADD(float, sum, low)
     }
+    sum += low;
     const int k = i / (CG * RS), crs = i % (CG * RS), rs = crs % RS;
     STORE(w, W_AT(k, crs / RS, rs / S, rs % S), sum);
 }

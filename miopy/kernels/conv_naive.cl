@@ -71,14 +71,12 @@ __kernel void naive_bwd_data(__global DATA_T* restrict dx, __global const DATA_T
     STORE(dx, X_AT(n, c, h, wi), acc);
 }
 
-/* dw[k,c,r,s] = sum_{n,p,q} dy[n,k,p,q] * x[n, g*CG + c, p*U - PAD + r*DIL, ...] as a cascade of sums: terms
- * go into s0; every SUM_FANIN terms s0 goes into s1, every SUM_FANIN of those s1 into s2, ... up to s5
- * (which takes what is left beyond SUM_FANIN^5 terms). Rounding then grows like a sum of about
- * 5 * SUM_FANIN + N*P*Q / SUM_FANIN^5 additions, near a pairwise sum's (fixed order: deterministic). */
-#ifndef SUM_FANIN
-#define SUM_FANIN 16
+/* dw[k,c,r,s] = sum_{n,p,q} dy[n,k,p,q] * x[n, g*CG + c, p*U - PAD + r*DIL, ...] in blocks of SUM_BLOCK
+ * terms, each joined to the running total with a compensated add (types.h): rounding then stays that of a
+ * SUM_BLOCK-term sum however long N*P*Q (fixed order: deterministic). */
+#ifndef SUM_BLOCK
+#define SUM_BLOCK 32
 #endif
-#define CASCADE(lo, hi, count, MORE) if (++count == SUM_FANIN) { count = 0; hi += lo; lo = 0.0f; MORE }
 __kernel void naive_bwd_weights(__global const DATA_T* restrict x, __global DATA_T* restrict dw,
                                 __global const DATA_T* restrict dy)
 {
@@ -87,8 +85,8 @@ __kernel void naive_bwd_weights(__global const DATA_T* restrict x, __global DATA
     const int s = gid % S, r = (gid / S) % R, c = (gid / (R * S)) % CG;
     const INDEX_T k = gid / ((INDEX_T)CG * R * S);
     const int cx = (k / KG) * CG + c;
-    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f, s4 = 0.0f, s5 = 0.0f;
-    int c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0;
+    float block = 0.0f, total = 0.0f;
+    int terms = 0;
     for (int n = 0; n < N; ++n)
         for (int p = 0; p < P; ++p) {
             const int h = p * STRIDE_H - PAD_H + r * DIL_H;
@@ -96,10 +94,12 @@ __kernel void naive_bwd_weights(__global const DATA_T* restrict x, __global DATA
             for (int q = 0; q < Q; ++q) {
                 const int wi = q * STRIDE_W - PAD_W + s * DIL_W;
                 if (wi < 0 || wi >= W) continue;
-                s0 += LOAD(dy, Y_AT(n, k, p, q)) * LOAD(x, X_AT(n, cx, h, wi));
-                CASCADE(s0, s1, c0, CASCADE(s1, s2, c1, CASCADE(s2, s3, c2, CASCADE(s3, s4, c3,
-                        CASCADE(s4, s5, c4, )))))
+                block += LOAD(dy, Y_AT(n, k, p, q)) * LOAD(x, X_AT(n, cx, h, wi));
+                if (++terms == SUM_BLOCK) {
+                    terms = 0;
+                    COMPENSATED_ADD(float, total, block)
+                }
             }
         }
-    STORE(dw, W_AT(k, c, r, s), s5 + (s4 + (s3 + (s2 + (s1 + s0)))));
+    STORE(dw, W_AT(k, c, r, s), total + block);
 }

@@ -155,30 +155,29 @@ __kernel void wino_grad_output_transform(__global const DATA_T* restrict dy, __g
 }
 
 /* Backward-weights: dw taps (k, c, :, :) = G^T u G with u[xi] the SPLIT partial dU[s][xi][k][c] added in a
- * fixed order (blocks of 16 partials, then the blocks: deterministic, as split_reduce.cl); one work-item
+ * fixed order, compensated (deterministic, as split_reduce.cl); one work-item
  * per (c, k) of IN_C x OUT_C (rounded up to the work-group), input channels fastest so the loads coalesce. */
 __kernel void wino_grad_filter_transform(__global const float* restrict ws, __global DATA_T* restrict dw)
 {
     const int c = get_global_id(0), k = get_global_id(1);
     if (c >= IN_C || k >= OUT_C) return;
     __global const float* src = ws + P_OFF + k * IN_CP + c;
-    float u[AA], block[AA], t[WINO_R * ALPHA], g[WINO_R * WINO_R];
+    float u[AA], low[AA], t[WINO_R * ALPHA], g[WINO_R * WINO_R];
     #pragma unroll
-    for (int xi = 0; xi < AA; ++xi) u[xi] = 0.0f;
-    /* The split loops stay rolled: unrolled inside the xi loop (AA x SPLIT loads) NVIDIA's compiler took 5 s
-     * over F(4,3) with SPLIT 64 (a cold find's slowest build). Each u[xi] still adds its partials in order. */
+    for (int xi = 0; xi < AA; ++xi) u[xi] = low[xi] = 0.0f;
+    /* The split loop stays rolled: unrolled inside the xi loop (AA x SPLIT loads) NVIDIA's compiler took 5 s
+     * over F(4,3) with SPLIT 64 (a cold find's slowest build). Each u[xi] adds its partials in order,
+     * compensated (types.h). */
     #pragma unroll 1
-    for (int s0 = 0; s0 < SPLIT; s0 += 16) {
+    for (int s = 0; s < SPLIT; ++s) {
         #pragma unroll
-        for (int xi = 0; xi < AA; ++xi) block[xi] = 0.0f;
-        #pragma unroll 1
-        for (int s = s0; s < min(s0 + 16, SPLIT); ++s) {
-            #pragma unroll
-            for (int xi = 0; xi < AA; ++xi) block[xi] += src[(s * AA + xi) * (OUT_CP * IN_CP)];
+        for (int xi = 0; xi < AA; ++xi) {
+            low[xi] += src[(s * AA + xi) * (OUT_CP * IN_CP)];
+            COMPENSATED_ADD(float, u[xi], low[xi])
         }
-        #pragma unroll
-        for (int xi = 0; xi < AA; ++xi) u[xi] += block[xi];
     }
+    #pragma unroll
+    for (int xi = 0; xi < AA; ++xi) u[xi] += low[xi];
     TRANSFORM_2D(grad_filter_1d, u, ALPHA, WINO_R, t, g)                            /* g = G^T u G */
     #pragma unroll
     for (int r = 0; r < WINO_R; ++r)

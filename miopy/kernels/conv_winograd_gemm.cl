@@ -24,10 +24,13 @@
  *   ACCUMULATE_ARG          defined: the kernel takes an int argument accumulate; when it is set, C += the
  *                           product (backward-weights' later passes over the tiles) instead of C =
  *   SUM_STEPS               0, or K_BLK steps summed in registers before they join a second register
- *                           tile (the running total), so rounding grows with the steps, not the terms
+ *                           tile (the running total, compensated: types.h), so rounding is that of a
+ *                           SUM_STEPS * K_BLK-term sum, whatever the chunk's length
  * Launch: global (ceil(n / TILE_N) * TILE_N / WORK_N, ceil(m / TILE_M) * TILE_M / WORK_M, ALPHA^2 * SPLIT),
  *         local (TILE_N / WORK_N, TILE_M / WORK_M, 1).
  */
+#include "types.h"
+
 #ifndef SPLIT
 #define SPLIT 1
 #define GEMM_BATCH (1 << 30)
@@ -133,10 +136,7 @@ void wino_gemm(__global float* restrict ws
             #pragma unroll
             for (int i = 0; i < WORK_M; ++i)
                 #pragma unroll
-                for (int v = 0; v < WORK_N / 4; ++v) {
-                    total[i][v] += acc[i][v];
-                    acc[i][v] = (float4)(0.0f);
-                }
+                for (int v = 0; v < WORK_N / 4; ++v) COMPENSATED_ADD(float4, total[i][v], acc[i][v])
         }
 #endif
     }

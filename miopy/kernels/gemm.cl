@@ -30,7 +30,7 @@
  *                                writes its partial C at element offset split*SPLIT_STRIDE
  *   SPLIT_STRIDE                 element distance between partial outputs (0 when SPLIT_K == 1)
  *   SUM_STEPS                    0, or K_BLK slices summed in registers before they join a second register
- *                                tile (the running total): set where K_CHUNK is long (backward-weights)
+ *                                tile (the running total, compensated): set where K_CHUNK is long
  *   EVEN_M EVEN_N EVEN_K         0/1: GEMM_M % TILE_M == 0 (etc.), drop the edge guards
  *   GEMM_EPILOGUE                0/1: C is a forward convolution output: store MIOPY_EPILOGUE(v, k, pq, yi)
  *                                (never split: yi = c_off + batch * C_BATCH + at is the offset in C)
@@ -174,8 +174,8 @@ void gemm(__global const DATA_T* restrict a, __global const DATA_T* restrict b, 
         #pragma unroll
         for (int j = 0; j < WPT_N; ++j) acc[i][j] = 0.0f;
 #if SUM_STEPS > 0
-    /* A long inner chunk: acc holds the last SUM_STEPS slices only, total the rest (rounding grows with the
-     * number of blocks, not of terms) */
+    /* A long inner chunk: acc holds the last SUM_STEPS slices only (and the rounding error of the last join),
+     * total the rest, joined with COMPENSATED_ADD (types.h): rounding stays that of a SUM_STEPS*K_BLK-term sum */
     float total[WPT_M][WPT_N];
     #pragma unroll
     for (int i = 0; i < WPT_M; ++i)
@@ -205,10 +205,7 @@ void gemm(__global const DATA_T* restrict a, __global const DATA_T* restrict b, 
             #pragma unroll
             for (int i = 0; i < WPT_M; ++i)
                 #pragma unroll
-                for (int j = 0; j < WPT_N; ++j) {
-                    total[i][j] += acc[i][j];
-                    acc[i][j] = 0.0f;
-                }
+                for (int j = 0; j < WPT_N; ++j) COMPENSATED_ADD(float, total[i][j], acc[i][j])
         }
 #endif
     }

@@ -1,4 +1,4 @@
-/* Fixed-order sum of the partial results of a split GEMM (gemm.cl with SPLIT_K > 1): deterministic.
+/* Fixed-order compensated sum of the partial results of a split GEMM (gemm.cl with SPLIT_K > 1): deterministic.
  *
  *     out[out_off + i] = sum_{s < SPLIT_K} partial[part_off + s*COUNT + i]  (+ beta * out[out_off + i])
  *
@@ -12,11 +12,11 @@ __kernel void split_reduce(__global const float* restrict partial, __global DATA
 {
     const int i = get_global_id(0);
     if (i >= COUNT) return;
-    float sum = 0.0f;   /* blocks of 16 partials, then the blocks: fixed order, rounding of ~SPLIT_K/16 + 16 adds */
-    for (int s0 = 0; s0 < SPLIT_K; s0 += 16) {
-        float block = 0.0f;
-        for (int s = s0; s < min(s0 + 16, SPLIT_K); ++s) block += partial[part_off + s * COUNT + i];
-        sum += block;
+    float sum = 0.0f, low = 0.0f;   /* compensated, in split order: rounds like a sum of ~2 terms */
+    for (int s = 0; s < SPLIT_K; ++s) {
+        low += partial[part_off + s * COUNT + i];
+        COMPENSATED_ADD(float, sum, low)
     }
+    sum += low;
     STORE(out, out_off + i, beta == 0.0f ? sum : mad(beta, LOAD(out, out_off + i), sum));
 }

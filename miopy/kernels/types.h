@@ -23,4 +23,11 @@
 #define STORE(p, i, v) ((p)[i] = (v))
 #endif
 
+/* total += part, the add's rounding error left in part, which goes on summing the next block of terms:
+ * Kahan's compensated summation over register blocks (3 adds, no extra register). A long reduction summed
+ * as plain blocks of B terms joined this way rounds like a sum of about B terms, whatever its length; the
+ * order is fixed, so results are deterministic. Relies on IEEE adds (miopy never builds with
+ * -cl-fast-relaxed-math or -cl-unsafe-math-optimizations, which would let the compiler drop the correction). */
+#define COMPENSATED_ADD(T, total, part) { const T sum_ = (total) + (part); (part) -= sum_ - (total); (total) = sum_; }
+
 #endif

@@ -107,17 +107,20 @@ def test_invalid_points_have_reasons(handle):
 
 @pytest.mark.parametrize("solver", SOLVERS, ids=IDS)
 def test_gpu_defaults_fill_the_h100(solver):
-    """On AlexNet conv2-5 and VGG-16 at N=128: applicable (VGG conv1-2 in passes over the tiles), valid, a
-    workspace of one pass's transformed tiles and the partials, and the GEMM's work-groups (K x C x ALPHA^2
-    blocks times SPLIT) fill the 132 compute units several times over wherever the split cap allows."""
+    """On AlexNet conv2-5 and VGG-16 at N=128: applicable (VGG conv1-2 in passes over the tiles; not F(4x4,3x3)
+    on the 224x224 and 112x112 layers, 6.4M and 1.6M terms per weight, where its predicted error passes
+    1e-3), valid, a workspace of one pass's transformed tiles and the partials, and the GEMM's work-groups
+    (K x C x ALPHA^2 blocks times SPLIT) fill the 132 compute units several times over wherever the split
+    cap allows."""
     layers = [(64, 27, 192, 5, 2), (192, 13, 384, 3, 1), (384, 13, 256, 3, 1), (256, 13, 256, 3, 1),
               (64, 224, 64, 3, 1), (64, 112, 128, 3, 1), (256, 56, 256, 3, 1), (512, 28, 512, 3, 1),
               (512, 14, 512, 3, 1)]
     for c, hw, k, r, pad in layers:
         problem = make_problem(BWD, 128, c, hw, hw, k, r, r, pad)
         reason = solver.not_applicable_reason(problem, H100)
-        if reason is not None:   # the other filter size only: large layers run in passes over the tiles
-            assert r != solver.filter_size, reason
+        if reason is not None:   # the other filter size, or a reduction too long for F(4x4,3x3)'s accuracy
+            too_long = solver.id == "ConvWinograd3x3F4WrW" and problem.reduction_length() > 1_250_999
+            assert r != solver.filter_size or too_long, reason
             continue
         params = solver.default_params(problem, H100)
         assert solver.is_valid(problem, params, H100), solver.invalid_reason(problem, params, H100)
@@ -216,3 +219,18 @@ def test_strided_input_and_filter_gradient(handle):
     gaps = np.ones(w_desc.element_span, bool)
     gaps[view(np.arange(w_desc.element_span, dtype=np.float32), w_desc).ravel().astype(int)] = False
     assert np.isnan(got[gaps]).all()   # run_solution poisons the whole output span
+
+
+@pytest.mark.parametrize("solver", SOLVERS, ids=IDS)
+def test_refused_where_predicted_error_passes_1e_3(solver):
+    """The accuracy rule: applicable up to max_reduction(rounding_units) terms per weight, refused beyond
+    with the predicted error in the reason (issue 16's 1e-3 target on reductions of millions of terms)."""
+    from miopy.conv.solvers.winograd_wrw import max_reduction
+    r = solver.filter_size
+    limit = max_reduction(solver.rounding_units)
+    side = int((limit / 2) ** 0.5)   # N=2: the largest square image within the limit, then one just over it
+    fits = make_problem(BWD, 2, 4, side, side, 8, r, r, r // 2)
+    over = make_problem(BWD, 2, 4, side + 2, side + 2, 8, r, r, r // 2)
+    assert fits.reduction_length() <= limit < over.reduction_length()
+    assert solver.not_applicable_reason(fits, H100) is None
+    assert "predicted fp32 error" in solver.not_applicable_reason(over, H100)

@@ -4,11 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...device import (
-    ACCURATE_SPLIT_CHUNK,
     MAX_GRID_DIM,
     SPLIT_WORKSPACE_CAP,
+    SUM_BLOCK,
     DeviceInfo,
     accurate_split,
+    blocked_sums,
     grid_reason,
     index_reason,
     local_memory_reason,
@@ -27,7 +28,6 @@ MIN_TILE = 4                  # smallest tile side the grid can form (4 work-ite
 MAX_SPLIT = 256
 MIN_SPLIT_CHUNK = 256         # backward-weights: N*P*Q elements per split, at least
 REDUCE_WG = 64
-SUM_BLOCK = 256               # backward-weights: terms summed in registers before joining the running total
 
 
 @dataclass(frozen=True)
@@ -77,11 +77,11 @@ def min_split(p: ConvProblem) -> int:
 
 
 def sum_steps(p: ConvProblem, params: Params) -> int:
-    """Backward-weights: slices per register block before the running total, where a split's chunk is longer
-    than ACCURATE_SPLIT_CHUNK (a second register tile costs occupancy, so short chunks sum directly); else 0."""
+    """Backward-weights: slices per register block before the compensated running total, where the
+    reduction needs one (device.blocked_sums: a second register tile costs occupancy); else 0."""
     if p.direction is not Direction.BACKWARD_WEIGHTS:
         return 0
-    if split_chunk(p, params["SPLIT"], params["K_BLK"]) <= ACCURATE_SPLIT_CHUNK:
+    if not blocked_sums(gemm_shape(p).k, split_chunk(p, params["SPLIT"], params["K_BLK"])):
         return 0
     return max(1, SUM_BLOCK // params["K_BLK"])
 

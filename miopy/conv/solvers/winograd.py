@@ -43,7 +43,10 @@ REGISTERS_PER_GROUP = 65536    # register file one work-group may fill (an NVIDI
 FLOAT_BYTES = 4
 MAX_SPLIT = 64        # backward-weights: most partial sums of dU (the grid's largest SPLIT)
 MIN_SPLIT_CHUNK = 128 # backward-weights: tiles each partial sum covers, at least
-SUM_BLOCK = 256       # backward-weights: tiles summed in registers before they join the running total
+SUM_BLOCK = 64        # backward-weights: tiles summed in registers before they join the compensated running total
+LONG_SUM_BLOCK = 16   # ... on reductions of more than LONG_REDUCTION terms (N*P*Q), where accuracy costs time
+LONG_REDUCTION = 1 << 18
+BLOCKED_CHUNK = 256   # backward-weights: chunks of more tiles than this keep the blocks and the running total
 REDUCE_WG = 64        # work-group size of the weight-gradient filter transform
 PASS_BYTES = 1 << 30  # backward-weights: the transformed tiles of x and dy (V^T, M^T) per pass, at most
 
@@ -331,14 +334,27 @@ def _input_launch(plan: WinogradLayout, file: str, first_tile: int = 0) -> Kerne
 
 
 def sum_steps(plan: WinogradLayout, split: int, k_blk: int) -> int:
-    """Backward-weights: K_BLK steps summed in registers before the running total, where a split's chunk
-    of tiles is longer than SUM_BLOCK; else 0. Lower than the direct solvers' threshold (a chunk of
-    ACCURATE_SPLIT_CHUNK): the transformed products vary in size (over some 100x in F(4x4,3x3), whose A
-    reaches 8), and 4096-tile running sums measured 4x the error of 256-tile blocks, F(2x2,3x3) included
-    (16 channels, 512x512: hybrid error 8.3e-4 against 2.0e-4)."""
-    if not plan.weights or plan.split_chunk(split, k_blk) <= SUM_BLOCK:
+    """Backward-weights: K_BLK steps summed in registers before the compensated running total (types.h),
+    where a split's chunk of tiles is longer than BLOCKED_CHUNK (5x5: than a block); else 0. Lower than the
+    direct solvers' threshold (device.blocked_sums): the transformed products vary in size (over some 100x
+    in F(4x4,3x3), whose A reaches 8), and 4096-tile running sums measured 4x the error of 256-tile blocks,
+    F(2x2,3x3) included (16 channels, 512x512: hybrid error 8.3e-4 against 2.0e-4)."""
+    if not plan.weights:
         return 0
-    return max(1, SUM_BLOCK // k_blk)
+    block = sum_block(plan)
+    if plan.split_chunk(split, k_blk) <= (block if plan.r > 3 else BLOCKED_CHUNK):
+        return 0
+    return max(1, block // k_blk)
+
+
+def sum_block(plan: WinogradLayout) -> int:
+    """Backward-weights: tiles per register block. The sums' rounding, relative to the transformed products,
+    comes back amplified by G^T (float32 emulation: a block of B tiles adds about 3.2 * sqrt(B / 2) units of
+    u * |dw| at F(4x4,3x3)), so long reductions, where the 1e-3 target is at stake, take 16-tile blocks
+    (F(2x2,3x3): 4.8 units at 64 tiles, 2.9 at 16; F(4x4,3x3): 20 and 13) at 3 adds per 16 multiply-adds,
+    shorter ones 64-tile blocks; 5x5 filters, whose transforms amplify most, always 16."""
+    long = plan.r > 3 or plan.batch * plan.out_hw[0] * plan.out_hw[1] > LONG_REDUCTION
+    return LONG_SUM_BLOCK if long else SUM_BLOCK
 
 
 def _gemm_launch(plan: WinogradLayout, shape: WinogradTiling, split: int = 1, accumulate: bool = False) -> KernelLaunch:

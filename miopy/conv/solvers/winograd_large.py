@@ -9,8 +9,9 @@ class ConvWinograd5x5F2(_ConvWinograd3x3):
     """Winograd F(2x2, 5x5): 5x5, stride 1, dilation 1, padding 0-4, forward and backward-data.
 
     Each 2x2 output tile comes from a 6x6 input patch with 36 multiplies per channel pair instead of 100
-    (2.8x fewer), as 36 batched GEMMs in the transformed domain (points 0, +-1, +-2, infinity). The
-    transforms' constants reach 5 (B^T) and 1/24 (G), so it rounds a little more than a direct sum; its
+    (2.8x fewer), as 36 batched GEMMs in the transformed domain (points 0, +-1, 1/2, -2, infinity, which
+    round 1.5x less than +-2 in the weight gradient). The transforms' constants reach 5/2 (B^T), 16/15 and
+    1/15 (G), so it rounds a little more than a direct sum; its
     bound is F(4x4,3x3)'s, 5e-3. Wins on 5x5 layers with many channels (AlexNet conv2), where the GEMMs
     dominate; loses when C or K is small (transform traffic: 36 x (C + K) floats per 2x2 tile) and to
     F(3x3,5x5) where 3x3 tiles cover the output without waste. Not applicable: other filter sizes,

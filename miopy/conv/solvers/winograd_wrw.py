@@ -8,22 +8,26 @@ transformed filter is dU = sum_t (A dy_t A^T) . (B^T d_t B) and the weight gradi
 2. ``wino_grad_output_transform``: M^T[xi][t][k] = (A dy A^T)[xi] for every m x m tile of dy;
 3. ``wino_gemm``: ALPHA^2 GEMMs dU[xi] (K x C) = M^T[xi]^T V^T[xi], whose reduction over the
    N * ceil(P/m) * ceil(Q/m) tiles is cut into SPLIT chunks, each summed by its own work-groups into a
-   partial dU in the workspace (in blocks of SUM_BLOCK tiles beside a running total where a chunk is long);
+   partial dU in the workspace (in blocks of 64 or 16 tiles beside a compensated running total where a
+   chunk is long: winograd.sum_block);
 4. ``wino_grad_filter_transform``: the SPLIT partials added in a fixed order, then dw = G^T dU G.
 
 Steps 1-3 run once per pass over at most PASS_BYTES of transformed tiles, each pass's GEMM adding into the
 same partials, so the workspace does not grow with N*H*W.
 
-Deterministic (no atomics), and a weight's gradient is a sum of a few thousand terms per partial at the
-default split instead of N*P*Q, so its rounding grows far slower than the reduction length.
+Deterministic (no atomics); the blocks and the compensated adds keep the sums' rounding that of a short
+sum whatever N*P*Q, but G^T amplifies it and the transforms' own rounding, so each solver states its
+rounding (rounding_units) and is not applicable where its predicted error passes 1e-3 (accuracy_reason).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ...device import DeviceInfo, accurate_split
 from ...kernel_cache import KernelSpec
-from ...solver import KernelLaunch, Params, Solution, round_up
+from ...solver import KernelLaunch, Params, Solution, require_none, round_up
 from ..problem import ConvProblem, Direction
 from .winograd import (
     _FALLBACK_DEFAULTS,
@@ -38,6 +42,8 @@ from .winograd import (
 
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
 FILL = 4   # GPU default: work-groups of the GEMM per compute unit, at least, where the split allows
+UNIT_ROUNDOFF = 2.0 ** -24
+MAX_PREDICTED_ERROR = 1e-3   # issue 16's backward-weights target against float64
 
 
 class _ConvWinogradWrW(_ConvWinograd3x3):
@@ -53,8 +59,16 @@ class _ConvWinogradWrW(_ConvWinograd3x3):
                  "K_BLK": "tiles staged in local memory per step",
                  "SPLIT": "partial sums of dU over that many chunks of the tiles, then a fixed-order sum"}
 
+    # rms error of dw over u * rms(dw) on long reductions (16-tile compensated blocks): rounding of the
+    # transforms and of the sums, amplified by G^T (benchmarks/wrw_accuracy.py, docs/performance_notes.md)
+    rounding_units = 3.5    # F(2x2,3x3): refused beyond 23M terms per weight
+
     def fallback_params(self) -> tuple[Params, ...]:
         return tuple({**p, "SPLIT": 1} for p in _FALLBACK_DEFAULTS)
+
+    def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
+        super().applicability(problem, dev)
+        require_none(accuracy_reason(problem.reduction_length(), self.rounding_units))
 
     def invalid_reason(self, problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
         reason = super().invalid_reason(problem, params, dev)
@@ -89,6 +103,22 @@ class _ConvWinogradWrW(_ConvWinograd3x3):
                                    _gemm_launch(plan, tiling, split, accumulate=first > 0))]
         launches.append(_grad_filter_launch(plan, file, split))
         return Solution(self.id, dict(params), tuple(launches), self.workspace_bytes(problem))
+
+
+def accuracy_reason(length: int, units: float) -> str | None:
+    """Why a reduction of length terms per weight is too long for a weight gradient that rounds like units
+    (its predicted rms error units * u * sqrt(length), on unit-variance inputs relative to the gradients'
+    rms, passes 1e-3), or None."""
+    predicted = units * UNIT_ROUNDOFF * math.sqrt(length)
+    if predicted <= MAX_PREDICTED_ERROR:
+        return None
+    return (f"predicted fp32 error {predicted:.1e} over {length} terms per weight exceeds {MAX_PREDICTED_ERROR:g} "
+            f"(transforms and sums round like {units:g} units; at most {max_reduction(units)} terms)")
+
+
+def max_reduction(units: float) -> int:
+    """The longest reduction (N*P*Q) whose predicted error units * u * sqrt(length) stays within 1e-3."""
+    return int((MAX_PREDICTED_ERROR / (units * UNIT_ROUNDOFF)) ** 2)
 
 
 def _gpu_defaults(plan: WinogradLayout, dev: DeviceInfo, split: int) -> tuple[Params, ...]:
@@ -147,6 +177,7 @@ class ConvWinograd3x3F4WrW(_ConvWinogradWrW):
     id = "ConvWinograd3x3F4WrW"
     tile = 4
     tolerance = 5e-3
+    rounding_units = 15.0   # refused beyond 1.25M terms per weight (docs/performance_notes.md)
 
 
 class ConvWinograd5x5F2WrW(_ConvWinogradWrW):
@@ -162,6 +193,7 @@ class ConvWinograd5x5F2WrW(_ConvWinogradWrW):
     filter_size = 5
     transform_file = "conv_winograd_large.cl"
     tolerance = 5e-3
+    rounding_units = 16.0   # refused beyond 1.1M terms per weight
 
 
 class ConvWinograd5x5F3WrW(_ConvWinogradWrW):
@@ -178,3 +210,4 @@ class ConvWinograd5x5F3WrW(_ConvWinogradWrW):
     filter_size = 5
     transform_file = "conv_winograd_large.cl"
     tolerance = 1e-2
+    rounding_units = 34.0   # refused beyond 244k terms per weight
