@@ -201,7 +201,8 @@ def merged(runs: list[dict]) -> dict:
     rows: dict = {}
     for run in runs:
         for r in run["rows"]:
-            rows[(r["name"], r["direction"])] = r
+            if "ratio_fp32" in r or (r["name"], r["direction"]) not in rows:   # a row a budget cut short
+                rows[(r["name"], r["direction"])] = r                           # keeps the earlier one
     return {**runs[-1], "rows": list(rows.values()), "runs": [
         {k: run[k] for k in ("device", "command", "date")} | {"rows": len(run["rows"])} for run in runs]}
 
