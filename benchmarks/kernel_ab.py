@@ -27,6 +27,7 @@ from tensor_cores import DIRECTIONS, SOLVER, buffers, make, set_layers, tensors 
 
 import miopy  # noqa: E402
 from miopy.conv.problem import OUTPUT_ROLE  # noqa: E402
+from miopy.conv.solvers.mma import emulated  # noqa: E402
 from miopy.plan import plan_of  # noqa: E402
 
 
@@ -34,13 +35,6 @@ def with_file(solution, alt: str):
     launches = tuple(dataclasses.replace(launch, spec=dataclasses.replace(launch.spec, file=alt))
                      if launch.spec.file == "conv_mma.cl" else launch for launch in solution.launches)
     return dataclasses.replace(solution, launches=launches)
-
-
-def emulated(solution):
-    def spec(s):
-        return dataclasses.replace(s, defines=tuple(sorted(s.defines + (("MMA_EMULATE", "1"),))))
-    return dataclasses.replace(solution, launches=tuple(dataclasses.replace(launch, spec=spec(launch.spec))
-                                                        for launch in solution.launches))
 
 
 def main(argv=None) -> int:

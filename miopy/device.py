@@ -40,6 +40,12 @@ def blocked_sums(length: int, chunk: int) -> bool:
     return chunk > SUM_BLOCK and (chunk > ACCURATE_SPLIT_CHUNK or length * chunk > PLAIN_SUM_LIMIT)
 
 
+def sum_steps(length: int, chunk: int, k_blk: int) -> int:
+    """SUM_STEPS of the GEMM-like kernels: K_BLK slices per register block where blocked_sums(length, chunk);
+    else 0 (one register tile: the sums add directly)."""
+    return max(1, SUM_BLOCK // k_blk) if blocked_sums(length, chunk) else 0
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     """What solvers and DBs need to know of a device."""

@@ -14,12 +14,11 @@ import numpy as np
 
 from .device import (
     SPLIT_WORKSPACE_CAP,
-    SUM_BLOCK,
     DeviceInfo,
     accurate_split,
-    blocked_sums,
     grid_reason,
     local_memory_reason,
+    sum_steps,
     work_group_reason,
 )
 from .kernel_cache import KernelSpec
@@ -250,12 +249,6 @@ def _gpu_tile(size: int) -> int:
 
 
 # -- launches ---------------------------------------------------------------------------------------
-def sum_steps(length: int, chunk: int, k_blk: int) -> int:
-    """K_BLK slices per register block where the inner dimension (length, in chunks of chunk) needs a
-    compensated running total (device.blocked_sums: a second register tile costs occupancy, so short sums,
-    every forward layer's among them, add directly); else 0."""
-    return max(1, SUM_BLOCK // k_blk) if blocked_sums(length, chunk) else 0
-
 def gemm_launch(shape: GemmShape, params: Params, a: str, b: str, c: str, offsets: tuple[int, int, int] = (0, 0, 0),
                 beta: float = 0.0, epilogue=None, epilogue_plane: int = 0, dtype: DataType = DataType.FLOAT32,
                 c_dtype: DataType | None = None) -> KernelLaunch:

@@ -21,7 +21,7 @@ import pytest
 from miopy import ActivationMode, ptx_probe
 from miopy.conv import reference
 from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction
-from miopy.conv.solvers.mma import NEEDS_PTX, ConvImplicitGemmMma, local_bytes, mma_k
+from miopy.conv.solvers.mma import NEEDS_PTX, ConvImplicitGemmMma, emulated, local_bytes, mma_k
 from miopy.device import DeviceInfo
 from miopy.find import get_solutions
 from miopy.fusion.epilogue import Epilogue
@@ -61,14 +61,6 @@ def check_within_bound(problem: ConvProblem, t: dict[str, np.ndarray], got: np.n
     worst = float(np.max(err / np.where(limit == 0, 1.0, limit)))
     assert worst <= 1.0, f"{problem.key()}: error {worst:.3g} x the format's bound"
     return worst
-
-
-def emulated(solution):
-    """solution with every kernel built with MMA_EMULATE=1 (no PTX: runs on any OpenCL device)."""
-    def spec(s):
-        return dataclasses.replace(s, defines=tuple(sorted(s.defines + (("MMA_EMULATE", "1"),))))
-    return dataclasses.replace(solution, launches=tuple(dataclasses.replace(launch, spec=spec(launch.spec))
-                                                        for launch in solution.launches))
 
 
 # -- applicability and its reasons -------------------------------------------------------------------------

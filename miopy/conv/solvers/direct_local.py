@@ -6,15 +6,14 @@ from dataclasses import dataclass
 from ...device import (
     MAX_GRID_DIM,
     SPLIT_WORKSPACE_CAP,
-    SUM_BLOCK,
     DeviceInfo,
     accurate_split,
-    blocked_sums,
     grid_reason,
     index_reason,
     local_memory_reason,
     work_group_reason,
 )
+from ...device import sum_steps as device_sum_steps
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
 from ..problem import ConvProblem, Direction
@@ -81,9 +80,7 @@ def sum_steps(p: ConvProblem, params: Params) -> int:
     reduction needs one (device.blocked_sums: a second register tile costs occupancy); else 0."""
     if p.direction is not Direction.BACKWARD_WEIGHTS:
         return 0
-    if not blocked_sums(gemm_shape(p).k, split_chunk(p, params["SPLIT"], params["K_BLK"])):
-        return 0
-    return max(1, SUM_BLOCK // params["K_BLK"])
+    return device_sum_steps(gemm_shape(p).k, split_chunk(p, params["SPLIT"], params["K_BLK"]), params["K_BLK"])
 
 
 def split_chunk(p: ConvProblem, split: int, k_blk: int) -> int:

@@ -1,6 +1,7 @@
 """ConvImplicitGemmMma: implicit-GEMM convolution on NVIDIA tensor cores (inline PTX mma.sync), all directions."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Iterator
 
@@ -207,6 +208,15 @@ class ConvImplicitGemmMma(ConvSolver):
 OUTPUT_NAME = {Direction.FORWARD: "y", Direction.BACKWARD_DATA: "x", Direction.BACKWARD_WEIGHTS: "w"}
 
 
+def emulated(solution: Solution) -> Solution:
+    """solution with every kernel built with MMA_EMULATE=1 (no PTX: runs on any OpenCL device, slowly), for
+    tests and dry runs of the benchmarks."""
+    def spec(s: KernelSpec) -> KernelSpec:
+        return dataclasses.replace(s, defines=tuple(sorted(s.defines + (("MMA_EMULATE", "1"),))))
+    return dataclasses.replace(solution, launches=tuple(dataclasses.replace(launch, spec=spec(launch.spec))
+                                                        for launch in solution.launches))
+
+
 # A phase's pixels are stride_w elements apart in dx, so its stores fill part of each 32-byte sector and the other
 # phases' work-groups fill the rest later: merged in L2 while dx fits there, not beyond. A 1x1 filter saves only
 # the columns between outputs, which did not pay for that on the H100 once dx outgrew L2 (50 MB): ResNet-50's
@@ -255,7 +265,8 @@ def output_count(problem: ConvProblem) -> int:
     """Elements of one split's partials: the direction's output (PHASED: with the columns past H, W of each
     phase)."""
     if phased(problem):
-        return problem.groups * gemm_shape(problem).m * gemm_shape(problem).n
+        shape = gemm_shape(problem)
+        return problem.groups * shape.m * shape.n
     return getattr(problem, OUTPUT_NAME[problem.direction]).element_count
 
 
@@ -273,11 +284,11 @@ def split_limit(problem: ConvProblem) -> int:
 
 def total_steps(problem: ConvProblem, params: Params) -> int:
     """Forward / backward-data: K_BLK slices of the inner loop (per tap with CHANNEL_BLOCKS)."""
-    k_blk = params["K_BLK"]
-    if params["CHANNEL_BLOCKS"]:
-        taps = _phase_grid(problem)[2] if phased(problem) else problem.r * problem.s
-        return -(-inner_channels(problem) // k_blk) * taps
-    return -(-gemm_shape(problem).k // k_blk)
+    k_blk, inner = params["K_BLK"], gemm_shape(problem).k
+    if params["CHANNEL_BLOCKS"]:   # the inner dimension is channels x taps (PHASED: the most a phase has)
+        channels = inner_channels(problem)
+        return -(-channels // k_blk) * (inner // channels)
+    return -(-inner // k_blk)
 
 
 def chunk_of(problem: ConvProblem, params: Params) -> int:
@@ -384,7 +395,7 @@ def _shape_reason(problem: ConvProblem, params: Params) -> str | None:
         if reason:
             return reason
     k_size = inner_channels(problem) if params["CHANNEL_BLOCKS"] else shape.k
-    n_size = _phase_grid(problem)[1] if phased(problem) else shape.n
+    n_size = shape.n // phases(problem)    # one phase's columns
     for name, blk, size, least in (("M", m_blk, shape.m, 16), ("N", n_blk, n_size, 16), ("K", k_blk, k_size, 16)):
         if blk > max(least, _pow2_ceil(size)):
             return f"{name} tile {blk} > {size} rounded up to a power of two"
@@ -498,13 +509,11 @@ def _pipelined(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
     path: every cp.async variant measured 1.1x to 6.7x slower there."""
     if CP_ASYNC_PROBE not in dev.ptx_mma:
         return params
-    if problem.dtype is DataType.FLOAT16:
-        if problem.direction is Direction.BACKWARD_WEIGHTS or params["M_BLK"] * params["N_BLK"] < 128 * 128:
-            return params
-        trial = dict(params, CP_ASYNC=True, STAGES=2)
-        return trial if ConvImplicitGemmMma().is_valid(problem, trial, dev) else params
+    if problem.dtype is DataType.FLOAT16 and (problem.direction is Direction.BACKWARD_WEIGHTS
+                                              or params["M_BLK"] * params["N_BLK"] < 128 * 128):
+        return params
     trials = [dict(params, CP_ASYNC=True, STAGES=2)]
-    if problem.direction is Direction.BACKWARD_WEIGHTS:
+    if problem.direction is Direction.BACKWARD_WEIGHTS:   # TF32 only (fp16 returned above)
         halved = dict(N_BLK=params["N_BLK"] // 2, WARPS_N=max(1, params["WARPS_N"] // 2)) \
             if params["M_BLK"] == params["N_BLK"] == 128 else {}
         trials = [dict(params, CP_ASYNC=True, STAGES=3, **halved), dict(params, CP_ASYNC=True, STAGES=3)] + trials
