@@ -97,6 +97,11 @@ VARIANTS = {
     "cp2-splitk2": {"CP_ASYNC": True, "STAGES": 2, "SPLIT": 2, "*directions": "FB"},
     "cp2-splitk4": {"CP_ASYNC": True, "STAGES": 2, "SPLIT": 4, "*directions": "FB"},
     "deep-splitk2": {"CP_ASYNC": True, "STAGES": 2, "*deeper": True, "SPLIT": 2, "*directions": "FB"},
+    # B from a channel-fastest copy of x / dy (TRANSFORM_X): 16-byte vectors along the channels, fp16 by cp.async too
+    "tx": {"TRANSFORM_X": True, "*directions": "FB"},
+    "tx-cp2": {"TRANSFORM_X": True, "CP_ASYNC": True, "STAGES": 2, "*directions": "FB"},
+    "tx-cp3": {"TRANSFORM_X": True, "CP_ASYNC": True, "STAGES": 3, "*tile_first": True, "*directions": "FB"},
+    "tx-deep": {"TRANSFORM_X": True, "CP_ASYNC": True, "STAGES": 2, "*deeper": True, "*directions": "FB"},
 }
 
 
@@ -335,6 +340,8 @@ def short_params(params: dict) -> str:
     flags = [name.lower() for name in FLAGS if params.get(name)]
     if params.get("VECTOR_B"):
         flags.append(f"vb{params['VECTOR_B']}")
+    if params.get("TRANSFORM_X"):
+        flags.append("tx")
     return text + (" " + ",".join(flags) if flags else "")
 
 

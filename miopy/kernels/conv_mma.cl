@@ -48,6 +48,12 @@
  *                    that transform_weights lays out channel-fastest (forward wt[k][tap][c], backward-data
  *                    wt[g][c][tap][k within g]), so a slice's rows are consecutive in memory (coalesced);
  *                    0 reads w in place (rows R*S or C*R*S elements apart)
+ *   TRANSFORM_X      forward / backward-data with CHANNEL_BLOCKS: 1 reads B from a channel-fastest (NHWC) copy of the
+ *                    gathered tensor (x forward, dy backward-data) that transform_x writes into the workspace after
+ *                    the weight copy (fp32 rounded to TF32 there): a slice's K_BLK channels of one column are
+ *                    consecutive, so B is fetched as 16-byte vectors along k (one bounds check per vector, one
+ *                    cp.async each, fp16 included) and staged [col][kk] like A (ldmatrix without .trans); the
+ *                    channel count (C/G forward, K/G backward-data) is a multiple of the vector
  *   VECTOR_A         1: A slices fetched as 16-byte vectors of consecutive k (float4 / 8 halves) where k is
  *                    contiguous in memory (transformed weights, 1x1 forward weights, dy planes in
  *                    backward-weights) and the channel / plane sizes are multiples of the vector
@@ -87,6 +93,12 @@
 #ifndef VECTOR_B
 #define VECTOR_B 0
 #endif
+#ifndef TRANSFORM_X
+#define TRANSFORM_X 0
+#endif
+#if TRANSFORM_X && (DIRECTION == 4 || !CHANNEL_BLOCKS || VECTOR_B)
+#error "TRANSFORM_X needs CHANNEL_BLOCKS (forward or backward-data) and no VECTOR_B"
+#endif
 #if VECTOR_B && (DIRECTION == 4 || !CHANNEL_BLOCKS || STRIDE_W != 1 || W % VECTOR_B || Q % VECTOR_B)
 #error "VECTOR_B needs forward / backward-data with CHANNEL_BLOCKS, stride 1 along w, W and Q multiples of it"
 #endif
@@ -110,9 +122,10 @@
 /* backward-weights pairs with P*Q odd: a pair may be misaligned, straddle two dy planes or end the tensor; such
  * pairs are read and stored element by element (synchronously) */
 #define A_PAIR_TAIL (A_PAIRS && DIRECTION == 4 && (P * Q) % 2)
-/* Which operands cp.async copies (the others go through registers): A always, B when its elements are 4 bytes */
+/* Which operands cp.async copies (the others go through registers): A always, B when its elements are 4 bytes or
+ * it comes from the channel-fastest copy (16-byte vectors) */
 #define A_ASYNC CP_ASYNC
-#define B_ASYNC (CP_ASYNC && !MIOPY_HALF)
+#define B_ASYNC (CP_ASYNC && (!MIOPY_HALF || TRANSFORM_X))
 /* fp16 B with VECTOR_B: vectors that are one aligned copy (or all zero) go by cp.async, the rest by registers */
 #define B_MIXED (CP_ASYNC && MIOPY_HALF && VECTOR_B)
 
@@ -122,6 +135,17 @@
 #define X_AT(n, c, h, w) ((n) * XS_N + (c) * XS_C + (h) * XS_H + (w) * XS_W)
 #define W_AT(k, c, r, s) ((k) * WS_K + (c) * WS_C + (r) * WS_R + (s) * WS_S)
 #define Y_AT(n, k, p, q) ((n) * YS_N + (k) * YS_K + (p) * YS_P + (q) * YS_Q)
+/* Where B reads the gathered tensor: in place, or (TRANSFORM_X) in its channel-fastest copy */
+#if TRANSFORM_X && DIRECTION == 1
+#define XB_AT(n, c, h, w) ((((n) * H + (h)) * W + (w)) * C + (c))
+#else
+#define XB_AT(n, c, h, w) X_AT(n, c, h, w)
+#endif
+#if TRANSFORM_X && DIRECTION == 2
+#define YB_AT(n, k, p, q) ((((n) * P + (p)) * Q + (q)) * K + (k))
+#else
+#define YB_AT(n, k, p, q) Y_AT(n, k, p, q)
+#endif
 
 #define THREADS (32 * WARPS_M * WARPS_N)
 #define WARP_M (M_BLK / WARPS_M)
@@ -165,7 +189,7 @@ typedef uint raw_t;          /* TF32 bits */
 #define GEMM_M KG
 #define GEMM_N (N * P * Q)
 #define GEMM_K (CG * RS)
-#define B_KK_FAST 0
+#define B_KK_FAST TRANSFORM_X
 #elif DIRECTION == 2
 #define GEMM_M CG
 #if PHASED
@@ -174,7 +198,7 @@ typedef uint raw_t;          /* TF32 bits */
 #define GEMM_N (N * H * W)
 #endif
 #define GEMM_K (KG * RS)
-#define B_KK_FAST 0
+#define B_KK_FAST TRANSFORM_X
 #else
 #define GEMM_M KG
 #define GEMM_N (CG * RS)
@@ -217,8 +241,22 @@ typedef uint raw_t;          /* TF32 bits */
 #define A_NIDX (M_BLK / A_IDX_STEP)
 #define B_NKK (K_BLK / B_KK_STEP)
 #define B_NIDX (N_BLK / B_IDX_STEP)
+#if TRANSFORM_X
+/* 16-byte vectors of B_VEC consecutive channels; per work-item the vector at kk = (t % B_GROUPS) * B_VEC of
+ * columns B_COL_OF(t, j) */
+#define B_VEC (MIOPY_HALF ? 8 : 4)
+#define B_GROUPS (K_BLK / B_VEC)
+#define B_VROWS (THREADS / B_GROUPS)
+#define B_REGS (N_BLK / B_VROWS)
+typedef uint4 b_reg_t;             /* raw bits: TF32 (rounded by transform_x) or 8 halves */
+#else
 #define B_REGS (K_BLK * N_BLK / THREADS)
-#if VECTOR_B
+typedef src_t b_reg_t;
+#endif
+#if TRANSFORM_X
+#define B_COL_OF(t, j) ((t) / B_GROUPS + (j) * B_VROWS)
+#define B_NCOLS B_REGS
+#elif VECTOR_B
 /* VECTOR_B: vectors of VECTOR_B columns; per work-item B_NVK rows kk = B_T_VK + i * B_VROWS, B_NVJ vectors */
 #define B_VGROUPS (N_BLK / VECTOR_B)
 #define B_VSTEP (THREADS < B_VGROUPS ? THREADS : B_VGROUPS)
@@ -368,12 +406,12 @@ inline tap_t b_col(int g, int col, range_t kr)
 {
     const int n = col / (P * Q), pq = col % (P * Q);
     const int h = (pq / Q) * STRIDE_H - PAD_H, w = (pq % Q) * STRIDE_W - PAD_W;
-    return make_tap(X_AT(n, g * CG, h, w), col < GEMM_N ? h : OFF_IMAGE, w);
+    return make_tap(XB_AT(n, g * CG, h, w), col < GEMM_N ? h : OFF_IMAGE, w);
 }
 inline tap_t b_row(inner_t in)
 {
     const int dh = TAP_R(in.tap) * DIL_H, dw = TAP_S(in.tap) * DIL_W;
-    return make_tap(X_AT(0, in.chan, dh, dw), dh, dw);
+    return make_tap(XB_AT(0, in.chan, dh, dw), dh, dw);
 }
 /* Offset of B's element at (row, col), or -1 where it reads zero (padding) */
 inline int b_offset(tap_t row, tap_t col)
@@ -398,32 +436,32 @@ inline tap_t b_col(int g, int col, range_t kr)
 {
     const int n = col / (HP * WP), hw = col % (HP * WP), hp = hw / WP, wp = hw % WP;
     const bool inside = col < GEMM_N && kr.ph + hp * STRIDE_H < H && kr.pw + wp * STRIDE_W < W;
-    return make_tap(Y_AT(n, g * KG, 0, 0), inside ? hp + (kr.ph + PAD_H) / STRIDE_H : OFF_IMAGE,
+    return make_tap(YB_AT(n, g * KG, 0, 0), inside ? hp + (kr.ph + PAD_H) / STRIDE_H : OFF_IMAGE,
                     wp + (kr.pw + PAD_W) / STRIDE_W);
 }
-inline tap_t b_row(inner_t in) { return make_tap(Y_AT(0, in.chan, 0, 0), -in.tr, -in.ts); }
+inline tap_t b_row(inner_t in) { return make_tap(YB_AT(0, in.chan, 0, 0), -in.tr, -in.ts); }
 /* Offset of B's element at (row, col), or -1 where the tap falls outside dy (zero) */
 inline int b_offset(tap_t row, tap_t col)
 {
     const uint p = col.h + row.h, q = col.w + row.w;
-    return p < P && q < Q ? col.off + row.off + Y_AT(0, 0, (int)p, (int)q) : -1;
+    return p < P && q < Q ? col.off + row.off + YB_AT(0, 0, (int)p, (int)q) : -1;
 }
 #else
 inline tap_t b_col(int g, int col, range_t kr)
 {
     const int n = col / (H * W), hw = col % (H * W);
-    return make_tap(Y_AT(n, g * KG, 0, 0), col < GEMM_N ? hw / W + PAD_H : OFF_IMAGE, hw % W + PAD_W);
+    return make_tap(YB_AT(n, g * KG, 0, 0), col < GEMM_N ? hw / W + PAD_H : OFF_IMAGE, hw % W + PAD_W);
 }
 inline tap_t b_row(inner_t in)
 {
-    return make_tap(Y_AT(0, in.chan, 0, 0), -TAP_R(in.tap) * DIL_H, -TAP_S(in.tap) * DIL_W);
+    return make_tap(YB_AT(0, in.chan, 0, 0), -TAP_R(in.tap) * DIL_H, -TAP_S(in.tap) * DIL_W);
 }
 /* Offset of B's element at (row, col), or -1 where the tap misses every output (zero) */
 inline int b_offset(tap_t row, tap_t col)
 {
     const uint ph = col.h + row.h, qw = col.w + row.w;
     const bool inside = ph < P * STRIDE_H && qw < Q * STRIDE_W && ph % STRIDE_H == 0 && qw % STRIDE_W == 0;
-    return inside ? col.off + row.off + Y_AT(0, 0, (int)(ph / STRIDE_H), (int)(qw / STRIDE_W)) : -1;
+    return inside ? col.off + row.off + YB_AT(0, 0, (int)(ph / STRIDE_H), (int)(qw / STRIDE_W)) : -1;
 }
 #endif
 /* The column e to the right of col in the same row of dx (its dy element moves with qw) */
@@ -588,10 +626,31 @@ inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t
 #endif
 
 #if CHANNEL_BLOCKS && DIRECTION != 4
-#define CHAN_STRIDE (DIRECTION == 1 ? XS_C : YS_K)
+#define CHAN_STRIDE (TRANSFORM_X ? 1 : DIRECTION == 1 ? XS_C : YS_K)
 #endif
 
-#if VECTOR_B
+#if TRANSFORM_X
+/* A step is one tap: the vector's B_VEC channels of a column are consecutive in the copy, all inside the image
+ * or all outside (zeros), all below the channel count or all past it (it is a multiple of B_VEC). */
+inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, b_reg_t* reg, __local raw_t* tile,
+                    int t, int step, range_t kr, uint* mask)
+{
+    *mask = 0;
+    const int kk = (t % B_GROUPS) * B_VEC;
+    const inner_t in = inner_at(step, kk, kr);
+    const tap_t row = b_row(in);
+    #pragma unroll
+    for (int j = 0; j < B_REGS; ++j) {
+        const int off = b_offset(row, b_cols[j]);
+        const bool ok = in.valid && off >= 0;
+#if B_ASYNC
+        cp_async16(tile + B_AT(kk, B_COL_OF(t, j)), b + (ok ? off : 0), ok);
+#else
+        reg[j] = ok ? *(__global const uint4*)(b + off) : (uint4)(0u);
+#endif
+    }
+}
+#elif VECTOR_B
 typedef CAT(SRC_BASE, VECTOR_B) b_vec_t;
 #define B_VAT(i, j) B_AT(B_T_VK + (i) * B_VROWS, B_COL_OF(t, j))
 #if B_ASYNC || B_MIXED   /* VECTOR_B elements in one copy */
@@ -611,8 +670,8 @@ typedef CAT(SRC_BASE, VECTOR_B) b_vec_t;
  * all inside); `whole` (all inside, aligned: one vector) and `none` (all outside: zeros) hold for every row,
  * the rows being whole channel planes apart (W, Q multiples of VECTOR_B keep planes aligned). B_MIXED: the
  * vectors copied by cp.async are marked in *mask (bit i * B_NVJ + j) for stage_b to skip. */
-inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, __local raw_t* tile, int t,
-                    int step, range_t kr, uint* mask)
+inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, b_reg_t* reg, __local raw_t* tile,
+                    int t, int step, range_t kr, uint* mask)
 {
     const inner_t in0 = inner_at(step, B_T_VK, kr);
     const tap_t row0 = b_row(in0);
@@ -666,8 +725,8 @@ inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t
 #elif CHANNEL_BLOCKS && DIRECTION != 4
 /* A step is one tap: every row's element sits a whole number of channels from row B_T_KK's, inside or
  * outside the image alike, so offsets and bounds are worked out once per column. */
-inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, __local raw_t* tile, int t,
-                    int step, range_t kr, uint* mask)
+inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, b_reg_t* reg, __local raw_t* tile,
+                    int t, int step, range_t kr, uint* mask)
 {
     *mask = 0;
     const inner_t in0 = inner_at(step, B_T_KK, kr);
@@ -685,8 +744,8 @@ inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t
     }
 }
 #else
-inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, src_t* reg, __local raw_t* tile, int t,
-                    int step, range_t kr, uint* mask)
+inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, b_reg_t* reg, __local raw_t* tile,
+                    int t, int step, range_t kr, uint* mask)
 {
     *mask = 0;
     #pragma unroll
@@ -717,8 +776,15 @@ inline raw_t to_raw(src_t v)
 }
 #endif
 
-#if VECTOR_B
-inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t, uint mask)
+#if TRANSFORM_X
+inline void stage_b(__local raw_t* b_tile, const b_reg_t* b_reg, int t, uint mask)
+{
+    #pragma unroll
+    for (int j = 0; j < B_REGS; ++j)
+        *(__local uint4*)(b_tile + B_AT((t % B_GROUPS) * B_VEC, B_COL_OF(t, j))) = b_reg[j];
+}
+#elif VECTOR_B
+inline void stage_b(__local raw_t* b_tile, const b_reg_t* b_reg, int t, uint mask)
 {
     #pragma unroll
     for (int i = 0; i < B_NVK; ++i)
@@ -735,7 +801,7 @@ inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t, uint mask)
         }
 }
 #else
-inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t, uint mask)
+inline void stage_b(__local raw_t* b_tile, const b_reg_t* b_reg, int t, uint mask)
 {
     #pragma unroll
     for (int i = 0; i < B_NKK; ++i)
@@ -745,7 +811,7 @@ inline void stage_b(__local raw_t* b_tile, const src_t* b_reg, int t, uint mask)
 }
 #endif
 
-inline void stage(__local raw_t* a_tile, __local raw_t* b_tile, const a_reg_t* a_reg, const src_t* b_reg, int t)
+inline void stage(__local raw_t* a_tile, __local raw_t* b_tile, const a_reg_t* a_reg, const b_reg_t* b_reg, int t)
 {
 #if VECTOR_A
     #pragma unroll
@@ -770,7 +836,7 @@ inline void stage(__local raw_t* a_tile, __local raw_t* b_tile, const a_reg_t* a
 /* Fragments of operands copied by cp.async hold fp32 bits: rounded to TF32 as they are read (as to_raw does
  * on the register path), except A from the weight copy, which transform_weights rounded already. */
 #define A_CONVERT (A_ASYNC && !MIOPY_HALF && !TRANSFORM_W)
-#define B_CONVERT (B_ASYNC && !MIOPY_HALF)
+#define B_CONVERT (B_ASYNC && !MIOPY_HALF && !TRANSFORM_X)
 #if A_CONVERT || B_CONVERT
 inline uint tf32_bits(uint v) { return to_raw(as_float(v)); }
 #endif
@@ -953,15 +1019,32 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
 }
 
 /* The workspace: the weight copy (TRANSFORM_W) first, then the split partials (fp32), 256-byte aligned */
-#if SPLIT > 1 || TRANSFORM_W
+#if SPLIT > 1 || TRANSFORM_W || TRANSFORM_X
 #define PARTIAL_PARAM , __global uchar* restrict workspace
 #else
 #define PARTIAL_PARAM
 #endif
+#define ALIGN_256(bytes) (((bytes) + 255) / 256 * 256)
 #if TRANSFORM_W
-#define PARTIAL_OFFSET (((K * CG * RS * (int)sizeof(src_t)) + 255) / 256 * 256)
+#define X_OFFSET ALIGN_256((long)K * CG * RS * (long)sizeof(src_t))
 #else
-#define PARTIAL_OFFSET 0
+#define X_OFFSET 0L
+#endif
+#if TRANSFORM_X    /* the channel-fastest copy of x (forward) or dy (backward-data): TX_C x TX_HW per image */
+#if DIRECTION == 1
+#define TX_C C
+#define TX_H H
+#define TX_W W
+#define TX_SRC_AT(n, c, h, w) X_AT(n, c, h, w)
+#else
+#define TX_C K
+#define TX_H P
+#define TX_W Q
+#define TX_SRC_AT(n, c, h, w) Y_AT(n, c, h, w)
+#endif
+#define PARTIAL_OFFSET (X_OFFSET + ALIGN_256((long)N * TX_C * TX_H * TX_W * (long)sizeof(src_t)))
+#else
+#define PARTIAL_OFFSET X_OFFSET
 #endif
 #define OUT_COLS (PHASES * GEMM_N)           /* output columns (PHASED: every phase's, phase by phase) */
 #define OUT_COUNT (G * GEMM_M * OUT_COLS)    /* one split's partials: [g][m][col] */
@@ -1029,7 +1112,9 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
 #elif DIRECTION != 4
     __global const src_t* restrict a_src = (__global const src_t*)w;
 #endif
-#if DIRECTION == 1
+#if TRANSFORM_X
+    __global const src_t* restrict b_src = (__global const src_t*)(workspace + X_OFFSET);
+#elif DIRECTION == 1
     __global const src_t* restrict b_src = (__global const src_t*)x;
 #elif DIRECTION == 2
     __global const src_t* restrict b_src = (__global const src_t*)y;
@@ -1062,9 +1147,9 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
      * slice i + STAGES - 1 go into that buffer (one commit group per slice, empty past the end) while slice i is
      * multiplied. An operand on the register path (fp16 B) is fetched before the multiply, stored after it. */
 #if B_ASYNC
-    src_t* b_reg = 0;
+    b_reg_t* b_reg = 0;
 #else
-    src_t b_reg[B_REGS];
+    b_reg_t b_reg[B_REGS];
 #endif
     uint b_mask;
     #pragma unroll 1
@@ -1100,7 +1185,7 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
     /* Iteration i fetches slice i into registers, multiplies slice i-1 from local memory (the global
      * reads in flight meanwhile), then stages slice i. */
     a_reg_t a_reg[A_REGS];
-    src_t b_reg[B_REGS];
+    b_reg_t b_reg[B_REGS];
     uint b_mask;
     for (int step = 0; step <= steps; ++step) {
         if (step < steps) {
@@ -1180,5 +1265,40 @@ __kernel void transform_weights(__global const DATA_T* restrict w, __global src_
 #else
     wt[(((k / KG) * CG + c) * RS + tap) * KG + k % KG] = v;
 #endif
+}
+#endif
+
+#if TRANSFORM_X
+/* x (forward) or dy (backward-data) copied channel-fastest, [n][h][w][c], after the weight copy in the workspace
+ * (fp32 rounded to TF32 once here, as transform_weights does): per image a TX_C x (TX_H * TX_W) transpose in
+ * 32 x 32 tiles through local memory, so reads and writes are both coalesced. */
+#define TX_TILE 32
+#define TX_ROWS 8
+__kernel __attribute__((reqd_work_group_size(TX_TILE, TX_ROWS, 1)))
+void transform_x(__global const DATA_T* restrict src, __global uchar* restrict workspace)
+{
+    __local src_t tile[TX_TILE][TX_TILE + 1];
+    const int hw0 = get_group_id(0) * TX_TILE, c0 = get_group_id(1) * TX_TILE, n = get_group_id(2);
+    const int tx = get_local_id(0), ty = get_local_id(1);
+    __global const src_t* restrict s = (__global const src_t*)src;
+    #pragma unroll
+    for (int i = ty; i < TX_TILE; i += TX_ROWS) {
+        const int c = c0 + i, hw = hw0 + tx;
+        if (c < TX_C && hw < TX_H * TX_W) {
+            src_t v = s[TX_SRC_AT(n, c, hw / TX_W, hw % TX_W)];
+#if !MIOPY_HALF
+            v = as_float(to_raw(v));
+#endif
+            tile[i][tx] = v;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    __global src_t* restrict out = (__global src_t*)(workspace + X_OFFSET);
+    #pragma unroll
+    for (int i = ty; i < TX_TILE; i += TX_ROWS) {
+        const int c = c0 + tx, hw = hw0 + i;
+        if (c < TX_C && hw < TX_H * TX_W)
+            out[(n * (TX_H * TX_W) + hw) * TX_C + c] = tile[tx][i];
+    }
 }
 #endif

@@ -13,6 +13,7 @@ products are exact); u_out = 2^-11 for an fp16 output, 0 for fp32; (L + 2) * 2^-
 whatever their order and rounding (the tensor cores may truncate); tiny = 2^-24 for fp16 subnormals.
 """
 import dataclasses
+import itertools
 import json
 
 import numpy as np
@@ -287,10 +288,10 @@ def test_pruned_search_space_is_the_filtered_grid(monkeypatch):
 # -- the kernels' layout and index mapping, emulated (any OpenCL device) -----------------------------------
 ODD = (2, 6, 7, 9, 13, 3, 3, (1, 2), (2, 1), (1, 2), 1)   # ragged tiles, pad, stride, dilation
 def cfg(m_blk, n_blk, warps_m, warps_n, stages, blocks, split=1, transform=False, vector=False, k_blk=16,
-        cp_async=False, vector_b=0) -> dict:
+        cp_async=False, vector_b=0, transform_x=False) -> dict:
     return {"M_BLK": m_blk, "N_BLK": n_blk, "K_BLK": k_blk, "WARPS_M": warps_m, "WARPS_N": warps_n, "STAGES": stages,
             "CHANNEL_BLOCKS": blocks, "SPLIT": split, "TRANSFORM_W": transform, "LDMATRIX": False, "VECTOR_A": vector,
-            "CP_ASYNC": cp_async, "VECTOR_B": vector_b}
+            "CP_ASYNC": cp_async, "VECTOR_B": vector_b, "TRANSFORM_X": transform_x}
 
 
 EMULATED = [  # (direction, params): one warp and two, one stage and two, channel blocks, the weight copy, a split
@@ -400,6 +401,33 @@ CP_ASYNC_CASES += [
 ]
 
 
+# TRANSFORM_X: B from the channel-fastest copy of x / dy in 16-byte vectors along the channels ([col][kk] tiles):
+# 8 channels (two 4-vectors in fp32, one 8-vector in fp16, K_BLK 16 ragged past them), 24 channels over 16-deep
+# slices (the last block half empty); pad, stride, dilation, groups of 8 channels; with the weight copy before it
+# in the workspace and split partials after it; register path and the cp.async ring; phased backward-data
+TX_ODD = (2, 8, 7, 9, 8, 3, 3, (1, 2), (2, 1), (1, 2), 1)
+TX_WIDE = (2, 24, 7, 6, 24, 3, 3, 1, 1, 1, 1)
+TX_GROUPS = (2, 16, 7, 7, 16, 3, 3, 1, 1, 1, 2)
+TX_PHASED = (2, 8, 9, 11, 16, 3, 3, (1, 0), (2, 3), 1, 1)
+CP_ASYNC_CASES += [
+    (Direction.FORWARD, "FP32", TX_ODD, cfg(16, 32, 1, 2, 2, True, transform_x=True)),
+    (Direction.FORWARD, "FP32", TX_WIDE, cfg(16, 16, 1, 1, 3, True, transform=True, vector=True, cp_async=True,
+                                             transform_x=True)),
+    (Direction.FORWARD, "FP16", TX_ODD, cfg(16, 16, 1, 1, 1, True, transform=True, transform_x=True)),
+    (Direction.FORWARD, "FP16", TX_GROUPS, cfg(16, 32, 1, 1, 2, True, transform=True, vector=True, split=2,
+                                               cp_async=True, transform_x=True)),
+    (Direction.BACKWARD_DATA, "FP32", TX_ODD, cfg(16, 16, 1, 1, 4, True, transform=True, cp_async=True,
+                                                  transform_x=True)),
+    (Direction.BACKWARD_DATA, "FP32", TX_GROUPS, cfg(16, 32, 1, 2, 2, True, split=2, transform_x=True)),
+    (Direction.BACKWARD_DATA, "FP16", TX_WIDE, cfg(16, 16, 1, 1, 2, True, transform=True, vector=True, cp_async=True,
+                                                   transform_x=True)),
+    (Direction.BACKWARD_DATA, "FP32", TX_PHASED, cfg(16, 32, 1, 2, 3, True, transform=True, cp_async=True,
+                                                     transform_x=True)),
+    (Direction.BACKWARD_DATA, "FP16", TX_PHASED, cfg(16, 16, 1, 1, 2, True, transform=True, split=2,
+                                                     transform_x=True)),
+]
+
+
 @pytest.mark.parametrize("direction,dtype,shape,params", CP_ASYNC_CASES,
                          ids=[f"{d.name}-{t}-{p['STAGES']}-{i}" for i, (d, t, _, p) in enumerate(CP_ASYNC_CASES)])
 def test_emulated_pipelines_match_float64_within_the_format_bound(handle, direction, dtype, shape, params):
@@ -486,6 +514,53 @@ def test_ptx_sources_of_pipeline_points_build_with_the_asm_stubbed(handle, direc
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("direction", [Direction.FORWARD, Direction.BACKWARD_DATA], ids=lambda d: d.name)
+def test_ptx_sources_of_transform_x_points_build_with_the_asm_stubbed(handle, direction, dtype):
+    """TRANSFORM_X on ResNet-50's 14x14 3x3 layer: the defaults with the copy, by cp.async (2 and 3 stages, ldmatrix
+    on [col][kk] B tiles) and on the register path; the copy kernels' specs do not depend on the tiles."""
+    problem = problem_of(direction, LAYERS[0], dtype)
+    base = {**SOLVER.default_params(problem, H100), "TRANSFORM_X": True}
+    points = [base, {**base, "CP_ASYNC": False}, {**base, "CP_ASYNC": True, "STAGES": 3, "N_BLK": 64,
+                                                 "SPLIT": 1}]
+    specs = []
+    for params in points:
+        assert SOLVER.invalid_reason(problem, params, H100) is None, (params, SOLVER.invalid_reason(problem, params,
+                                                                                                    H100))
+        specs.append([launch.spec for launch in SOLVER.solution(problem, params).launches])
+    assert [s.name for s in specs[0][:2]] == ["transform_weights", "transform_x"]
+    assert all(s[:2] == specs[0][:2] for s in specs)     # one build of each copy for every point
+    for spec in dict.fromkeys(sum(specs, [])):
+        ptx_stubbed_build(handle, spec)
+
+
+def test_transform_x_points_say_why(monkeypatch):
+    """TRANSFORM_X needs channel blocks, channels per group a multiple of the 16-byte vector, whole passes of
+    vectors, no VECTOR_B and a copy within the cap; backward-weights never; the workspace holds the copy where it
+    applies (after the weight copy, before the partials)."""
+    from miopy.conv.solvers import mma
+    from miopy.conv.solvers.mma import TRANSFORM_X_CAP, transform_x_bytes
+    fp32 = problem_of(Direction.FORWARD, LAYERS[0])
+    base = {**SOLVER.default_params(fp32, H100), "TRANSFORM_X": True}
+    assert SOLVER.invalid_reason(fp32, base, H100) is None
+    assert "CHANNEL_BLOCKS" in SOLVER.invalid_reason(fp32, {**base, "CHANNEL_BLOCKS": False, "TRANSFORM_W": False,
+                                                            "VECTOR_A": False}, H100)
+    assert "VECTOR_B" in SOLVER.invalid_reason(fp32, {**base, "VECTOR_B": 2}, H100)
+    odd = problem_of(Direction.FORWARD, (2, 6, 9, 9, 16, 3, 3, 1, 1, 1, 1), "FP16")
+    assert "multiple of the 8-element vector" in SOLVER.invalid_reason(
+        odd, {**SOLVER.default_params(odd, H100), "TRANSFORM_X": True, "CHANNEL_BLOCKS": True}, H100)
+    wgrad = problem_of(Direction.BACKWARD_WEIGHTS, LAYERS[0])
+    assert "CHANNEL_BLOCKS" in SOLVER.invalid_reason(wgrad, {**SOLVER.default_params(wgrad, H100),
+                                                             "TRANSFORM_X": True}, H100)
+    assert all(not p["TRANSFORM_X"] for p in itertools.islice(SOLVER.search_space(wgrad, H100), 200))
+    huge = problem_of(Direction.FORWARD, (64, 512, 128, 128, 64, 3, 3, 1, 1, 1, 1))
+    assert transform_x_bytes(huge) > TRANSFORM_X_CAP
+    assert "MiB" in SOLVER.invalid_reason(huge, {**SOLVER.default_params(huge, H100), "TRANSFORM_X": True}, H100)
+    with_copy = SOLVER.workspace_bytes(fp32)
+    monkeypatch.setattr(mma, "TRANSFORM_X_CAP", 0)
+    assert with_copy - SOLVER.workspace_bytes(fp32) == transform_x_bytes(fp32) > 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_ptx_sources_of_phased_backward_data_build_with_the_asm_stubbed(handle, dtype):
     """PHASED backward-data on ResNet-50's 7x7 stride-2 stem: the default point and a cp.async one with a split."""
     problem = problem_of(Direction.BACKWARD_DATA, LAYERS[3], dtype)
@@ -542,6 +617,9 @@ def test_tensor_cores_match_float64_within_the_format_bound(handle, direction, d
         problem = problem_of(direction, shape, dtype)
         assert SOLVER.not_applicable_reason(problem, handle.info) is None
         points = [SOLVER.default_params(problem, handle.info)] + SOLVER.sample_space(problem, handle.info, 2, seed=i)
+        copied = [{**points[0], "TRANSFORM_X": True, "CHANNEL_BLOCKS": True, "VECTOR_B": 0, "CP_ASYNC": c, "STAGES": 2}
+                  for c in (False, True)]     # B from the channel-fastest copy, on registers and by cp.async
+        points += [p for p in copied if SOLVER.is_valid(problem, p, handle.info)]
         t = host_tensors(problem, seed=i)
         for params in points:
             check_within_bound(problem, t, run_solution(handle, SOLVER.solution(problem, params), problem, t))

@@ -33,6 +33,7 @@ MAX_SPLIT_FB = 16             # forward / backward-data split-K: at most this ma
 # 132 compute units): larger outputs fill the GPU without it, and the solver's workspace (find allocates the
 # largest) stays the weight copy there
 SPLIT_FB_MAX_OUTPUT = 2 * 132 * 128 * 128
+TRANSFORM_X_CAP = 512 << 20   # bytes: the largest channel-fastest copy of x / dy (TRANSFORM_X) the workspace holds
 PARTIAL_ALIGN = 256           # bytes: the split partials start this aligned after the weight copy
 # Hybrid |a-e|/(1+|e|) bound vs float64 for find / tuning checks: 4 * 2^-11 * sqrt(L) at L = 1024 terms (the
 # registry grows it like sqrt(L) beyond): each TF32 operand rounds by up to 2^-11 (10-bit mantissa), so a sum of
@@ -55,16 +56,22 @@ def instruction(dtype: DataType) -> str:
 
 def async_operands(params: Params, dtype: DataType) -> tuple[bool, bool]:
     """Whether cp.async copies A and B (see CP_ASYNC in conv_mma.cl): A always, B when its elements are 4 bytes
-    (fp16's 2-byte gather stays on the register path)."""
+    or it is read from the channel-fastest copy (TRANSFORM_X: 16-byte vectors); fp16's 2-byte gather stays on
+    the register path."""
     on = bool(params["CP_ASYNC"])
-    return on, on and dtype is not DataType.FLOAT16
+    return on, on and (dtype is not DataType.FLOAT16 or bool(params["TRANSFORM_X"]))
+
+
+def b_kk_fast(params: Params, direction: Direction) -> bool:
+    """Whether B's local tile is [col][kk] (backward-weights; TRANSFORM_X) rather than [kk][col]."""
+    return direction is Direction.BACKWARD_WEIGHTS or bool(params["TRANSFORM_X"])
 
 
 def local_bytes(params: Params, dtype: DataType, direction: Direction) -> int:
     """Local memory of one work-group: STAGES x (A tile + B tile), padded rows (see conv_mma.cl)."""
     pad_k, pad_n = (8, 8) if dtype is DataType.FLOAT16 else (4, 8)
     a_tile = params["M_BLK"] * (params["K_BLK"] + pad_k)
-    if direction is Direction.BACKWARD_WEIGHTS:
+    if b_kk_fast(params, direction):
         b_tile = params["N_BLK"] * (params["K_BLK"] + pad_k)
     else:
         b_tile = params["K_BLK"] * (params["N_BLK"] + pad_n)
@@ -99,7 +106,8 @@ class ConvImplicitGemmMma(ConvSolver):
     grid = {"M_BLK": (16, 32, 64, 128, 256), "N_BLK": (16, 32, 64, 128, 256), "K_BLK": (8, 16, 32, 64),
             "WARPS_M": (1, 2, 4), "WARPS_N": (1, 2, 4), "STAGES": (1, 2, 3, 4), "CHANNEL_BLOCKS": (False, True),
             "SPLIT": (1, 2, 4, 8, 16, 32, 64, 128, 256), "TRANSFORM_W": (False, True), "LDMATRIX": (False, True),
-            "VECTOR_A": (False, True), "CP_ASYNC": (False, True), "VECTOR_B": (0, 2, 4, 8)}
+            "VECTOR_A": (False, True), "CP_ASYNC": (False, True), "VECTOR_B": (0, 2, 4, 8),
+            "TRANSFORM_X": (False, True)}
     param_doc = {
         "M_BLK": "work-group tile rows (output channels; input channels in backward-data)",
         "N_BLK": "work-group tile columns (output pixels; filter taps in backward-weights)",
@@ -121,6 +129,10 @@ class ConvImplicitGemmMma(ConvSolver):
         "VECTOR_B": "forward / backward-data, CHANNEL_BLOCKS, stride 1 along w: gather B as that many consecutive "
                     "columns of an output row, one vector (or one cp.async) where the tap keeps them aligned and "
                     "inside, one local store (W and Q multiples of it; 16 bytes at most)",
+        "TRANSFORM_X": "forward / backward-data with CHANNEL_BLOCKS: first copy x (forward) or dy (backward-data) "
+                       "channel-fastest (NHWC) into the workspace, so B is read as 16-byte vectors along the channels "
+                       "(one bounds check and one cp.async per vector, fp16 too); channels a multiple of the vector, "
+                       f"the copy within {TRANSFORM_X_CAP >> 20} MiB",
         "CP_ASYNC": "copy slices global -> local with cp.async (no registers, zero-fill for padding) into a ring of "
                     "STAGES >= 2 buffers: fp32 A and B; fp16 A (16-byte VECTOR_A, else pairs along k: k contiguous, "
                     "sizes even) and, with VECTOR_B, B's aligned vectors (its 2-byte gather otherwise stays on "
@@ -148,6 +160,8 @@ class ConvImplicitGemmMma(ConvSolver):
         values["SPLIT"] = tuple(v for v in values["SPLIT"] if v <= split_limit(problem))
         if problem.direction is Direction.BACKWARD_WEIGHTS:
             values["CHANNEL_BLOCKS"] = values["TRANSFORM_W"] = (False,)
+        if not transform_x_fits(problem):
+            values["TRANSFORM_X"] = (False,)
         values["VECTOR_B"] = tuple(v for v in values["VECTOR_B"] if not v or _vector_b_fits(problem, v))
         if CP_ASYNC_PROBE not in dev.ptx_mma:
             values["CP_ASYNC"], values["STAGES"] = (False,), (1, 2)
@@ -156,7 +170,9 @@ class ConvImplicitGemmMma(ConvSolver):
             params = dict(zip(names, point))
             if params["STAGES"] > 2 and not params["CP_ASYNC"] or params["CP_ASYNC"] and params["STAGES"] < 2:
                 continue
-            if (params["TRANSFORM_W"] or params["VECTOR_B"]) and not params["CHANNEL_BLOCKS"]:
+            if (params["TRANSFORM_W"] or params["VECTOR_B"] or params["TRANSFORM_X"]) and not params["CHANNEL_BLOCKS"]:
+                continue
+            if params["TRANSFORM_X"] and params["VECTOR_B"]:
                 continue
             if self.is_valid(problem, params, dev):
                 yield params
@@ -168,13 +184,15 @@ class ConvImplicitGemmMma(ConvSolver):
         return _pipelined(problem, max(valid, key=lambda c: _score(problem, c, dev)), dev)
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
-        """Room for the transformed weights (TRANSFORM_W, forward / backward-data), then fp32 split partials for
-        the largest SPLIT the problem allows (see split_limit)."""
+        """Room for the transformed weights (TRANSFORM_W) and, where the problem allows TRANSFORM_X, the
+        channel-fastest copy of x / dy (forward / backward-data), then fp32 split partials for the largest SPLIT the
+        problem allows (see split_limit)."""
         split = split_limit(problem)
         partials = 4 * split * output_count(problem) if split > 1 else 0
         if problem.direction is Direction.BACKWARD_WEIGHTS:
             return partials
-        return round_up(problem.w.element_count * problem.dtype.itemsize, PARTIAL_ALIGN) + partials
+        copy = round_up(transform_x_bytes(problem), PARTIAL_ALIGN) if transform_x_fits(problem) else 0
+        return round_up(problem.w.element_count * problem.dtype.itemsize, PARTIAL_ALIGN) + copy + partials
 
     def solution(self, problem: ConvProblem, params: Params, epilogue=None) -> Solution:
         shape, split = gemm_shape(problem), params["SPLIT"]
@@ -182,15 +200,25 @@ class ConvImplicitGemmMma(ConvSolver):
                    "DIRECTION": int(problem.direction), **{name: params[name] for name in self.grid},
                    "PHASED": int(phased(problem)),
                    "SPLIT_CHUNK": chunk_of(problem, params)}
-        args = ("x", "w", "y") + (("workspace",) if split > 1 or params["TRANSFORM_W"] else ())
+        args = ("x", "w", "y") + (("workspace",) if split > 1 or params["TRANSFORM_W"] or params["TRANSFORM_X"]
+                                  else ())
+        # the copies depend on the problem and on which copies there are, not on the tiles: one build serves every
+        # point (find and the tuner build far fewer kernels)
+        copies = {**defines, **SMALLEST, "CHANNEL_BLOCKS": True, "SPLIT_CHUNK": 1,
+                  "TRANSFORM_W": params["TRANSFORM_W"], "TRANSFORM_X": params["TRANSFORM_X"]}
         if epilogue is not None:
             defines.update(epilogue.defines())
             args = args + tuple(epilogue.args)
         launches = []
         if params["TRANSFORM_W"]:
-            transform = KernelSpec.make(KERNEL_FILE, "transform_weights", defines)
+            transform = KernelSpec.make(KERNEL_FILE, "transform_weights", copies)
             count = problem.w.element_count
             launches.append(KernelLaunch(transform, (round_up(count, REDUCE_WG),), (REDUCE_WG,), ("w", "workspace")))
+        if params["TRANSFORM_X"]:
+            channels, pixels, source = _transform_x_source(problem)
+            transform = KernelSpec.make(KERNEL_FILE, "transform_x", copies)
+            launches.append(KernelLaunch(transform, (round_up(pixels, TX_TILE), -(-channels // TX_TILE) * TX_ROWS,
+                                                     problem.n), (TX_TILE, TX_ROWS, 1), (source, "workspace")))
         spec = KernelSpec.make(KERNEL_FILE, "conv_mma", defines)
         threads = WARP * params["WARPS_M"] * params["WARPS_N"]
         global_size = (column_tiles(problem, params["N_BLK"]) * threads, -(-shape.m // params["M_BLK"]),
@@ -206,6 +234,29 @@ class ConvImplicitGemmMma(ConvSolver):
 
 
 OUTPUT_NAME = {Direction.FORWARD: "y", Direction.BACKWARD_DATA: "x", Direction.BACKWARD_WEIGHTS: "w"}
+TX_TILE, TX_ROWS = 32, 8      # transform_x's work-group: 32 x 32 tiles of (channels, pixels), 8 rows of work-items
+
+
+def _transform_x_source(problem: ConvProblem) -> tuple[int, int, str]:
+    """(channels, pixels per image, buffer) of the tensor TRANSFORM_X copies: x forward, dy backward-data."""
+    p = problem
+    if p.direction is Direction.FORWARD:
+        return p.c, p.in_h * p.in_w, "x"
+    return p.k, p.out_h * p.out_w, "y"
+
+
+def transform_x_bytes(problem: ConvProblem) -> int:
+    """Bytes of TRANSFORM_X's copy (x forward, dy backward-data)."""
+    channels, pixels, _ = _transform_x_source(problem)
+    return problem.n * channels * pixels * problem.dtype.itemsize
+
+
+def transform_x_fits(problem: ConvProblem) -> bool:
+    """Whether TRANSFORM_X can apply: forward / backward-data, the inner channels (C/G, K/G) a multiple of the
+    16-byte vector, the copy within TRANSFORM_X_CAP."""
+    return (problem.direction is not Direction.BACKWARD_WEIGHTS
+            and inner_channels(problem) % a_vector(problem.dtype) == 0
+            and transform_x_bytes(problem) <= TRANSFORM_X_CAP)
 
 
 def emulated(solution: Solution) -> Solution:
@@ -342,7 +393,7 @@ def _warp_reason(problem: ConvProblem, params: Params) -> str | None:
         return f"{warps_m}x{warps_n} warps do not split a {m_blk}x{n_blk} tile into 16x8 mma tiles"
     if k_blk % mma_k(problem.dtype):
         return f"K_BLK={k_blk} is not a multiple of the mma's k ({mma_k(problem.dtype)})"
-    pairs_b = problem.dtype is DataType.FLOAT16 or problem.direction is Direction.BACKWARD_WEIGHTS
+    pairs_b = problem.dtype is DataType.FLOAT16 or b_kk_fast(params, problem.direction)
     if params["LDMATRIX"] and pairs_b and n_blk % (16 * warps_n):
         return f"LDMATRIX reads B two n-tiles at a time: N_BLK/WARPS_N={n_blk // warps_n} is not a multiple of 16"
     sums = m_blk * n_blk // (WARP * warps_m * warps_n)
@@ -379,8 +430,8 @@ def _shape_reason(problem: ConvProblem, params: Params) -> str | None:
     """Tiles against the problem: whole fetch passes, no tile twice too big, SPLIT within bounds."""
     shape, threads = gemm_shape(problem), WARP * params["WARPS_M"] * params["WARPS_N"]
     m_blk, n_blk, k_blk = params["M_BLK"], params["N_BLK"], params["K_BLK"]
-    b_kk_fast = problem.direction is Direction.BACKWARD_WEIGHTS
-    if not (_fetch_divides(k_blk, m_blk, threads, True) and _fetch_divides(k_blk, n_blk, threads, b_kk_fast)):
+    b_fits = bool(params["TRANSFORM_X"]) or _fetch_divides(k_blk, n_blk, threads, b_kk_fast(params, problem.direction))
+    if not (_fetch_divides(k_blk, m_blk, threads, True) and b_fits):
         return f"{threads} work-items do not split the {k_blk}x{m_blk} and {k_blk}x{n_blk} slices evenly"
     if params["CHANNEL_BLOCKS"] and problem.direction is Direction.BACKWARD_WEIGHTS:
         return "CHANNEL_BLOCKS applies to forward and backward-data only"
@@ -392,6 +443,10 @@ def _shape_reason(problem: ConvProblem, params: Params) -> str | None:
             return reason
     if params["VECTOR_B"]:
         reason = _vector_b_reason(problem, params, threads)
+        if reason:
+            return reason
+    if params["TRANSFORM_X"]:
+        reason = _transform_x_reason(problem, params, threads)
         if reason:
             return reason
     k_size = inner_channels(problem) if params["CHANNEL_BLOCKS"] else shape.k
@@ -432,6 +487,20 @@ def _vector_a_reason(problem: ConvProblem, params: Params, threads: int, vec: in
     return None if size % vec == 0 else f"VECTOR_A: {what}={size} is not a multiple of {vec}"
 
 
+def _transform_x_reason(problem: ConvProblem, params: Params, threads: int) -> str | None:
+    """Why B cannot be read from a channel-fastest copy in 16-byte vectors (TRANSFORM_X in conv_mma.cl), or None."""
+    vec, p = a_vector(problem.dtype), problem
+    if p.direction is Direction.BACKWARD_WEIGHTS or not params["CHANNEL_BLOCKS"] or params["VECTOR_B"]:
+        return "TRANSFORM_X needs CHANNEL_BLOCKS (forward / backward-data) and no VECTOR_B"
+    if inner_channels(p) % vec:
+        return f"TRANSFORM_X: {inner_channels(p)} channels per group are not a multiple of the {vec}-element vector"
+    if transform_x_bytes(p) > TRANSFORM_X_CAP:
+        return f"TRANSFORM_X: the copy takes {transform_x_bytes(p)} bytes > {TRANSFORM_X_CAP >> 20} MiB"
+    if params["K_BLK"] % vec or params["N_BLK"] * params["K_BLK"] // vec % threads:
+        return f"TRANSFORM_X: a {params['K_BLK']}x{params['N_BLK']} slice is not whole passes of {vec}-vectors"
+    return None
+
+
 def _vector_b_fits(problem: ConvProblem, vec: int) -> bool:
     """Whether the problem lets VECTOR_B=vec gather B along output rows (whatever the tiles)."""
     p = problem
@@ -457,7 +526,7 @@ def _vector_b_reason(problem: ConvProblem, params: Params, threads: int) -> str 
 # -- default params ---------------------------------------------------------------------------------------
 SMALLEST = {"M_BLK": 16, "N_BLK": 16, "K_BLK": 16, "WARPS_M": 1, "WARPS_N": 1, "STAGES": 1,
             "CHANNEL_BLOCKS": False, "SPLIT": 1, "TRANSFORM_W": False, "LDMATRIX": False, "VECTOR_A": False,
-            "CP_ASYNC": False, "VECTOR_B": 0}
+            "CP_ASYNC": False, "VECTOR_B": 0, "TRANSFORM_X": False}
 # (M_BLK, N_BLK, WARPS_M, WARPS_N): 64x64 warp tiles where the problem is large, down to one warp on 16x16
 _TILES = ((128, 128, 2, 2), (128, 128, 2, 4), (256, 128, 4, 2), (128, 256, 2, 4), (128, 64, 2, 2), (64, 128, 2, 2),
           (64, 64, 2, 2), (128, 32, 4, 1), (32, 128, 1, 4), (64, 32, 2, 1), (32, 64, 1, 2), (32, 32, 1, 1),
@@ -477,7 +546,7 @@ def _candidates(problem: ConvProblem, dev: DeviceInfo) -> list[Params]:
                 for s in splits:
                     base = {"M_BLK": m, "N_BLK": n, "K_BLK": k, "WARPS_M": wm, "WARPS_N": wn, "STAGES": 2,
                             "CHANNEL_BLOCKS": cb, "SPLIT": s, "TRANSFORM_W": False, "LDMATRIX": False,
-                            "VECTOR_A": False, "CP_ASYNC": False, "VECTOR_B": 0}
+                            "VECTOR_A": False, "CP_ASYNC": False, "VECTOR_B": 0, "TRANSFORM_X": False}
                     featured = _featured(problem, base, dev)
                     if problem.dtype is DataType.FLOAT16 or featured["STAGES"] == 2 or k == min(k_blks):
                         out.append(featured)   # fp32: one stage of 32 spilled or lost to two of 16 on the H100
