@@ -97,10 +97,10 @@ VARIANTS = {
     "cp2-splitk2": {"CP_ASYNC": True, "STAGES": 2, "SPLIT": 2, "*directions": "FB"},
     "cp2-splitk4": {"CP_ASYNC": True, "STAGES": 2, "SPLIT": 4, "*directions": "FB"},
     "deep-splitk2": {"CP_ASYNC": True, "STAGES": 2, "*deeper": True, "SPLIT": 2, "*directions": "FB"},
-    # B from a channel-fastest copy of x / dy (TRANSFORM_X): 16-byte vectors along the channels, fp16 by cp.async too
-    "tx": {"TRANSFORM_X": True, "*directions": "FB"},
-    "tx-cp2": {"TRANSFORM_X": True, "CP_ASYNC": True, "STAGES": 2, "*directions": "FB"},
-    "tx-cp3": {"TRANSFORM_X": True, "CP_ASYNC": True, "STAGES": 3, "*tile_first": True, "*directions": "FB"},
+    # B from a channel-fastest copy of x / dy (TRANSFORM_X): 16-byte vectors of channels, fp16 by cp.async too
+    "tx": {"TRANSFORM_X": True},
+    "tx-cp2": {"TRANSFORM_X": True, "CP_ASYNC": True, "STAGES": 2},
+    "tx-cp3": {"TRANSFORM_X": True, "CP_ASYNC": True, "STAGES": 3, "*tile_first": True},
     "tx-deep": {"TRANSFORM_X": True, "CP_ASYNC": True, "STAGES": 2, "*deeper": True, "*directions": "FB"},
 }
 

@@ -48,12 +48,14 @@
  *                    that transform_weights lays out channel-fastest (forward wt[k][tap][c], backward-data
  *                    wt[g][c][tap][k within g]), so a slice's rows are consecutive in memory (coalesced);
  *                    0 reads w in place (rows R*S or C*R*S elements apart)
- *   TRANSFORM_X      forward / backward-data with CHANNEL_BLOCKS: 1 reads B from a channel-fastest (NHWC) copy of the
- *                    gathered tensor (x forward, dy backward-data) that transform_x writes into the workspace after
- *                    the weight copy (fp32 rounded to TF32 there): a slice's K_BLK channels of one column are
- *                    consecutive, so B is fetched as 16-byte vectors along k (one bounds check per vector, one
- *                    cp.async each, fp16 included) and staged [col][kk] like A (ldmatrix without .trans); the
- *                    channel count (C/G forward, K/G backward-data) is a multiple of the vector
+ *   TRANSFORM_X      1 reads B from a channel-fastest (NHWC) copy of the gathered tensor (x forward and
+ *                    backward-weights, dy backward-data) that transform_x writes into the workspace after the weight
+ *                    copy (fp32 rounded to TF32 there), as 16-byte vectors of consecutive channels (one bounds check
+ *                    and one cp.async per vector, fp16 included; the channel count C/G or K/G a multiple of the
+ *                    vector). Forward / backward-data (with CHANNEL_BLOCKS): a slice's K_BLK channels of one column
+ *                    are consecutive, so vectors run along k and B is staged [col][kk] like A (ldmatrix without
+ *                    .trans). Backward-weights: the columns are ordered (tap, c) with c fastest, so vectors run along
+ *                    the columns (B_VEC channels of one tap at one n, p, q) and B is staged [kk][col]
  *   VECTOR_A         1: A slices fetched as 16-byte vectors of consecutive k (float4 / 8 halves) where k is
  *                    contiguous in memory (transformed weights, 1x1 forward weights, dy planes in
  *                    backward-weights) and the channel / plane sizes are multiples of the vector
@@ -96,8 +98,8 @@
 #ifndef TRANSFORM_X
 #define TRANSFORM_X 0
 #endif
-#if TRANSFORM_X && (DIRECTION == 4 || !CHANNEL_BLOCKS || VECTOR_B)
-#error "TRANSFORM_X needs CHANNEL_BLOCKS (forward or backward-data) and no VECTOR_B"
+#if TRANSFORM_X && ((DIRECTION != 4 && !CHANNEL_BLOCKS) || VECTOR_B)
+#error "TRANSFORM_X needs CHANNEL_BLOCKS (forward, backward-data) and no VECTOR_B"
 #endif
 #if VECTOR_B && (DIRECTION == 4 || !CHANNEL_BLOCKS || STRIDE_W != 1 || W % VECTOR_B || Q % VECTOR_B)
 #error "VECTOR_B needs forward / backward-data with CHANNEL_BLOCKS, stride 1 along w, W and Q multiples of it"
@@ -136,7 +138,7 @@
 #define W_AT(k, c, r, s) ((k) * WS_K + (c) * WS_C + (r) * WS_R + (s) * WS_S)
 #define Y_AT(n, k, p, q) ((n) * YS_N + (k) * YS_K + (p) * YS_P + (q) * YS_Q)
 /* Where B reads the gathered tensor: in place, or (TRANSFORM_X) in its channel-fastest copy */
-#if TRANSFORM_X && DIRECTION == 1
+#if TRANSFORM_X && DIRECTION != 2
 #define XB_AT(n, c, h, w) ((((n) * H + (h)) * W + (w)) * C + (c))
 #else
 #define XB_AT(n, c, h, w) X_AT(n, c, h, w)
@@ -203,7 +205,7 @@ typedef uint raw_t;          /* TF32 bits */
 #define GEMM_M KG
 #define GEMM_N (CG * RS)
 #define GEMM_K (N * P * Q)
-#define B_KK_FAST 1
+#define B_KK_FAST (!TRANSFORM_X)
 #endif
 
 /* Local tiles: element (kk, idx) of a slice. */
@@ -242,18 +244,28 @@ typedef uint raw_t;          /* TF32 bits */
 #define B_NKK (K_BLK / B_KK_STEP)
 #define B_NIDX (N_BLK / B_IDX_STEP)
 #if TRANSFORM_X
-/* 16-byte vectors of B_VEC consecutive channels; per work-item the vector at kk = (t % B_GROUPS) * B_VEC of
- * columns B_COL_OF(t, j) */
-#define B_VEC (MIOPY_HALF ? 8 : 4)
-#define B_GROUPS (K_BLK / B_VEC)
-#define B_VROWS (THREADS / B_GROUPS)
-#define B_REGS (N_BLK / B_VROWS)
+#define B_VEC (MIOPY_HALF ? 8 : 4)  /* 16-byte vectors of consecutive channels */
 typedef uint4 b_reg_t;             /* raw bits: TF32 (rounded by transform_x) or 8 halves */
 #else
 #define B_REGS (K_BLK * N_BLK / THREADS)
 typedef src_t b_reg_t;
 #endif
-#if TRANSFORM_X
+#if TRANSFORM_X && DIRECTION == 4
+/* vectors of B_VEC columns (channels of one tap) at one kk; per work-item B_NVK rows kk = t / B_VSTEP + i * B_VROWS,
+ * B_NVJ vectors */
+#define B_VGROUPS (N_BLK / B_VEC)
+#define B_VSTEP (THREADS < B_VGROUPS ? THREADS : B_VGROUPS)
+#define B_VROWS (THREADS / B_VSTEP)
+#define B_NVK (K_BLK / B_VROWS)
+#define B_NVJ (B_VGROUPS / B_VSTEP)
+#define B_REGS (B_NVK * B_NVJ)
+#define B_COL_OF(t, j) (((t) % B_VSTEP + (j) * B_VSTEP) * B_VEC)
+#define B_NCOLS B_NVJ
+#elif TRANSFORM_X
+/* per work-item the vector at kk = (t % B_GROUPS) * B_VEC of columns B_COL_OF(t, j) */
+#define B_GROUPS (K_BLK / B_VEC)
+#define B_VROWS (THREADS / B_GROUPS)
+#define B_REGS (N_BLK / B_VROWS)
 #define B_COL_OF(t, j) ((t) / B_GROUPS + (j) * B_VROWS)
 #define B_NCOLS B_REGS
 #elif VECTOR_B
@@ -475,15 +487,19 @@ inline int a_row(inner_t in)
 }
 inline tap_t b_col(int g, int col, range_t kr)
 {
+#if TRANSFORM_X    /* columns (tap, c), c fastest */
+    const int c = col % CG, rs = col / CG;
+#else
     const int c = col / RS, rs = col % RS;
+#endif
     const int h = (rs / S) * DIL_H - PAD_H, w = (rs % S) * DIL_W - PAD_W;
-    return make_tap(X_AT(0, g * CG + c, h, w), col < GEMM_N ? h : OFF_IMAGE, w);
+    return make_tap(XB_AT(0, g * CG + c, h, w), col < GEMM_N ? h : OFF_IMAGE, w);
 }
 inline tap_t b_row(inner_t in)
 {
     const int n = (int)((uint)in.chan / (P * Q)), pq = in.chan - n * (P * Q);
     const int h = (int)((uint)pq / Q) * STRIDE_H, w = (int)((uint)pq % Q) * STRIDE_W;
-    return make_tap(X_AT(n, 0, h, w), h, w);
+    return make_tap(XB_AT(n, 0, h, w), h, w);
 }
 /* Offset of B's element at (row, col), or -1 where it reads zero (padding) */
 inline int b_offset(tap_t row, tap_t col)
@@ -629,7 +645,30 @@ inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t
 #define CHAN_STRIDE (TRANSFORM_X ? 1 : DIRECTION == 1 ? XS_C : YS_K)
 #endif
 
-#if TRANSFORM_X
+#if TRANSFORM_X && DIRECTION == 4
+/* B_VEC channels of one tap at one (n, p, q): consecutive in the copy, all inside the image or all outside (zeros) */
+inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, b_reg_t* reg, __local raw_t* tile,
+                    int t, int step, range_t kr, uint* mask)
+{
+    *mask = 0;
+    #pragma unroll
+    for (int i = 0; i < B_NVK; ++i) {
+        const int kk = t / B_VSTEP + i * B_VROWS;
+        const inner_t in = inner_at(step, kk, kr);
+        tap_t row = b_row(in);
+        row.h = in.valid ? row.h : OFF_IMAGE;
+        #pragma unroll
+        for (int j = 0; j < B_NVJ; ++j) {
+            const int off = b_offset(row, b_cols[j]);
+#if B_ASYNC
+            cp_async16(tile + B_AT(kk, B_COL_OF(t, j)), b + (off >= 0 ? off : 0), off >= 0);
+#else
+            reg[i * B_NVJ + j] = off >= 0 ? *(__global const uint4*)(b + off) : (uint4)(0u);
+#endif
+        }
+    }
+}
+#elif TRANSFORM_X
 /* A step is one tap: the vector's B_VEC channels of a column are consecutive in the copy, all inside the image
  * or all outside (zeros), all below the channel count or all past it (it is a multiple of B_VEC). */
 inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, b_reg_t* reg, __local raw_t* tile,
@@ -776,7 +815,16 @@ inline raw_t to_raw(src_t v)
 }
 #endif
 
-#if TRANSFORM_X
+#if TRANSFORM_X && DIRECTION == 4
+inline void stage_b(__local raw_t* b_tile, const b_reg_t* b_reg, int t, uint mask)
+{
+    #pragma unroll
+    for (int i = 0; i < B_NVK; ++i)
+        #pragma unroll
+        for (int j = 0; j < B_NVJ; ++j)
+            *(__local uint4*)(b_tile + B_AT(t / B_VSTEP + i * B_VROWS, B_COL_OF(t, j))) = b_reg[i * B_NVJ + j];
+}
+#elif TRANSFORM_X
 inline void stage_b(__local raw_t* b_tile, const b_reg_t* b_reg, int t, uint mask)
 {
     #pragma unroll
@@ -1030,8 +1078,8 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
 #else
 #define X_OFFSET 0L
 #endif
-#if TRANSFORM_X    /* the channel-fastest copy of x (forward) or dy (backward-data): TX_C x TX_HW per image */
-#if DIRECTION == 1
+#if TRANSFORM_X    /* the channel-fastest copy of x (forward, backward-weights) or dy (backward-data) */
+#if DIRECTION != 2
 #define TX_C C
 #define TX_H H
 #define TX_W W
@@ -1061,6 +1109,9 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
 #elif DIRECTION == 2
 #define STORE_OUT(g, m, col, v) do { const int n_ = (col) / (H * W), hw_ = (col) % (H * W); \
     STORE(x, X_AT(n_, (g) * CG + (m), hw_ / W, hw_ % W), (v)); } while (0)
+#elif TRANSFORM_X    /* columns (tap, c), c fastest */
+#define STORE_OUT(g, m, col, v) do { const int rs_ = (col) / CG; \
+    STORE(w, W_AT((g) * KG + (m), (col) % CG, rs_ / S, rs_ % S), (v)); } while (0)
 #else
 #define STORE_OUT(g, m, col, v) do { const int rs_ = (col) % RS; \
     STORE(w, W_AT((g) * KG + (m), (col) / RS, rs_ / S, rs_ % S), (v)); } while (0)
@@ -1112,7 +1163,7 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
 #elif DIRECTION != 4
     __global const src_t* restrict a_src = (__global const src_t*)w;
 #endif
-#if TRANSFORM_X
+#if TRANSFORM_X && DIRECTION != 4
     __global const src_t* restrict b_src = (__global const src_t*)(workspace + X_OFFSET);
 #elif DIRECTION == 1
     __global const src_t* restrict b_src = (__global const src_t*)x;
@@ -1120,7 +1171,11 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
     __global const src_t* restrict b_src = (__global const src_t*)y;
 #else
     __global const src_t* restrict a_src = (__global const src_t*)y;
+#if TRANSFORM_X
+    __global const src_t* restrict b_src = (__global const src_t*)(workspace + X_OFFSET);
+#else
     __global const src_t* restrict b_src = (__global const src_t*)x;
+#endif
 #endif
 
     int a_cols[A_NCOLS];

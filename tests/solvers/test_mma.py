@@ -409,6 +409,7 @@ TX_ODD = (2, 8, 7, 9, 8, 3, 3, (1, 2), (2, 1), (1, 2), 1)
 TX_WIDE = (2, 24, 7, 6, 24, 3, 3, 1, 1, 1, 1)
 TX_GROUPS = (2, 16, 7, 7, 16, 3, 3, 1, 1, 1, 2)
 TX_PHASED = (2, 8, 9, 11, 16, 3, 3, (1, 0), (2, 3), 1, 1)
+TX_SPLIT = (8, 8, 9, 9, 24, 3, 3, 1, 1, 1, 1)        # backward-weights: N*P*Q = 648, two chunks
 CP_ASYNC_CASES += [
     (Direction.FORWARD, "FP32", TX_ODD, cfg(16, 32, 1, 2, 2, True, transform_x=True)),
     (Direction.FORWARD, "FP32", TX_WIDE, cfg(16, 16, 1, 1, 3, True, transform=True, vector=True, cp_async=True,
@@ -425,6 +426,14 @@ CP_ASYNC_CASES += [
                                                      transform_x=True)),
     (Direction.BACKWARD_DATA, "FP16", TX_PHASED, cfg(16, 16, 1, 1, 2, True, transform=True, split=2,
                                                      transform_x=True)),
+    # backward-weights: columns ordered (tap, c), vectors of channels along them, [kk][col] B tiles
+    (Direction.BACKWARD_WEIGHTS, "FP32", TX_ODD, cfg(16, 32, 1, 2, 2, False, transform_x=True)),
+    (Direction.BACKWARD_WEIGHTS, "FP16", TX_ODD, cfg(16, 16, 1, 1, 1, False, transform_x=True)),
+    (Direction.BACKWARD_WEIGHTS, "FP32", TX_SPLIT, cfg(32, 16, 2, 1, 3, False, split=2, cp_async=True,
+                                                       transform_x=True)),
+    (Direction.BACKWARD_WEIGHTS, "FP16", TX_GROUPS, cfg(16, 32, 1, 2, 2, False, cp_async=True, transform_x=True)),
+    (Direction.BACKWARD_WEIGHTS, "FP16", TX_SPLIT, cfg(16, 16, 1, 1, 3, False, split=2, k_blk=32, cp_async=True,
+                                                       transform_x=True)),
 ]
 
 
@@ -534,8 +543,8 @@ def test_ptx_sources_of_transform_x_points_build_with_the_asm_stubbed(handle, di
 
 
 def test_transform_x_points_say_why(monkeypatch):
-    """TRANSFORM_X needs channel blocks, channels per group a multiple of the 16-byte vector, whole passes of
-    vectors, no VECTOR_B and a copy within the cap; backward-weights never; the workspace holds the copy where it
+    """TRANSFORM_X needs channel blocks (forward / backward-data), channels per group a multiple of the 16-byte
+    vector, whole passes of vectors, no VECTOR_B and a copy within the cap; the workspace holds the copy where it
     applies (after the weight copy, before the partials)."""
     from miopy.conv.solvers import mma
     from miopy.conv.solvers.mma import TRANSFORM_X_CAP, transform_x_bytes
@@ -548,10 +557,12 @@ def test_transform_x_points_say_why(monkeypatch):
     odd = problem_of(Direction.FORWARD, (2, 6, 9, 9, 16, 3, 3, 1, 1, 1, 1), "FP16")
     assert "multiple of the 8-element vector" in SOLVER.invalid_reason(
         odd, {**SOLVER.default_params(odd, H100), "TRANSFORM_X": True, "CHANNEL_BLOCKS": True}, H100)
-    wgrad = problem_of(Direction.BACKWARD_WEIGHTS, LAYERS[0])
-    assert "CHANNEL_BLOCKS" in SOLVER.invalid_reason(wgrad, {**SOLVER.default_params(wgrad, H100),
-                                                             "TRANSFORM_X": True}, H100)
-    assert all(not p["TRANSFORM_X"] for p in itertools.islice(SOLVER.search_space(wgrad, H100), 200))
+    wgrad = problem_of(Direction.BACKWARD_WEIGHTS, LAYERS[0])     # vectors along the columns: no channel blocks
+    assert SOLVER.invalid_reason(wgrad, {**SOLVER.default_params(wgrad, H100), "TRANSFORM_X": True}, H100) is None
+    assert any(p["TRANSFORM_X"] for p in itertools.islice(SOLVER.search_space(wgrad, H100), 5000))
+    narrow = problem_of(Direction.BACKWARD_WEIGHTS, (2, 12, 9, 9, 16, 3, 3, 1, 1, 1, 1), "FP16")
+    assert "multiple of the 8-element vector" in SOLVER.invalid_reason(
+        narrow, {**SOLVER.default_params(narrow, H100), "TRANSFORM_X": True}, H100)
     huge = problem_of(Direction.FORWARD, (64, 512, 128, 128, 64, 3, 3, 1, 1, 1, 1))
     assert transform_x_bytes(huge) > TRANSFORM_X_CAP
     assert "MiB" in SOLVER.invalid_reason(huge, {**SOLVER.default_params(huge, H100), "TRANSFORM_X": True}, H100)

@@ -63,8 +63,9 @@ def async_operands(params: Params, dtype: DataType) -> tuple[bool, bool]:
 
 
 def b_kk_fast(params: Params, direction: Direction) -> bool:
-    """Whether B's local tile is [col][kk] (backward-weights; TRANSFORM_X) rather than [kk][col]."""
-    return direction is Direction.BACKWARD_WEIGHTS or bool(params["TRANSFORM_X"])
+    """Whether B's local tile is [col][kk] (backward-weights, forward / backward-data with TRANSFORM_X) rather than
+    [kk][col] (forward / backward-data, backward-weights with TRANSFORM_X: vectors along the columns)."""
+    return (direction is Direction.BACKWARD_WEIGHTS) != bool(params["TRANSFORM_X"])
 
 
 def local_bytes(params: Params, dtype: DataType, direction: Direction) -> int:
@@ -129,9 +130,10 @@ class ConvImplicitGemmMma(ConvSolver):
         "VECTOR_B": "forward / backward-data, CHANNEL_BLOCKS, stride 1 along w: gather B as that many consecutive "
                     "columns of an output row, one vector (or one cp.async) where the tap keeps them aligned and "
                     "inside, one local store (W and Q multiples of it; 16 bytes at most)",
-        "TRANSFORM_X": "forward / backward-data with CHANNEL_BLOCKS: first copy x (forward) or dy (backward-data) "
-                       "channel-fastest (NHWC) into the workspace, so B is read as 16-byte vectors along the channels "
-                       "(one bounds check and one cp.async per vector, fp16 too); channels a multiple of the vector, "
+        "TRANSFORM_X": "first copy x (forward, backward-weights) or dy (backward-data) channel-fastest (NHWC) into "
+                       "the workspace, so B is read as 16-byte vectors of channels (one bounds check and one cp.async "
+                       "per vector, fp16 too): along k forward / backward-data (with CHANNEL_BLOCKS), along the "
+                       "columns, ordered (tap, c), in backward-weights; channels per group a multiple of the vector, "
                        f"the copy within {TRANSFORM_X_CAP >> 20} MiB",
         "CP_ASYNC": "copy slices global -> local with cp.async (no registers, zero-fill for padding) into a ring of "
                     "STAGES >= 2 buffers: fp32 A and B; fp16 A (16-byte VECTOR_A, else pairs along k: k contiguous, "
@@ -170,7 +172,10 @@ class ConvImplicitGemmMma(ConvSolver):
             params = dict(zip(names, point))
             if params["STAGES"] > 2 and not params["CP_ASYNC"] or params["CP_ASYNC"] and params["STAGES"] < 2:
                 continue
-            if (params["TRANSFORM_W"] or params["VECTOR_B"] or params["TRANSFORM_X"]) and not params["CHANNEL_BLOCKS"]:
+            if (params["TRANSFORM_W"] or params["VECTOR_B"]) and not params["CHANNEL_BLOCKS"]:
+                continue
+            if params["TRANSFORM_X"] and not params["CHANNEL_BLOCKS"] \
+                    and problem.direction is not Direction.BACKWARD_WEIGHTS:
                 continue
             if params["TRANSFORM_X"] and params["VECTOR_B"]:
                 continue
@@ -189,9 +194,9 @@ class ConvImplicitGemmMma(ConvSolver):
         problem allows (see split_limit)."""
         split = split_limit(problem)
         partials = 4 * split * output_count(problem) if split > 1 else 0
-        if problem.direction is Direction.BACKWARD_WEIGHTS:
-            return partials
         copy = round_up(transform_x_bytes(problem), PARTIAL_ALIGN) if transform_x_fits(problem) else 0
+        if problem.direction is Direction.BACKWARD_WEIGHTS:
+            return copy + partials
         return round_up(problem.w.element_count * problem.dtype.itemsize, PARTIAL_ALIGN) + copy + partials
 
     def solution(self, problem: ConvProblem, params: Params, epilogue=None) -> Solution:
@@ -204,7 +209,8 @@ class ConvImplicitGemmMma(ConvSolver):
                                   else ())
         # the copies depend on the problem and on which copies there are, not on the tiles: one build serves every
         # point (find and the tuner build far fewer kernels)
-        copies = {**defines, **SMALLEST, "CHANNEL_BLOCKS": True, "SPLIT_CHUNK": 1,
+        copies = {**defines, **SMALLEST, "SPLIT_CHUNK": 1,
+                  "CHANNEL_BLOCKS": problem.direction is not Direction.BACKWARD_WEIGHTS,
                   "TRANSFORM_W": params["TRANSFORM_W"], "TRANSFORM_X": params["TRANSFORM_X"]}
         if epilogue is not None:
             defines.update(epilogue.defines())
@@ -238,11 +244,17 @@ TX_TILE, TX_ROWS = 32, 8      # transform_x's work-group: 32 x 32 tiles of (chan
 
 
 def _transform_x_source(problem: ConvProblem) -> tuple[int, int, str]:
-    """(channels, pixels per image, buffer) of the tensor TRANSFORM_X copies: x forward, dy backward-data."""
+    """(channels, pixels per image, buffer) of the tensor TRANSFORM_X copies: x forward and backward-weights, dy
+    backward-data."""
     p = problem
-    if p.direction is Direction.FORWARD:
-        return p.c, p.in_h * p.in_w, "x"
-    return p.k, p.out_h * p.out_w, "y"
+    if p.direction is Direction.BACKWARD_DATA:
+        return p.k, p.out_h * p.out_w, "y"
+    return p.c, p.in_h * p.in_w, "x"
+
+
+def _transform_x_channels(problem: ConvProblem) -> int:
+    """Channels per group of the copied tensor (C/G, K/G backward-data): a vector never crosses a group."""
+    return problem.k_per_group if problem.direction is Direction.BACKWARD_DATA else problem.c_per_group
 
 
 def transform_x_bytes(problem: ConvProblem) -> int:
@@ -252,10 +264,9 @@ def transform_x_bytes(problem: ConvProblem) -> int:
 
 
 def transform_x_fits(problem: ConvProblem) -> bool:
-    """Whether TRANSFORM_X can apply: forward / backward-data, the inner channels (C/G, K/G) a multiple of the
-    16-byte vector, the copy within TRANSFORM_X_CAP."""
-    return (problem.direction is not Direction.BACKWARD_WEIGHTS
-            and inner_channels(problem) % a_vector(problem.dtype) == 0
+    """Whether TRANSFORM_X can apply: channels per group of the copied tensor (C/G, K/G backward-data) a multiple
+    of the 16-byte vector, the copy within TRANSFORM_X_CAP."""
+    return (_transform_x_channels(problem) % a_vector(problem.dtype) == 0
             and transform_x_bytes(problem) <= TRANSFORM_X_CAP)
 
 
@@ -490,15 +501,22 @@ def _vector_a_reason(problem: ConvProblem, params: Params, threads: int, vec: in
 def _transform_x_reason(problem: ConvProblem, params: Params, threads: int) -> str | None:
     """Why B cannot be read from a channel-fastest copy in 16-byte vectors (TRANSFORM_X in conv_mma.cl), or None."""
     vec, p = a_vector(problem.dtype), problem
-    if p.direction is Direction.BACKWARD_WEIGHTS or not params["CHANNEL_BLOCKS"] or params["VECTOR_B"]:
+    wgrad = p.direction is Direction.BACKWARD_WEIGHTS
+    if (not wgrad and not params["CHANNEL_BLOCKS"]) or params["VECTOR_B"]:
         return "TRANSFORM_X needs CHANNEL_BLOCKS (forward / backward-data) and no VECTOR_B"
-    if inner_channels(p) % vec:
-        return f"TRANSFORM_X: {inner_channels(p)} channels per group are not a multiple of the {vec}-element vector"
+    if _transform_x_channels(p) % vec:
+        return (f"TRANSFORM_X: {_transform_x_channels(p)} channels per group are not a multiple of the {vec}-element "
+                f"vector")
     if transform_x_bytes(p) > TRANSFORM_X_CAP:
         return f"TRANSFORM_X: the copy takes {transform_x_bytes(p)} bytes > {TRANSFORM_X_CAP >> 20} MiB"
-    if params["K_BLK"] % vec or params["N_BLK"] * params["K_BLK"] // vec % threads:
-        return f"TRANSFORM_X: a {params['K_BLK']}x{params['N_BLK']} slice is not whole passes of {vec}-vectors"
-    return None
+    k_blk, n_blk = params["K_BLK"], params["N_BLK"]
+    if wgrad:   # vectors along the columns: whole passes of rows
+        groups = n_blk // vec
+        step = min(threads, groups)
+        fits = n_blk % vec == 0 and groups % step == 0 and threads % step == 0 and k_blk % (threads // step) == 0
+    else:       # vectors along k
+        fits = k_blk % vec == 0 and n_blk * k_blk // vec % threads == 0
+    return None if fits else f"TRANSFORM_X: a {k_blk}x{n_blk} slice is not whole passes of {vec}-vectors"
 
 
 def _vector_b_fits(problem: ConvProblem, vec: int) -> bool:
