@@ -716,3 +716,23 @@ def test_variant_benchmark_plans_split_variants_and_writes_the_docs_table(monkey
     lines = mma_variants.markdown(record, "h100-mma-variants.json")
     assert sum(line.startswith("| resnet50") for line in lines) == 12
     assert "- TF32 geomean best / cuDNN 1.84 over 12 rows, worst 3.37" in lines
+
+
+def test_default_params_copy_x_where_the_h100_measured_it_faster():
+    """TRANSFORM_X by default (see _copied): fp16 and TF32 backward-weights on large stride-1 planes (TF32 only where
+    the copy is small against the GEMM), TF32 forward / backward-data with many output rows x taps; never for 1x1
+    filters, fp16 forward / backward-data, or where it is invalid (channels not a multiple of the vector)."""
+    def copied(direction, shape, dtype):
+        return SOLVER.default_params(problem_of(direction, shape, dtype), H100)["TRANSFORM_X"]
+    vgg_conv8 = (32, 512, 28, 28, 512, 3, 3, 1, 1, 1, 1)
+    assert copied(Direction.BACKWARD_WEIGHTS, vgg_conv8, "FP16") and copied(Direction.BACKWARD_WEIGHTS, vgg_conv8,
+                                                                             "FP32")
+    assert copied(Direction.FORWARD, vgg_conv8, "FP32") and copied(Direction.BACKWARD_DATA, vgg_conv8, "FP32")
+    assert not copied(Direction.FORWARD, vgg_conv8, "FP16") and not copied(Direction.BACKWARD_DATA, vgg_conv8, "FP16")
+    vgg_conv3 = (32, 64, 112, 112, 128, 3, 3, 1, 1, 1, 1)        # the copy of x is large against the GEMM
+    assert copied(Direction.BACKWARD_WEIGHTS, vgg_conv3, "FP16") and not copied(Direction.BACKWARD_WEIGHTS,
+                                                                                vgg_conv3, "FP32")
+    for direction in Direction:
+        for dtype in DTYPES:
+            assert not copied(direction, LAYERS[1], dtype)                       # 1x1
+            assert not copied(direction, (32, 510, 28, 28, 510, 3, 3, 1, 1, 1, 1), dtype)   # 510 channels

@@ -186,7 +186,7 @@ class ConvImplicitGemmMma(ConvSolver):
         valid = [c for c in _candidates(problem, dev) if self.is_valid(problem, c, dev)]
         if not valid:
             return dict(SMALLEST)
-        return _pipelined(problem, max(valid, key=lambda c: _score(problem, c, dev)), dev)
+        return _copied(problem, _pipelined(problem, max(valid, key=lambda c: _score(problem, c, dev)), dev), dev)
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
         """Room for the transformed weights (TRANSFORM_W) and, where the problem allows TRANSFORM_X, the
@@ -606,6 +606,30 @@ def _pipelined(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
         trials = [dict(params, CP_ASYNC=True, STAGES=3, **halved), dict(params, CP_ASYNC=True, STAGES=3)] + trials
     solver = ConvImplicitGemmMma()
     return next((t for t in trials if solver.is_valid(problem, t, dev)), params)
+
+
+def _copied(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
+    """TRANSFORM_X where it measured faster on an H100 with the same params otherwise (kernel time, the copy
+    included; benchmarks/results/h100-mma-variants-tx-fb.json and -tx-w.json): filters larger than 1x1 only (the
+    copy costs as much as a 1x1 layer's gather saves), and
+    - backward-weights at stride 1 with output planes of 13x13 or more and N*P*Q >= 16384: fp16 0.49-0.86x on
+      all 12 such layer-directions of AlexNet, VGG-16 and ResNet-50 (its 2-byte gather leaves the register path's
+      scalar loads); TF32 where the copy is also small against the GEMM (K*R*S*P*Q/(H*W) >= 1728): 0.89-0.97x on
+      all 8 (AlexNet conv2-5, VGG-16 conv5-8); elsewhere TF32 lost up to 26%;
+    - TF32 forward / backward-data with M*R*S >= 4608 (M = K forward, C backward-data) and N*P*Q >= 1568:
+      0.87-0.97x on 11 of the 12 (VGG-16 conv6 forward 1.02x); fp16 forward / backward-data stays off (0.83-1.09x,
+      no rule separated them)."""
+    p = problem
+    if params["TRANSFORM_X"] or p.r * p.s == 1:
+        return params
+    if p.direction is Direction.BACKWARD_WEIGHTS:
+        wanted = p.stride_h == p.stride_w == 1 and p.out_h * p.out_w >= 169 and p.n * p.out_h * p.out_w >= 16384 \
+            and (p.dtype is DataType.FLOAT16 or p.k_per_group * p.r * p.s * p.out_h * p.out_w >= 1728 * p.in_h * p.in_w)
+    else:
+        rows = p.k_per_group if p.direction is Direction.FORWARD else p.c_per_group
+        wanted = p.dtype is DataType.FLOAT32 and rows * p.r * p.s >= 4608 and p.n * p.out_h * p.out_w >= 1568
+    trial = dict(params, TRANSFORM_X=True)
+    return trial if wanted and ConvImplicitGemmMma().is_valid(problem, trial, dev) else params
 
 
 def _score(problem: ConvProblem, params: Params, dev: DeviceInfo) -> float:
