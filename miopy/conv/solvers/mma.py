@@ -613,12 +613,12 @@ def _copied(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
     included; benchmarks/results/h100-mma-variants-tx-fb.json and -tx-w.json): filters larger than 1x1 only (the
     copy costs as much as a 1x1 layer's gather saves), and
     - backward-weights at stride 1 with output planes of 13x13 or more and N*P*Q >= 16384: fp16 0.49-0.86x on
-      all 12 such layer-directions of AlexNet, VGG-16 and ResNet-50 (its 2-byte gather leaves the register path's
+      all 13 such layer-directions of AlexNet, VGG-16 and ResNet-50 (its 2-byte gather leaves the register path's
       scalar loads); TF32 where the copy is also small against the GEMM (K*R*S*P*Q/(H*W) >= 1728): 0.89-0.97x on
       all 8 (AlexNet conv2-5, VGG-16 conv5-8); elsewhere TF32 lost up to 26%;
     - TF32 forward / backward-data with M*R*S >= 4608 (M = K forward, C backward-data) and N*P*Q >= 1568:
-      0.87-0.97x on 11 of the 12 (VGG-16 conv6 forward 1.02x); fp16 forward / backward-data stays off (0.83-1.09x,
-      no rule separated them)."""
+      0.87-0.97x on all 10 (VGG-16 conv7-9, ResNet-50's 7x7 3x3 layers, AlexNet conv2 forward); fp16 forward /
+      backward-data stays off (0.83-1.09x, no rule separated them)."""
     p = problem
     if params["TRANSFORM_X"] or p.r * p.s == 1:
         return params
