@@ -1084,11 +1084,13 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
 #define TX_H H
 #define TX_W W
 #define TX_SRC_AT(n, c, h, w) X_AT(n, c, h, w)
+#define TX_DST_AT(n, c, h, w) XB_AT(n, c, h, w)   /* where B reads it */
 #else
 #define TX_C K
 #define TX_H P
 #define TX_W Q
 #define TX_SRC_AT(n, c, h, w) Y_AT(n, c, h, w)
+#define TX_DST_AT(n, c, h, w) YB_AT(n, c, h, w)
 #endif
 #define PARTIAL_OFFSET (X_OFFSET + ALIGN_256((long)N * TX_C * TX_H * TX_W * (long)sizeof(src_t)))
 #else
@@ -1324,7 +1326,8 @@ __kernel void transform_weights(__global const DATA_T* restrict w, __global src_
 #endif
 
 #if TRANSFORM_X
-/* x (forward) or dy (backward-data) copied channel-fastest, [n][h][w][c], after the weight copy in the workspace
+/* x (forward, backward-weights) or dy (backward-data) copied channel-fastest, [n][h][w][c] as XB_AT / YB_AT read
+ * it, after the weight copy in the workspace
  * (fp32 rounded to TF32 once here, as transform_weights does): per image a TX_C x (TX_H * TX_W) transpose in
  * 32 x 32 tiles through local memory, so reads and writes are both coalesced. */
 #define TX_TILE 32
@@ -1353,7 +1356,7 @@ void transform_x(__global const DATA_T* restrict src, __global uchar* restrict w
     for (int i = ty; i < TX_TILE; i += TX_ROWS) {
         const int c = c0 + tx, hw = hw0 + i;
         if (c < TX_C && hw < TX_H * TX_W)
-            out[(n * (TX_H * TX_W) + hw) * TX_C + c] = tile[tx][i];
+            out[TX_DST_AT(n, c, hw / TX_W, hw % TX_W)] = tile[tx][i];
     }
 }
 #endif

@@ -254,11 +254,11 @@ def _transform_x_source(problem: ConvProblem) -> tuple[int, int, str]:
 
 def _transform_x_channels(problem: ConvProblem) -> int:
     """Channels per group of the copied tensor (C/G, K/G backward-data): a vector never crosses a group."""
-    return problem.k_per_group if problem.direction is Direction.BACKWARD_DATA else problem.c_per_group
+    return _transform_x_source(problem)[0] // problem.groups
 
 
 def transform_x_bytes(problem: ConvProblem) -> int:
-    """Bytes of TRANSFORM_X's copy (x forward, dy backward-data)."""
+    """Bytes of TRANSFORM_X's copy (x forward and backward-weights, dy backward-data)."""
     channels, pixels, _ = _transform_x_source(problem)
     return problem.n * channels * pixels * problem.dtype.itemsize
 
@@ -510,12 +510,10 @@ def _transform_x_reason(problem: ConvProblem, params: Params, threads: int) -> s
     if transform_x_bytes(p) > TRANSFORM_X_CAP:
         return f"TRANSFORM_X: the copy takes {transform_x_bytes(p)} bytes > {TRANSFORM_X_CAP >> 20} MiB"
     k_blk, n_blk = params["K_BLK"], params["N_BLK"]
-    if wgrad:   # vectors along the columns: whole passes of rows
-        groups = n_blk // vec
-        step = min(threads, groups)
-        fits = n_blk % vec == 0 and groups % step == 0 and threads % step == 0 and k_blk % (threads // step) == 0
+    if wgrad:   # vectors along the columns
+        fits = n_blk % vec == 0 and _fetch_divides(k_blk, n_blk // vec, threads, False)
     else:       # vectors along k
-        fits = k_blk % vec == 0 and n_blk * k_blk // vec % threads == 0
+        fits = k_blk % vec == 0 and _fetch_divides(k_blk // vec, n_blk, threads, True)
     return None if fits else f"TRANSFORM_X: a {k_blk}x{n_blk} slice is not whole passes of {vec}-vectors"
 
 
@@ -534,9 +532,7 @@ def _vector_b_reason(problem: ConvProblem, params: Params, threads: int) -> str 
     if not _vector_b_fits(p, vec):
         return (f"VECTOR_B={vec}: needs stride 1 along w (and h in backward-data), W={p.in_w} and Q={p.out_w} "
                 f"multiples of {vec}, at most 16 bytes")
-    groups = params["N_BLK"] // vec
-    step = min(threads, groups)
-    if groups % step or threads % step or params["K_BLK"] % (threads // step):
+    if not _fetch_divides(params["K_BLK"], params["N_BLK"] // vec, threads, False):
         return f"VECTOR_B: a {params['K_BLK']}x{params['N_BLK']} slice is not whole passes of {vec}-vectors"
     return None
 
