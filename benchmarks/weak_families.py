@@ -52,6 +52,8 @@ def _dw_variants(direction) -> list[dict]:
             for wx, wy, th, tw, loc in shapes]
 
 
+FFT_VARIANTS = ({"TILE_M": 32, "TILE_N": 32, "WORK_M": 4, "WORK_N": 4, "K_BLK": 8},
+                {"TILE_M": 64, "TILE_N": 32, "WORK_M": 8, "WORK_N": 4, "K_BLK": 8})
 WINO_VARIANTS = ({"TILE_M": 64, "TILE_N": 64, "WORK_M": 4, "WORK_N": 4, "K_BLK": 16},
                  {"TILE_M": 64, "TILE_N": 128, "WORK_M": 8, "WORK_N": 8, "K_BLK": 8},
                  {"TILE_M": 128, "TILE_N": 64, "WORK_M": 8, "WORK_N": 8, "K_BLK": 16})
@@ -90,6 +92,7 @@ def rows() -> list[dict]:
         for d in (F, B, W):
             wino = [(sid, v) for sid in ("ConvWinograd5x5F3", "ConvWinograd5x5F2") for v in (None, *WINO_VARIANTS)]
             cands = _wino_wrw(5) if d is W else wino
+            cands += [("ConvFFT", v) for v in (None, *FFT_VARIANTS)]
             cands += [("ConvDirectLocal", None), ("ConvIm2colGemm", None)] + _split_variants(d, (16, 64))
             out.append({"name": name, "problem": problem_of(d, n, c, h, k, 5, 2), "cands": cands})
     accuracy = [("acc.16-32.1024x2048", 16, 32, ("ConvDirectLocal", "ConvIm2colGemm")),
@@ -103,7 +106,8 @@ def rows() -> list[dict]:
         for layer in networks.layer_set(set_name):
             out.append({"name": f"{set_name}.{layer.name}", "problem": layer.problem(n, W),
                         "cands": [("ConvDirectLocal", None), ("ConvIm2colGemm", None), ("ConvGemm1x1", None)]
-                        + _split_variants(W, (4, 16, 64)) + _wino_wrw(layer.r)})
+                        + _split_variants(W, (4, 16, 64)) + _wino_wrw(layer.r)
+                        + ([("ConvFFT", v) for v in (None, *FFT_VARIANTS)] if layer.r >= 5 else [])})
     # 1x1 with few input channels (ResNet-50's 64->256 and 64->64 at 56x56): a reduction of 64 per output, so
     # the GEMM is bound by its output traffic; sampled grid points show what tuning can reach
     for name, c, k in (("resnet50.1x1-64-256", 64, 256), ("resnet50.1x1-64-64", 64, 64)):
@@ -141,7 +145,15 @@ def run_candidate(handle, problem, bufs, exact, sid, params, iters, warmup=1) ->
     err = reference.max_error(out, exact)
     ms = (handle.time_ms(run, warmup=warmup, iters=iters) if iters
           else (events[-1].profile.end - events[0].profile.start) * 1e-6)
+    handle.finish()
+    stage_runs = []
+    for _ in range(5):   # per launch (transforms, GEMM, ...): where a multi-kernel solver's time goes
+        events = run()
+        handle.finish()
+        stage_runs.append([(e.profile.end - e.profile.start) * 1e-6 for e in events])
+    stages = [float(np.median(col)) for col in zip(*stage_runs)]
     return {"solver": sid, "params": full, "params_source": source if not params else "explicit", "time_ms": ms,
+            "stage_ms": stages,
             "max_err": err, "tolerance": reference.tolerance(solver, problem), "rel_err":
             float(np.abs(out - exact).max() / max(np.abs(exact).max(), 1e-30)),
             "rms_err": float(np.sqrt(np.mean(np.square(out - exact))))}

@@ -7,9 +7,11 @@ then registry order (most specialised first) within an algorithm, and the naive 
 - 1x1 filters: GEMM first (the 1x1 solver precedes im2col in the registry), then direct, then Winograd;
 - 3x3, stride 1, dilation 1 with C and K per group >= 16: Winograd first, then direct, then GEMM
   (backward-weights: the Winograd weight gradients, F(2x2,3x3) before F(4x4,3x3), the more accurate);
-- 5x5, stride 1, dilation 1 with C and K per group >= 32: Winograd (F(3x3,5x5) before F(2x2,5x5)) first,
-  except backward-weights: direct first (the 5x5 weight gradients' hybrid error is 4-10x direct's on long
-  reductions), then Winograd;
+- 5x5, stride 1, dilation 1 with C and K per group >= 32: FFT first, then Winograd, in every direction
+  where the padded planes take a 32-point FFT (AlexNet conv2 at 27x27: ConvFFT measured 1.5-2x faster than
+  Winograd F(3x3,5x5) in each direction on the H100, and rounds less); otherwise Winograd (F(3x3,5x5)
+  before F(2x2,5x5)) first, except backward-weights: direct first (the 5x5 weight gradients' hybrid error is
+  4-10x direct's on long reductions), then Winograd;
 - anything else: direct, then GEMM (im2col), then Winograd.
 Algorithms the table does not name come after the named ones and before naive. Tensor-core solvers (which
 are candidates only where they apply: NVIDIA, fp16 data or math mode "tf32") come first: their peak is
@@ -33,10 +35,12 @@ from ..device import DeviceInfo
 from ..solver import Solver
 from . import heuristic_model
 from .problem import ConvProblem, Direction
+from .solvers.fft import plane_size
 
 WINOGRAD_MIN_CHANNELS = 16
 WINOGRAD_5X5_MIN_CHANNELS = 32
 CPU_GEMM_WEIGHTS_BYTES = 1 << 20
+FFT_FIRST_PLANE = 32   # 5x5 layers whose padded planes need a 32-point FFT (AlexNet's 27x27): FFT first
 
 
 def preference(problem: ConvProblem) -> tuple[tuple[str, ...], str]:
@@ -51,6 +55,8 @@ def preference(problem: ConvProblem) -> tuple[tuple[str, ...], str]:
         return ("winograd", "direct", "gemm"), f"3x3 stride 1 with C, K >= {WINOGRAD_MIN_CHANNELS}: Winograd first"
     if ((p.r, p.s) == (5, 5) and (p.stride_h, p.stride_w) == (1, 1) and (p.dil_h, p.dil_w) == (1, 1)
             and min(p.c_per_group, p.k_per_group) >= WINOGRAD_5X5_MIN_CHANNELS):
+        if p.groups == 1 and plane_size(p) == FFT_FIRST_PLANE:   # AlexNet conv2: 1.5-2x Winograd's speed
+            return ("fft", "winograd", "direct", "gemm"), "5x5 stride 1 on 32x32 FFT planes: FFT first"
         if p.direction is Direction.BACKWARD_WEIGHTS:   # 5x5 weight gradients round 4-10x more than direct
             return ("direct", "winograd", "gemm"), "5x5 backward-weights: direct first (Winograd's error)"
         return ("winograd", "direct", "gemm"), f"5x5 stride 1 with C, K >= {WINOGRAD_5X5_MIN_CHANNELS}: Winograd first"

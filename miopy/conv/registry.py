@@ -11,6 +11,7 @@ from .solvers.cpu_direct import ConvCpuDirect
 from .solvers.cpu_gemm import ConvCpuGemm
 from .solvers.depthwise import ConvDepthwise
 from .solvers.direct_local import ConvDirectLocal
+from .solvers.fft import ConvFFT
 from .solvers.gemm_1x1 import ConvGemm1x1
 from .solvers.gemv_1x1 import ConvGemv1x1
 from .solvers.im2col_gemm import ConvIm2colGemm
@@ -32,6 +33,7 @@ REGISTRY = Registry("convolution", ConvProblem, (
     ConvCpuGemm(),
     ConvWinograd3x3F4(),
     ConvWinograd3x3F2(),
+    ConvFFT(),
     ConvWinograd5x5F3(),
     ConvWinograd5x5F2(),
     ConvWinograd3x3F2WrW(),

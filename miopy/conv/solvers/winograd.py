@@ -18,7 +18,7 @@ much harder kernel.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import numpy as np
 
@@ -201,6 +201,9 @@ def channel_padding(channels: int) -> int:
     return round_up(channels, min(MAX_TILE, max(32, 1 << (channels - 1).bit_length())))
 
 
+T = TypeVar("T", bound="WinogradTiling")
+
+
 @dataclass(frozen=True)
 class WinogradTiling:
     """The batched GEMM's tiling as the kernel sees it."""
@@ -212,7 +215,7 @@ class WinogradTiling:
     k_blk: int
 
     @classmethod
-    def of(cls, params: Params) -> WinogradTiling:
+    def of(cls: type[T], params: Params) -> T:
         return cls(params["TILE_M"], params["TILE_N"], params["WORK_M"], params["WORK_N"], params["K_BLK"])
 
     @property
@@ -232,6 +235,18 @@ class WinogradTiling:
         """Estimate: accumulators, operands, prefetched float4s and about 16 for addresses and indices."""
         loads = sum(-(-self.k_blk * t // 4 // self.work_group_size) for t in (self.tile_m, self.tile_n))
         return self.work_m * self.work_n + self.work_m + self.work_n + 4 * loads + 16
+
+    def device_reason(self, dev: DeviceInfo) -> str | None:
+        """Why the device cannot run this tiling (work-group, local memory, registers), or None."""
+        reason = work_group_reason(dev, self.local_size) or local_memory_reason(dev, self.local_mem_bytes)
+        if reason is not None:
+            return reason
+        if self.registers_per_item > REGISTERS_PER_ITEM:
+            return f"needs about {self.registers_per_item} registers per work-item, over {REGISTERS_PER_ITEM}"
+        if self.registers_per_item * self.work_group_size > REGISTERS_PER_GROUP:
+            return (f"needs about {self.registers_per_item * self.work_group_size} registers per work-group, "
+                    f"over {REGISTERS_PER_GROUP}")
+        return None
 
 
 class _ConvWinograd3x3(ConvSolver):
@@ -269,16 +284,7 @@ class _ConvWinograd3x3(ConvSolver):
         reason = super().invalid_reason(problem, params, dev)
         if reason is not None:
             return reason
-        shape = WinogradTiling.of(params)
-        device_reason = work_group_reason(dev, shape.local_size) or local_memory_reason(dev, shape.local_mem_bytes)
-        if device_reason is not None:
-            return device_reason
-        if shape.registers_per_item > REGISTERS_PER_ITEM:
-            return f"needs about {shape.registers_per_item} registers per work-item, over {REGISTERS_PER_ITEM}"
-        if shape.registers_per_item * shape.work_group_size > REGISTERS_PER_GROUP:
-            return (f"needs about {shape.registers_per_item * shape.work_group_size} registers per work-group, "
-                    f"over {REGISTERS_PER_GROUP}")
-        return None
+        return WinogradTiling.of(params).device_reason(dev)
 
     def fallback_params(self) -> tuple[Params, ...]:
         """Small tilings, smallest last, that fit any device: applicability needs one of them valid."""
