@@ -42,6 +42,8 @@
 #define LANES (FFT_L / 2)                /* work-items per plane: each runs one complex FFT per phase */
 #define WG (PLANES * LANES)
 #define MASK (FFT_L - 1)
+/* Whether plane row r (or r + L/2, its partner in a packed FFT) holds tensor rows (h < PH at its shift) */
+#define PAIR_HOLDS_DATA(r) ((((r) - SHIFT_H) & MASK) < PH || (((r) + LANES - SHIFT_H) & MASK) < PH)
 /* The cooperative loops run a constant number of rounds of WG elements (they unroll, so every work-item
  * issues its global loads back to back instead of one latency per element). */
 #define COOPERATIVE(e, total) \
@@ -153,7 +155,7 @@ void fft_forward(__global const DATA_T* restrict src, __global float* restrict w
      * without data are zero) and unpacks their half spectra into the same rows */
     const int p = lid / LANES, t = lid % LANES;
     __local float* plane = buf + p * PLANE_LD;
-    const int r2 = t + LANES, data = ((t - SHIFT_H) & MASK) < PH || ((r2 - SHIFT_H) & MASK) < PH;
+    const int r2 = t + LANES, data = PAIR_HOLDS_DATA(t);
     float2 v[FFT_L];
     #pragma unroll
     for (int j = 0; j < FFT_L; ++j)
@@ -202,7 +204,7 @@ void fft_inverse(__global const float* restrict ws, __global DATA_T* restrict ou
     /* row phase: rows t and t + L/2 (if an output row reads either) as one complex transform of
      * S_t + i S_(t+L/2), each S the full row spectrum from its Hermitian half; the real and imaginary
      * parts of the result are the two rows */
-    const int r2 = t + LANES, needed = ((t - SHIFT_H) & MASK) < PH || ((r2 - SHIFT_H) & MASK) < PH;
+    const int r2 = t + LANES, needed = PAIR_HOLDS_DATA(t);
     float2 v[FFT_L];
     #pragma unroll
     for (int j = 0; j < FFT_L; ++j) {

@@ -2,10 +2,9 @@
 
 Each plane (image x channel, filter, output gradient) is zero-padded into an L x L plane, L = 8, 16 or 32,
 large enough that the cyclic correlation equals the padded one on every output element, and transformed
-to its half spectrum of L x (L/2 + 1) frequencies. At each frequency the sum over channels (images for the
-weight gradient) of conj(Z) X is one real GEMM (conv_winograd_gemm.cl, the Winograd solvers' batched GEMM)
-with one operand in the complex product's real form (a, -b over b, a; conv_fft.cl), then the inverse FFT
-gives the output planes:
+to its half spectrum of L x (L/2 + 1) frequencies. At each frequency one complex GEMM (conv_fft.cl's
+fft_cgemm, Gauss's three real products per complex one) sums conj(A) B over the channels (over the images
+for the weight gradient), then the inverse FFT gives the output planes:
 
     forward           Y[k][n] = sum_c conj(W[c][k]) X[c][n]        (W: filters at the origin)
     backward-data     the forward convolution of dy with the filters rotated 180 degrees, channels swapped
@@ -14,7 +13,7 @@ gives the output planes:
 
 Four launches: the two forward transforms, the GEMM, the inverse transform (with the epilogue hook
 forward). The saving is in the GEMM: at AlexNet conv2 (27x27, L = 32) each (channel pair, output pixel)
-costs 544 * 4 / 729 = 3 multiply-adds instead of 25 (Winograd F(3x3,5x5): 5.4), and the transformed
+costs 544 * 3 / 729 = 2.2 real multiply-adds instead of 25 (Winograd F(3x3,5x5): 5.4), and the transformed
 tensors are 544 complex values per plane against F(3x3,5x5)'s 81 * 49 reals, so much less workspace
 traffic. It needs large filters to pay: a 3x3 filter does better with Winograd F(4x4,3x3).
 """
@@ -27,13 +26,12 @@ from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, ceil_div, require, require_none, round_up
 from ..problem import ConvProblem, Direction
 from ..solver import ConvSolver
-from .winograd import WinogradTiling
+from .winograd import FLOAT_BYTES, WinogradTiling
 
 SIZES = (8, 16, 32)     # FFT plane sizes (the kernels' twiddle table stops at 32)
 TRANSFORM_WG = 128      # work-items per transform work-group: planes of L/2 work-items each
 PAD = 32                # every GEMM dimension is padded to a multiple of this (GEMM blocks divide it)
 MIN_FILTER = 5          # smaller filters are left to Winograd / direct (fewer multiplies per output)
-FLOAT_BYTES = 4
 
 
 @dataclass(frozen=True)
@@ -202,14 +200,13 @@ class ConvFFT(ConvSolver):
     """FFT convolution: filters of 5 or more taps along an axis, stride 1, dilation 1, no groups, every
     direction, on planes (with their padding) of at most 32x32: AlexNet's and GoogLeNet's 5x5 layers.
 
-    Per frequency of the L x (L/2 + 1) half spectrum, one GEMM over the channels (images for the weight
-    gradient) in the complex product's real form (twice the rows and reduction of the real GEMM: 4 real
-    multiply-adds per complex one), between FFTs of the planes in the workspace. At 27x27 on L = 32 that is
-    3 multiply-adds per output pixel and channel pair against a 5x5 filter's 25. The FFT rounds like a
-    sum of log2(L^2) terms per element, whatever the filter; bound 2e-3. Loses on small channel counts or
-    batches (the GEMM's padded dimensions, multiples of 32) and on small filters. The tunable grid is the
-    GEMM's tiling (the Winograd solvers'). Not applicable: filters under 5x5 along both axes, stride,
-    dilation, groups, planes over 32x32.
+    Per frequency of the L x (L/2 + 1) half spectrum, one complex GEMM over the channels (images for the
+    weight gradient), 3 real multiply-adds per complex one, between FFTs of the planes in the workspace. At
+    27x27 on L = 32 that is 2.2 multiply-adds per output pixel and channel pair against a 5x5 filter's 25.
+    The FFT rounds like a sum of log2(L^2) terms per element, whatever the filter; bound 2e-3. Loses on
+    small channel counts or batches (the GEMM's padded dimensions, multiples of 32) and on small filters.
+    The tunable grid is the complex GEMM's tiling. Not applicable: filters under 5x5 along both axes,
+    stride, dilation, groups, planes over 32x32.
     """
 
     id = "ConvFFT"
@@ -266,7 +263,7 @@ class ConvFFT(ConvSolver):
 def _gpu_defaults(layout: FFTLayout, dev: DeviceInfo) -> tuple[Params, ...]:
     """GPU choices, best first (the first valid one wins). On the H100, 32x32 blocks of 4x4 with 16-row
     steps were the fastest GEMM, or within 1.2% of it, among 12-15 sampled tilings on each of AlexNet's and
-    GoogLeNet's nine 5x5 layer-directions (benchmarks/results/h100-fft-stages.json): the GEMM per frequency
+    GoogLeNet's nine 5x5 layer-directions (benchmarks/results/h100-fft-stages-sweep.json): the GEMM per frequency
     is small (a reduction of 64-256) and small blocks keep more of them in flight."""
     if not dev.is_gpu:
         return ()
