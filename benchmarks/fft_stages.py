@@ -2,7 +2,7 @@
 timed alone with OpenCL profiling events on the 5x5 layers of issue 16, with the driver's private
 (spilled) memory per kernel, against the bytes each stage must move.
 
-    python3 benchmarks/fft_stages.py [--iters 20] [--out FILE.json]
+    python3 benchmarks/fft_stages.py [--iters 20] [--out FILE.json] [--sweep N] [--wg 64,256] [--small 0]
 """
 from __future__ import annotations
 
@@ -45,6 +45,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="")
     ap.add_argument("--sweep", type=int, default=0, help="also time this many sampled GEMM tilings per layer")
     ap.add_argument("--wg", default="", help="comma-separated transform work-group sizes to try beside the default")
+    ap.add_argument("--small", default="", help="comma-separated SMALL_EXTENT values (largest plane side that "
+                    "takes the direct DFT; 0: none) to try beside the default")
     args = ap.parse_args(argv)
     handle = miopy.Handle()
     solver, rows = ConvFFT(), []
@@ -56,14 +58,18 @@ def main(argv=None) -> int:
             sampled = [p for p in solver.sample_space(problem, handle.info, args.sweep, seed=3) if p != default]
             for params in (default, *sampled):
                 rows.append(measure(handle, solver, name, problem, params, args.iters, params is default))
-            for wg in [int(v) for v in args.wg.split(",") if v]:
-                standard, fft.TRANSFORM_WG = fft.TRANSFORM_WG, wg
+            variants = [("TRANSFORM_WG", int(v)) for v in args.wg.split(",") if v]
+            variants += [("SMALL_EXTENT", int(v)) for v in args.small.split(",") if v]
+            for attr, value in variants:   # a module constant of fft.py changed for one measurement
+                standard = getattr(fft, attr)
+                setattr(fft, attr, value)
                 try:
-                    rows.append({**measure(handle, solver, name, problem, default, args.iters, False), "wg": wg})
+                    rows.append({**measure(handle, solver, name, problem, default, args.iters, False),
+                                 attr.lower(): value})
                 except Exception as exc:   # noqa: BLE001 - a size the device refuses is data
-                    print(f"{name} {direction.letter} wg {wg}: {type(exc).__name__}: {str(exc)[:200]}")
+                    print(f"{name} {direction.letter} {attr} {value}: {type(exc).__name__}: {str(exc)[:200]}")
                 finally:
-                    fft.TRANSFORM_WG = standard
+                    setattr(fft, attr, standard)
     if args.out:
         Path(args.out).write_text(json.dumps({"device": handle.info.name, "rows": rows}, indent=1))
     return 0
@@ -90,14 +96,16 @@ def measure(handle, solver, name, problem, params, iters, default) -> dict:
                for launch in prepared.solution.launches]
     moved = stage_bytes(layout, problem)
     row = {"layer": name, "direction": problem.direction.letter, "params": params, "default": default,
-           "L": layout.size, "stage_ms": ms, "total_ms": sum(ms), "private_bytes": private,
+           "L": layout.size, "kernels": [launch.spec.name for launch in prepared.solution.launches],
+           "stage_ms": ms, "total_ms": sum(ms), "private_bytes": private,
            "stage_gbs": [b / t / 1e6 for b, t in zip(moved, ms)],
            # the complex GEMM counted as real multiply-adds, 4 per complex one (Gauss's form does 3)
            "gemm_tflops": 8 * layout.freqs * layout.gemm[0] * layout.gemm[1] * layout.gemm[2] / ms[2] / 1e9}
     print(f"{name:18s} {problem.direction.letter} L={layout.size} total {sum(ms):.3f} ms  "
           + "  ".join(f"{s} {t:.3f} ({g:.0f} GB/s, priv {p})" for s, t, g, p
                       in zip(STAGES, ms, row["stage_gbs"], private))
-          + f"  gemm {row['gemm_tflops']:.1f} TFLOP/s" + ("" if default else f"  {params}"), flush=True)
+          + f"  gemm {row['gemm_tflops']:.1f} TFLOP/s  [{row['kernels'][0]}]"
+          + ("" if default else f"  {params}"), flush=True)
     return row
 
 

@@ -1,19 +1,17 @@
 /* FFT convolution (ConvFFT): two-dimensional FFTs of L x L planes (L = 8, 16 or 32) and, between them, one
- * batched GEMM per frequency (conv_winograd_gemm.cl's wino_gemm) over the half spectrum of L x (L/2 + 1)
- * frequencies. A plane's data sits at its origin, shifted cyclically, and zero elsewhere; the plane size is
- * chosen so that the cyclic correlation equals the zero-padded one on every output element.
+ * complex GEMM per frequency (fft_cgemm below) over the half spectrum of L x (L/2 + 1) frequencies. A plane's
+ * data sits at its origin, shifted cyclically, and zero elsewhere; the plane size is chosen so that the
+ * cyclic correlation equals the zero-padded one on every output element.
  *
  *   fft_forward  one operand of the GEMM: for a grid of ROWS_P x COLS_P planes (rows: the GEMM's reduction
- *                channels or images; cols: its columns), the half spectrum Z = a + ib of each plane, each
- *                column's value as a (real, imaginary) pair
- *                    dst[f][row][2 * col + q]
- *                which the GEMM reads as the complex product's real form: A (COMPLEX_A) as the real parts'
- *                rows then the imaginary parts' rows, B (COMPLEX_B) as rows (a, b) then rows (b, -a), so that
- *                its sum over (part, row) is, at column (col, q), the real (q = 0) and imaginary (q = 1) part
- *                of sum conj(A) B. Planes outside ROWS x COLS are zero, so the GEMM's padded rows add nothing.
- *   fft_inverse  the GEMM's output C[f][row][2 * col + q] (real, imaginary) back to planes: the inverse
- *                FFT, scaled by 1 / L^2, each element of the output grid read where fft_forward would have
- *                put it, with the epilogue hook (forward only).
+ *                channels or images; cols: its columns), the half spectrum of each plane as (real, imaginary)
+ *                pairs, the planes of one frequency row by row:
+ *                    dst[f][row][col] = (re, im)
+ *                Planes outside ROWS x COLS are zero, so the GEMM's padded rows and columns add nothing.
+ *   fft_forward_small  the same for planes of at most a few taps a side (filters): a direct DFT, no staging
+ *   fft_inverse  the GEMM's output C[f][row][col] back to planes: the inverse FFT, scaled by 1 / L^2, each
+ *                element of the output grid read where fft_forward would have put it, with the epilogue hook
+ *                (forward only).
  *
  * A work-group of WG = PLANES * L/2 work-items transforms PLANES planes of consecutive columns: the planes are
  * staged in local memory (coalesced), each work-item runs one complex L-point FFT in registers on two real
@@ -132,7 +130,7 @@ inline void column_phase(__local float* plane, int t, int inverse)
 
 #endif
 
-#ifdef DST_OFF
+#if defined(DST_OFF) && !defined(SMALL_WG)
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fft_forward(__global const DATA_T* restrict src, __global float* restrict ws)
 {
@@ -177,6 +175,60 @@ void fft_forward(__global const DATA_T* restrict src, __global float* restrict w
     COOPERATIVE(e, PLANES * FREQS) {
         const int q = e % PLANES, f = e / PLANES;
         vstore2(vload2(f % HALF_L, buf + q * PLANE_LD + (f / HALF_L) * PITCH), q, dst + f * (2 * ROWS_P * COLS_P));
+    }
+}
+#endif
+
+#if defined(DST_OFF) && defined(SMALL_WG)
+/* exp(-2 pi i j / L) for any j (the table holds the first half; the second is its negative) */
+inline float2 twiddle(int j)
+{
+    const int j32 = (j * (32 / FFT_L)) & 31;
+    return j32 < 16 ? TWIDDLE32[j32] : -TWIDDLE32[j32 - 16];
+}
+
+/* fft_forward_small: the half spectrum of planes with at most a few taps a side (PH, PW), as fft_forward
+ * writes it, by a direct DFT. A work-group stages the taps of SMALL_WG planes of consecutive columns in
+ * local memory (coalesced, once), then work-item (q, v) transforms the PH rows of plane q at column
+ * frequency v (PW taps each), then the PH results along the column at every row frequency u, and writes
+ * frequency (u, v): a 5x5 filter's 32 x 17 spectrum costs 17 * 32 * 5 complex multiply-adds and no
+ * FFT phases. v is uniform across a warp, so the twiddles are broadcast.
+ * Launch: global (COLS_P, L/2 + 1, ROWS_P), local (SMALL_WG, L/2 + 1, 1). */
+#define TAPS (PH * PW)
+#define TAPS_LD (TAPS | 1)   /* odd: the planes of a warp read different banks */
+__kernel __attribute__((reqd_work_group_size(SMALL_WG, HALF_L, 1)))
+void fft_forward_small(__global const DATA_T* restrict src, __global float* restrict ws)
+{
+    __local float taps[SMALL_WG * TAPS_LD];
+    const int q = get_local_id(0), v = get_local_id(1), lid = v * SMALL_WG + q;
+    const int col0 = get_group_id(0) * SMALL_WG, row = get_group_id(2);
+    for (int e = lid; e < SMALL_WG * TAPS; e += SMALL_WG * HALF_L) {
+        const int p = e / TAPS, hw = e % TAPS;
+        float value = 0.0f;
+        if (row < ROWS && col0 + p < COLS)
+            value = LOAD(src, BASE + row * ROW_TS + (col0 + p) * COL_TS + (hw / PW) * SH + (hw % PW) * SW);
+        taps[p * TAPS_LD + hw] = value;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    float2 tw_v[PW];
+    #pragma unroll
+    for (int w = 0; w < PW; ++w) tw_v[w] = twiddle(v * ((w + SHIFT_W) & MASK));
+    float2 rows_v[PH];   /* the DFT at v of each of the plane's rows that hold data */
+    #pragma unroll
+    for (int h = 0; h < PH; ++h) {
+        float2 acc = (float2)(0.0f);
+        #pragma unroll
+        for (int w = 0; w < PW; ++w) acc = mad((float2)(taps[q * TAPS_LD + h * PW + w]), tw_v[w], acc);
+        rows_v[h] = acc;
+    }
+    __global float* dst = ws + DST_OFF + 2 * (row * COLS_P + col0 + q) + v * (2 * ROWS_P * COLS_P);
+    #pragma unroll
+    for (int u = 0; u < FFT_L; ++u) {
+        float2 z = (float2)(0.0f);
+        #pragma unroll
+        for (int h = 0; h < PH; ++h) z += CMUL(rows_v[h], twiddle(u * ((h + SHIFT_H) & MASK)));
+        vstore2(z, 0, dst + u * (HALF_L * 2 * ROWS_P * COLS_P));
     }
 }
 #endif

@@ -5,6 +5,7 @@ import pytest
 
 from miopy.conv import heuristic
 from miopy.conv.problem import Direction
+from miopy.conv.solvers import fft
 from miopy.conv.solvers.fft import ConvFFT, FFTLayout, plane_size
 from tests.helpers import check_solution, make_problem
 from tests.solvers.test_winograd import H100
@@ -29,6 +30,24 @@ def test_matches_reference(handle, direction, case):
     problem = make_problem(direction, *case)
     assert SOLVER.is_applicable(problem, handle.info), SOLVER.not_applicable_reason(problem, handle.info)
     check_solution(handle, SOLVER, problem, SOLVER.default_params(problem, handle.info))
+
+
+@pytest.mark.parametrize("direction", DIRECTIONS, ids=lambda d: d.name)
+@pytest.mark.parametrize("small_extent", [0, 8, 27], ids=lambda v: f"small{v}")
+def test_direct_dft_and_staged_fft_agree(handle, monkeypatch, direction, small_extent):
+    """Planes of at most SMALL_EXTENT taps a side take fft_forward_small's direct DFT, the others the staged
+    FFT: with 0 no plane takes it (filters, read backwards in backward-data, go through the FFT), with 8 the
+    filters do (the default; backward-weights transforms no filter), with 27 every plane does, shifted (dy in
+    backward-weights) or not."""
+    monkeypatch.setattr(fft, "SMALL_EXTENT", small_extent)
+    problem = make_problem(direction, 3, 5, 11, 9, 6, 5, 7, (3, 1, 2, 4))
+    layout = FFTLayout.of(problem)
+    expected = {0: 0, 8: int(direction is not Direction.BACKWARD_WEIGHTS), 27: 2}[small_extent]   # dy, x: 11x9
+    assert len(layout.small_grids) == expected
+    params = SOLVER.default_params(problem, handle.info)
+    kernels = [launch.spec.name for launch in SOLVER.solution(problem, params).launches]
+    assert kernels[:2].count("fft_forward_small") == expected
+    check_solution(handle, SOLVER, problem, params)
 
 
 @pytest.mark.parametrize("direction", DIRECTIONS, ids=lambda d: d.name)

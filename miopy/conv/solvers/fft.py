@@ -32,6 +32,8 @@ SIZES = (8, 16, 32)     # FFT plane sizes (the kernels' twiddle table stops at 3
 TRANSFORM_WG = 128      # work-items per transform work-group: planes of L/2 work-items each
 PAD = 32                # every GEMM dimension is padded to a multiple of this (GEMM blocks divide it)
 MIN_FILTER = 5          # smaller filters are left to Winograd / direct (fewer multiplies per output)
+SMALL_EXTENT = 8        # planes of at most this many taps a side (filters) take the direct DFT (0: never)
+SMALL_WG = 32           # fft_forward_small's planes per work-group (of L/2 + 1 column frequencies each)
 
 
 @dataclass(frozen=True)
@@ -153,9 +155,19 @@ class FFTLayout:
         return {**dict(self.dtype_defines), "FFT_L": self.size, "FFT_LOG2": self.size.bit_length() - 1,
                 "PLANES": self.planes}
 
+    @property
+    def small_grids(self) -> tuple[PlaneGrid, ...]:
+        """The forward grids that take the direct DFT (fft_forward_small): planes of few taps a side."""
+        return tuple(g for g in (self.a, self.b) if max(g.extent) <= SMALL_EXTENT)
+
     def forward_launch(self, grid: PlaneGrid, offset: int) -> KernelLaunch:
         rows_p, cols_p = grid.padded
         defines = {**self.common_defines(), **grid.defines(), "ROWS_P": rows_p, "COLS_P": cols_p, "DST_OFF": offset}
+        if grid in self.small_grids:   # a direct DFT per (plane, column frequency), no FFT phases
+            defines["SMALL_WG"] = SMALL_WG
+            spec = KernelSpec.make("conv_fft.cl", "fft_forward_small", defines, ("-cl-mad-enable",))
+            return KernelLaunch(spec, (cols_p, self.size // 2 + 1, rows_p), (SMALL_WG, self.size // 2 + 1, 1),
+                                (grid.role, "workspace"))
         spec = KernelSpec.make("conv_fft.cl", "fft_forward", defines, ("-cl-mad-enable",))
         return KernelLaunch(spec, (cols_p // self.planes * self.work_group, rows_p), (self.work_group, 1),
                             (grid.role, "workspace"))
@@ -231,6 +243,8 @@ class ConvFFT(ConvSolver):
         require(plane_size(problem) > 0, f"the padded planes exceed {SIZES[-1]}x{SIZES[-1]}")
         layout = FFTLayout.of(problem)
         require_none(work_group_reason(dev, (layout.work_group,)) or local_memory_reason(dev, layout.local_bytes))
+        if layout.small_grids:
+            require_none(work_group_reason(dev, (SMALL_WG, layout.size // 2 + 1)))
         require_none(index_reason(*(d.element_span for d in (problem.x, problem.w, problem.y)), layout.total_floats))
         require(any(self.is_valid(problem, p, dev) for p in FALLBACK), "no GEMM tiling fits the device")
 

@@ -193,7 +193,11 @@ class ConvWinograd5x5F2WrW(_ConvWinogradWrW):
     filter_size = 5
     transform_file = "conv_winograd_large.cl"
     tolerance = 5e-3
-    rounding_units = 16.0   # refused beyond 1.1M terms per weight
+    # The 5x5 weight gradients' error sits in a few taps (G^T's last rows), so their largest hybrid error runs
+    # several times the rms-based 16 units: their units are the H100's worst measured hybrid error over
+    # u * sqrt(terms) (GoogLeNet 5x5 2.6e-4 at 6272 terms, AlexNet conv2 1.0e-3 at 93312, 16->32 channels at
+    # 1M terms 2.4e-3: 55, 55, 39; benchmarks/results/h100-weak-fft.json, h100-wrw-accuracy.json)
+    rounding_units = 55.0   # refused beyond 93k terms per weight (AlexNet conv2 at N=128 is just over)
 
 
 class ConvWinograd5x5F3WrW(_ConvWinogradWrW):
@@ -210,4 +214,6 @@ class ConvWinograd5x5F3WrW(_ConvWinogradWrW):
     filter_size = 5
     transform_file = "conv_winograd_large.cl"
     tolerance = 1e-2
-    rounding_units = 34.0   # refused beyond 244k terms per weight
+    # measured hybrid errors over u * sqrt(terms): GoogLeNet 5x5 8.7e-4 (184), AlexNet-v2 conv2 3.5e-3 (192),
+    # AlexNet conv2 2.5e-3 (137), 16->32 channels at 1M terms 1.8e-3 (30); the rms-based figure was 34
+    rounding_units = 192.0   # refused beyond 7.6k terms per weight: GoogLeNet 5x5 (7x7) up to N=155, not AlexNet
