@@ -46,3 +46,24 @@ def test_tuning_into_the_file_keeps_its_find_records(fresh_dbs, handle, tmp_path
         assert built.find_problems(handle.info.device_id) == found
         built.close()
         assert db.PerfDb(db.Store(out, readonly=True), "built").rows()
+
+
+def test_find_build_finds_again_where_a_ranked_solver_applies_no_more(fresh_dbs, handle, tmp_path, monkeypatch,
+                                                                      capsys):
+    """A record ranking a solver that a changed rule now refuses is stale for find (_from_find_db), so the
+    builder finds that problem again instead of keeping it."""
+    from miopy.conv import registry
+    monkeypatch.setitem(networks.NETWORKS, "tiny", (networks.Layer("t1", 4, 6, 6, 4, 3, 3, 1, 1),))
+    out = tmp_path / "system.db"
+    args = ["--find", "--out", str(out), "--networks", "tiny", "-n", "1", "-F", "1", "--jobs", "0"]
+    assert build_system_db.main(args) == 0
+    assert build_system_db.main(args) == 0
+    assert "0 to find" in capsys.readouterr().out                         # current: kept
+    built = db.BuildDb(out)
+    ranked = built.find_solvers(handle.info.device_id)
+    built.close()
+    refused = next(s for s in registry.solvers() if s.id in next(iter(ranked.values())) and s.id != "ConvDirectNaive")
+    monkeypatch.setattr(refused, "is_applicable", lambda *a, **k: False)
+    assert build_system_db.main(args) == 0
+    printed = capsys.readouterr().out
+    assert "1 to find" in printed and "(1 of them again" in printed

@@ -7,9 +7,10 @@
 
 --find runs a normal find (accuracy-checked) of every layer in each direction and writes its ranking into
 OUT's find table, one transaction per problem, skipping problems OUT already holds for this device and
-miopy version (unless a solver that applies now is missing from the record: a solver added since): a build
-stopped by --deadline, a timeout or a kill resumes where it stopped. -n 0 (the
-default with --find) takes each set's usual batch (miopy.conv.networks.DEFAULT_BATCH). Kernels of the
+miopy version (unless a solver that applies now is missing from the record, a solver added since, or one
+in it applies no more, a rule changed since): a build stopped by --deadline, a timeout or a kill resumes
+where it stopped. -n 0 (the default with --find) takes each set's usual batch
+(miopy.conv.networks.DEFAULT_BATCH). Kernels of the
 next problems are compiled ahead in --jobs worker processes while the current one is timed.
 
 Tuning runs against a temporary user DB, so the machine's own user DB is left alone; only the perf records
@@ -91,14 +92,19 @@ def build_find(args: argparse.Namespace) -> int:
             if p.key() in keys:
                 continue
             ranked = have.get(p.key())
-            missing = ranked is not None and any(s.id not in ranked for s in registry.solvers()
-                                                 if s.is_applicable(p, handle.info))
+            applicable = {s.id for s in registry.solvers() if s.is_applicable(p, handle.info)}
+            known = {s.id for s in registry.solvers()}
+            # stale: a solver that applies now is missing, or one in the record applies no more (find's
+            # _from_find_db would not serve it either)
+            missing = ranked is not None and (bool(applicable - set(ranked))
+                                              or any(sid in known and sid not in applicable for sid in ranked))
             if ranked is None or missing:
                 todo.append(p)
                 keys.add(p.key())
                 stale += missing
         print(f"{len(have)} problems in {args.out} already, {len(todo)} to find on {handle.info.name} "
-              f"({stale} of them again: a solver that applies now is missing from their record)", flush=True)
+              f"({stale} of them again: a solver that applies now is missing from their record, or one in it "
+              f"applies no more)", flush=True)
         with Compiler(handle, args.jobs) as compiler:
             ahead = args.ahead if args.ahead is not None else 2 * compiler.jobs
             submitted = 0
