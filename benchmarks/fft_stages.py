@@ -47,6 +47,10 @@ def main(argv=None) -> int:
     ap.add_argument("--wg", default="", help="comma-separated transform work-group sizes to try beside the default")
     ap.add_argument("--small", default="", help="comma-separated SMALL_EXTENT values (largest plane side that "
                     "takes the direct DFT; 0: none) to try beside the default")
+    ap.add_argument("--const", default="", help="comma-separated NAME=INT module constants of fft.py to try beside "
+                    "the default, with every tiling timed")
+    ap.add_argument("--tilings", default="", help="semicolon-separated TILE_M,TILE_N,WORK_M,WORK_N,K_BLK to time "
+                    "beside the default")
     args = ap.parse_args(argv)
     handle = miopy.Handle()
     solver, rows = ConvFFT(), []
@@ -56,16 +60,19 @@ def main(argv=None) -> int:
             problem = ConvProblem.create(direction, x, w, ConvDesc(2, 1, 1, 1))
             default = solver.default_params(problem, handle.info)
             sampled = [p for p in solver.sample_space(problem, handle.info, args.sweep, seed=3) if p != default]
+            sampled += [p for p in (_tiling(t) for t in args.tilings.split(";") if t) if p != default]
             for params in (default, *sampled):
                 rows.append(measure(handle, solver, name, problem, params, args.iters, params is default))
             variants = [("TRANSFORM_WG", int(v)) for v in args.wg.split(",") if v]
             variants += [("SMALL_EXTENT", int(v)) for v in args.small.split(",") if v]
-            for attr, value in variants:   # a module constant of fft.py changed for one measurement
+            variants += [(c.split("=")[0], int(c.split("=")[1])) for c in args.const.split(",") if c]
+            for attr, value in variants:   # a module constant of fft.py changed for these measurements
                 standard = getattr(fft, attr)
                 setattr(fft, attr, value)
                 try:
-                    rows.append({**measure(handle, solver, name, problem, default, args.iters, False),
-                                 attr.lower(): value})
+                    for params in (default, *(sampled if args.const else ())):
+                        rows.append({**measure(handle, solver, name, problem, params, args.iters, False),
+                                     attr.lower(): value})
                 except Exception as exc:   # noqa: BLE001 - a size the device refuses is data
                     print(f"{name} {direction.letter} {attr} {value}: {type(exc).__name__}: {str(exc)[:200]}")
                 finally:
@@ -73,6 +80,10 @@ def main(argv=None) -> int:
     if args.out:
         Path(args.out).write_text(json.dumps({"device": handle.info.name, "rows": rows}, indent=1))
     return 0
+
+
+def _tiling(text: str) -> dict:
+    return dict(zip(("TILE_M", "TILE_N", "WORK_M", "WORK_N", "K_BLK"), map(int, text.split(","))))
 
 
 def measure(handle, solver, name, problem, params, iters, default) -> dict:
