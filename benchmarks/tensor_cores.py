@@ -1,7 +1,7 @@
 """Tensor-core solver (ConvImplicitGemmMma) against cuDNN, TF32 and fp16, on one GPU in one run.
 
     python benchmarks/tensor_cores.py --out DIR [--budget-s 270] [--parts probe,accuracy,timing]
-                                      [--variants N] [--iters 20]
+                                      [--variants N] [--iters 20] [--find] [--worse-than RATIO:JSON]
 
 probe     which PTX mma families the device compiles (miopy.ptx_probe), and how long the probe takes
 accuracy  every direction x {fp32 data under TF32, fp16 data} on small and odd problems (pad, stride,
@@ -12,7 +12,9 @@ accuracy  every direction x {fp32 data under TF32, fp16 data} on small and odd p
           L the reduction length), and cuDNN's error on the same inputs in the same mode, for scale
 timing   real layers (ResNet-50, VGG-16, AlexNet, 1x1) in every direction: miopy's default params and
           grid variants beside cuDNN (cudnn.benchmark, allow_tf32 for TF32, fp16 tensors for fp16);
-          efficiency against the dense tensor-core peak (H100 SXM: 495 TFLOP/s TF32, 990 fp16)
+          efficiency against the dense tensor-core peak (H100 SXM: 495 TFLOP/s TF32, 990 fp16); with
+          --find also find's pick in the row's mode (any solver the TF32 math mode or fp16 data allows, the
+          strict ones too: what a user calling find gets) and its time (ratio_find)
 
 DIR receives tensor-cores-<device>.json, rewritten after every measurement (a timeout keeps what was done).
 """
@@ -155,6 +157,24 @@ def accuracy(handle, record, save, deadline, samples: int) -> None:
                 save()
 
 
+def find_pick(handle, problem, t, bufs, iters: int) -> dict:
+    """What a user of this mode gets: find (accuracy-checked, every solver the math mode allows: the tensor-core
+    one and the strict ones) and its winner's time, measured here like the variants."""
+    from miopy.conv import registry
+    from miopy.find import find_problem
+    from miopy.plan import solution_plan
+    ws_bytes = max([sv.workspace_bytes(problem) for sv in registry.solvers() if sv.is_applicable(problem, handle.info)]
+                   + [4])
+    started = time.monotonic()
+    found = find_problem(handle, problem, buffers={**bufs, "workspace": handle.alloc(ws_bytes)}, store=False)
+    best = found[0]
+    plan = solution_plan(handle, problem, best.solver_id, best.params)
+    ws = handle.alloc(max(plan.solution.workspace_bytes, 4))
+    ms = handle.time_ms(lambda: plan.enqueue({**bufs, "workspace": ws}), warmup=2, iters=iters)
+    return {"find_solver": best.solver_id, "find_ms": ms, "find_s": time.monotonic() - started,
+            "find_ranking": {r.solver_id: r.time_ms for r in found}}
+
+
 def cudnn_ms(problem, t, iters: int) -> float:
     import torch
     torch.backends.cudnn.benchmark = True
@@ -243,16 +263,21 @@ def prebuild(handle, record, problems: list[ConvProblem], count: int) -> None:
 
 
 def timing(handle, record, save, deadline, count: int, iters: int, verify: bool, letters: str,
-           layers: list[tuple]) -> None:
+           layers: list[tuple], find: bool = False, only: set | None = None) -> None:
+    """Time the tensor-core solver's variants (and with find, find's pick) beside cuDNN; only: the (layer, dtype,
+    direction) rows to run (None: all)."""
     rows = record.setdefault("timing", [])
     prebuild(handle, record, [make(DIRECTIONS[letter], dtype, shape) for letter in letters for shape in layers
-                              for dtype in ("FP32", "FP16")], count)
+                              for dtype in ("FP32", "FP16") if only is None or (shape[0], dtype, letter) in only],
+             count)
     for letter in letters:
         direction = DIRECTIONS[letter]
         for shape in layers:
             for dtype in ("FP32", "FP16"):
                 if time.monotonic() > deadline:
                     return
+                if only is not None and (shape[0], dtype, letter) not in only:
+                    continue
                 problem = make(direction, dtype, shape)
                 t = tensors(problem, 0)
                 bufs = buffers(handle, t)
@@ -288,6 +313,12 @@ def timing(handle, record, save, deadline, count: int, iters: int, verify: bool,
                                tflops_best=problem.flops() / best["ms"] / 1e9,
                                pct_peak_best=100 * problem.flops() / best["ms"] / 1e9 / PEAK_TFLOPS[dtype],
                                cudnn_tflops=problem.flops() / row["cudnn_ms"] / 1e9)
+                if find and time.monotonic() < deadline:
+                    try:
+                        row.update(find_pick(handle, problem, t, bufs, iters))
+                        row["ratio_find"] = row["find_ms"] / row["cudnn_ms"]
+                    except Exception as exc:  # noqa: BLE001
+                        row["find_error"] = f"{type(exc).__name__}: {str(exc)[:1000]}"
                 rows.append(row)
                 print(json.dumps({k: v for k, v in row.items() if k != "variants"}), flush=True)
                 save()
@@ -300,6 +331,11 @@ def summarize(record) -> None:
             record.setdefault("summary", {})[dtype] = {
                 "layers": len(ratios), "geomean_ratio_best": math.exp(sum(map(math.log, ratios)) / len(ratios)),
                 "worst_ratio": max(ratios)}
+        found = [r["ratio_find"] for r in record.get("timing", []) if r["dtype"] == dtype and "ratio_find" in r]
+        if found:
+            record.setdefault("summary", {})[dtype].update(
+                find_layers=len(found), geomean_ratio_find=math.exp(sum(map(math.log, found)) / len(found)),
+                worst_ratio_find=max(found), over_2x_find=sum(r > 2 for r in found))
 
 
 def report(paths: list[str]) -> str:
@@ -361,6 +397,10 @@ def main(argv=None) -> int:
     ap.add_argument("--verify", action="store_true", help="check every timed variant against the float64 bound")
     ap.add_argument("--ptx", action="store_true", help="write the PTX of the default forward kernels to --out")
     ap.add_argument("--samples", type=int, default=1, help="grid points checked beside the defaults")
+    ap.add_argument("--find", action="store_true", help="timing: also run find in the row's mode (TF32 math mode / "
+                    "fp16 data, every solver it allows) and time its pick beside cuDNN (ratio_find)")
+    ap.add_argument("--worse-than", default="", help="RATIO:JSON: time only the rows whose best / cuDNN passed "
+                    "RATIO in that earlier result file")
     args = ap.parse_args(argv)
     if args.report:
         table = report(args.report)
@@ -414,7 +454,13 @@ def main(argv=None) -> int:
         accuracy(handle, record, save, min(deadline, time.monotonic() + args.accuracy_s), args.samples)
     if "timing" in parts:
         layers = set_layers(args.sets) if args.sets else LAYERS
-        timing(handle, record, save, deadline, args.variants, args.iters, args.verify, args.directions, layers)
+        only = None
+        if args.worse_than:
+            limit, _, path = args.worse_than.partition(":")
+            only = {(r["layer"], r["dtype"], r["direction"]) for r in json.loads(Path(path).read_text())["timing"]
+                    if r.get("ratio_best", 0.0) > float(limit)}
+        timing(handle, record, save, deadline, args.variants, args.iters, args.verify, args.directions, layers,
+               args.find, only)
     record["elapsed_s"] = time.monotonic() - started
     save()
     print(json.dumps(record.get("summary", {}), indent=1))
