@@ -13,10 +13,12 @@ for the weight gradient), then the inverse FFT gives the output planes:
 
 Four launches: the two forward transforms, the GEMM, the inverse transform (with the epilogue hook
 forward). Planes of at most SMALL_EXTENT taps a side (the filters of forward and backward-data) are
-transformed by a direct DFT (fft_forward_small), the others by the staged FFT (fft_forward). The saving is in the GEMM: at AlexNet conv2 (27x27, L = 32) each (channel pair, output pixel)
-costs 544 * 3 / 729 = 2.2 real multiply-adds instead of 25 (Winograd F(3x3,5x5): 5.4), and the transformed
-tensors are 544 complex values per plane against F(3x3,5x5)'s 81 * 49 reals, so much less workspace
-traffic. It needs large filters to pay: a 3x3 filter does better with Winograd F(4x4,3x3).
+transformed by a direct DFT (fft_forward_small), the others by the staged FFT (fft_forward).
+
+The saving is in the GEMM: at AlexNet conv2 (27x27, L = 32) each (channel pair, output pixel) costs
+544 * 3 / 729 = 2.2 real multiply-adds instead of 25 (Winograd F(3x3,5x5): 5.4), and the transformed tensors
+are 544 complex values per plane against F(3x3,5x5)'s 81 * 49 reals, so much less workspace traffic. It
+needs large filters to pay: a 3x3 filter does better with Winograd F(4x4,3x3).
 """
 from __future__ import annotations
 
