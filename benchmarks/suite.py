@@ -73,7 +73,7 @@ def miopy_layer(handle, problem, tensors, iters: int) -> dict:
     mf = cl.mem_flags
     bufs = {r: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=tensors[r]) for r in "xwy"}
     t0 = time.perf_counter()
-    found = find_problem(handle, problem, buffers={**bufs, "workspace": handle.alloc(_max_ws(problem, handle))})
+    found = find_problem(handle, problem, buffers={**bufs, "workspace": handle.alloc(max_workspace(problem, handle))})
     find_s = time.perf_counter() - t0
     best = found[0]
     prepared = solution_plan(handle, problem, best.solver_id, best.params)
@@ -88,7 +88,7 @@ def miopy_layer(handle, problem, tensors, iters: int) -> dict:
             "all": {r.solver_id: r.time_ms for r in found}, "skipped": found.skipped}, out
 
 
-def _max_ws(problem, handle) -> int:
+def max_workspace(problem, handle) -> int:
     return max([s.workspace_bytes(problem) for s in registry.solvers() if s.is_applicable(problem, handle.info)] + [4])
 
 

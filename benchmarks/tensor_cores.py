@@ -160,13 +160,13 @@ def accuracy(handle, record, save, deadline, samples: int) -> None:
 def find_pick(handle, problem, t, bufs, iters: int) -> dict:
     """What a user of this mode gets: find (accuracy-checked, every solver the math mode allows: the tensor-core
     one and the strict ones) and its winner's time, measured here like the variants."""
-    from miopy.conv import registry
+    from suite import max_workspace
+
     from miopy.find import find_problem
     from miopy.plan import solution_plan
-    ws_bytes = max([sv.workspace_bytes(problem) for sv in registry.solvers() if sv.is_applicable(problem, handle.info)]
-                   + [4])
     started = time.monotonic()
-    found = find_problem(handle, problem, buffers={**bufs, "workspace": handle.alloc(ws_bytes)}, store=False)
+    found = find_problem(handle, problem, buffers={**bufs, "workspace": handle.alloc(max_workspace(problem, handle))},
+                         store=False)
     best = found[0]
     plan = solution_plan(handle, problem, best.solver_id, best.params)
     ws = handle.alloc(max(plan.solution.workspace_bytes, 4))

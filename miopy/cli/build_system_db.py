@@ -88,20 +88,19 @@ def build_find(args: argparse.Namespace) -> int:
     try:
         have = out.find_solvers(device)
         todo, keys, stale = [], set(), 0
+        known = {s.id for s in registry.solvers()}
         for p in find_problems(args):
             if p.key() in keys:
                 continue
             ranked = have.get(p.key())
             applicable = {s.id for s in registry.solvers() if s.is_applicable(p, handle.info)}
-            known = {s.id for s in registry.solvers()}
             # stale: a solver that applies now is missing, or one in the record applies no more (find's
             # _from_find_db would not serve it either)
-            missing = ranked is not None and (bool(applicable - set(ranked))
-                                              or any(sid in known and sid not in applicable for sid in ranked))
-            if ranked is None or missing:
+            outdated = ranked is not None and bool(applicable - ranked or (ranked & known) - applicable)
+            if ranked is None or outdated:
                 todo.append(p)
                 keys.add(p.key())
-                stale += missing
+                stale += outdated
         print(f"{len(have)} problems in {args.out} already, {len(todo)} to find on {handle.info.name} "
               f"({stale} of them again: a solver that applies now is missing from their record, or one in it "
               f"applies no more)", flush=True)

@@ -163,14 +163,19 @@ class FFTLayout:
         """The forward grids that take the direct DFT (fft_forward_small): planes of few taps a side."""
         return tuple(g for g in (self.a, self.b) if max(g.extent) <= SMALL_EXTENT)
 
+    @property
+    def small_local_size(self) -> tuple[int, int, int]:
+        """fft_forward_small's work-group: SMALL_WG planes by the L/2 + 1 column frequencies."""
+        return SMALL_WG, self.size // 2 + 1, 1
+
     def forward_launch(self, grid: PlaneGrid, offset: int) -> KernelLaunch:
         rows_p, cols_p = grid.padded
         defines = {**self.common_defines(), **grid.defines(), "ROWS_P": rows_p, "COLS_P": cols_p, "DST_OFF": offset}
         if grid in self.small_grids:   # a direct DFT per (plane, column frequency), no FFT phases
             defines["SMALL_WG"] = SMALL_WG
             spec = KernelSpec.make("conv_fft.cl", "fft_forward_small", defines, ("-cl-mad-enable",))
-            return KernelLaunch(spec, (cols_p, self.size // 2 + 1, rows_p), (SMALL_WG, self.size // 2 + 1, 1),
-                                (grid.role, "workspace"))
+            local = self.small_local_size
+            return KernelLaunch(spec, (cols_p, local[1], rows_p), local, (grid.role, "workspace"))
         spec = KernelSpec.make("conv_fft.cl", "fft_forward", defines, ("-cl-mad-enable",))
         return KernelLaunch(spec, (cols_p // self.planes * self.work_group, rows_p), (self.work_group, 1),
                             (grid.role, "workspace"))
@@ -247,7 +252,7 @@ class ConvFFT(ConvSolver):
         layout = FFTLayout.of(problem)
         require_none(work_group_reason(dev, (layout.work_group,)) or local_memory_reason(dev, layout.local_bytes))
         if layout.small_grids:
-            require_none(work_group_reason(dev, (SMALL_WG, layout.size // 2 + 1)))
+            require_none(work_group_reason(dev, layout.small_local_size[:2]))
         require_none(index_reason(*(d.element_span for d in (problem.x, problem.w, problem.y)), layout.total_floats))
         require(any(self.is_valid(problem, p, dev) for p in FALLBACK), "no GEMM tiling fits the device")
 
