@@ -37,6 +37,26 @@ def with_file(solution, alt: str):
     return dataclasses.replace(solution, launches=launches)
 
 
+def prebuild(handle, args) -> None:
+    """Compile both builds of every row up front in compile_pool's worker processes (NVIDIA's compiler does not run
+    in parallel within one process; one build at a time, the run waits on the compiler for most of its time)."""
+    from miopy import compile_pool
+    if args.emulate or not compile_pool.wanted(handle):
+        return
+    started = time.monotonic()
+    specs = []
+    for letter in args.directions:
+        for shape in set_layers(args.sets):
+            for dtype in args.dtypes.split(","):
+                problem = make(DIRECTIONS[letter], dtype, shape)
+                solution = SOLVER.solution(problem, SOLVER.default_params(problem, handle.info))
+                specs += [launch.spec for sol in (solution, with_file(solution, args.alt)) for launch in sol.launches]
+    specs = list(dict.fromkeys(specs))
+    errors = compile_pool.pool_for(handle, 12).build(specs)
+    print(json.dumps({"prebuild": len(specs), "failed": sum(e is not None for e in errors.values()),
+                      "s": round(time.monotonic() - started, 1)}), flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--alt", required=True)
@@ -52,6 +72,7 @@ def main(argv=None) -> int:
     import pyopencl as cl
     handle = miopy.Handle()
     rows = []
+    prebuild(handle, args)
     for letter in args.directions:
         for shape in set_layers(args.sets):
             for dtype in args.dtypes.split(","):

@@ -102,6 +102,24 @@ VARIANTS = {
     "tx-cp2": {"TRANSFORM_X": True, "CP_ASYNC": True, "STAGES": 2},
     "tx-cp3": {"TRANSFORM_X": True, "CP_ASYNC": True, "STAGES": 3, "*tile_first": True},
     "tx-deep": {"TRANSFORM_X": True, "CP_ASYNC": True, "STAGES": 2, "*deeper": True, "*directions": "FB"},
+    # fully-connected layers at small batch (a few GEMM columns, bound by streaming the weights): more splits and
+    # taller tiles of one warp column put more weight bytes in flight
+    "splitk8": {"SPLIT": 8, "*directions": "FB"},
+    "splitk16": {"SPLIT": 16, "*directions": "FB"},
+    "m64": {"*tile": (64, 16, 4, 1), "*directions": "FB"},
+    "m64-splitk4": {"*tile": (64, 16, 4, 1), "SPLIT": 4, "*directions": "FB"},
+    "m64-splitk8": {"*tile": (64, 16, 4, 1), "SPLIT": 8, "*directions": "FB"},
+    "m128-splitk4": {"*tile": (128, 16, 4, 1), "SPLIT": 4, "*directions": "FB"},
+    "cp4-splitk8": {"CP_ASYNC": True, "STAGES": 4, "SPLIT": 8, "*directions": "FB"},
+    "m64-cp4-splitk4": {"*tile": (64, 16, 4, 1), "CP_ASYNC": True, "STAGES": 4, "SPLIT": 4, "*directions": "FB"},
+    # fp16 backward-weights before the copy by cp.async over even planes (mma.WGRAD_FP16_COPY_STAGES)
+    "w16-before": {"*module": {"WGRAD_FP16_COPY_STAGES": 0}, "*directions": "W"},
+    # the score model's tiles before _narrow (one warp, no split)
+    "t16": {"*tile": (16, 16, 1, 1), "SPLIT": 1, "*directions": "FB"},
+    "t32": {"*tile": (32, 32, 1, 1), "SPLIT": 1, "*directions": "FB"},
+    # backward-data reading the weights in place instead of the transposing copy
+    "no-copy": {"TRANSFORM_W": False, "*directions": "B"},
+    "no-copy-splitk8": {"TRANSFORM_W": False, "SPLIT": 8, "*directions": "B"},
 }
 
 
@@ -120,10 +138,21 @@ def previous_default(problem, info) -> dict:
 def _variant(problem, info, base: dict, overrides: dict) -> tuple[dict | None, str | None]:
     """The default params with overrides; where that is invalid, the first valid point of: smaller slices,
     then smaller tiles (largest first; "*tile_first": the other way round), VECTOR_A on where it can be (fp16
-    cp.async needs it), "*vector_b": the widest valid VECTOR_B. "*previous": the previous defaults as they are;
-    "*split_scale": the default's SPLIT times that. (params, None) or (None, why the first try was invalid)."""
+    cp.async needs it), "*vector_b": the widest valid VECTOR_B, "*tile": (M_BLK, N_BLK, WARPS_M, WARPS_N) instead of
+    the default's tile and smaller ones. "*previous": the previous defaults as they are;
+    "*split_scale": the default's SPLIT times that; "*module": {name: value}: the defaults with mma's module constants
+    set so. (params, None) or (None, why the first try was invalid)."""
     if overrides.get("*previous"):
         return previous_default(problem, info), None
+    if "*module" in overrides:    # the defaults with mma's module constants set so
+        saved = {name: getattr(mma, name) for name in overrides["*module"]}
+        for name, value in overrides["*module"].items():
+            setattr(mma, name, value)
+        try:
+            return SOLVER.default_params(problem, info), None
+        finally:
+            for name, value in saved.items():
+                setattr(mma, name, value)
     wanted = {k: v for k, v in overrides.items() if not k.startswith("*")}
     if "*split_scale" in overrides:
         wanted["SPLIT"] = max(1, int(base["SPLIT"] * overrides["*split_scale"]))
@@ -136,6 +165,8 @@ def _variant(problem, info, base: dict, overrides: dict) -> tuple[dict | None, s
         k_blks = [k for k in SOLVER.grid["K_BLK"] if k > base["K_BLK"]]
     tiles = [(base["M_BLK"], base["N_BLK"], base["WARPS_M"], base["WARPS_N"])]
     tiles += [t for t in _TILES if t[0] * t[1] <= base["M_BLK"] * base["N_BLK"] and t not in tiles]
+    if "*tile" in overrides:    # that tile (M_BLK, N_BLK, WARPS_M, WARPS_N) or none
+        tiles = [tuple(overrides["*tile"])]
     pairs = [(tile, k) for tile in tiles for k in k_blks]
     if overrides.get("*tile_first"):
         pairs = [(tile, k) for k in k_blks for tile in tiles]

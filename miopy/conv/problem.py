@@ -231,6 +231,21 @@ class ConvProblem:
     def with_direction(self, direction: Direction) -> ConvProblem:
         return ConvProblem(Direction(direction), self.x, self.w, self.y, self.conv, self.math_mode)
 
+    def as_fully_connected(self) -> ConvProblem | None:
+        """This problem as a 1x1 convolution of 1x1 images over C*H*W input channels where it is one: packed tensors
+        and a filter covering the whole unpadded image (one output pixel), larger than 1x1. Same memory, same sums:
+        x[n][c][h][w] is x'[n][c*H*W + h*W + w], w[k][c][r][s] likewise, groups keep their channels. A GEMM
+        solver then sees the fully-connected layer it is instead of R*S taps, of which backward-data's gather
+        reads one in R*S. None where it is not one."""
+        if not (self.is_packed and self.r * self.s > 1 and self.r == self.in_h and self.s == self.in_w
+                and self.out_h == self.out_w == 1 and self.conv.pads == (0, 0, 0, 0)):
+            return None
+        area = self.in_h * self.in_w
+        x = TensorDesc(self.dtype, (self.n, self.c * area, 1, 1))
+        w = TensorDesc(self.dtype, (self.k, self.c_per_group * area, 1, 1))
+        conv = ConvDesc(groups=self.groups, math_mode=self.conv.math_mode)
+        return ConvProblem(self.direction, x, w, self.y, conv, self.math_mode)
+
     # Sizes, named as in the papers: N, C, H, W input; K, R, S filters; P, Q output.
     n = property(lambda self: self.x.n)
     c = property(lambda self: self.x.c)

@@ -66,6 +66,12 @@
  *                    else element by element; staged with one local store
  *   LDMATRIX         1: fragments read with ldmatrix.x4 (A always; B when fp16 or laid out [col][kk]);
  *                    0: one 32-bit local read per register
+ *   STAGED_STORE     0: each lane stores its sums where the mma fragments leave them (8 rows x 4 lanes of 2
+ *                    columns per warp store); 1, 2, 4 or 8: each warp passes its sums through local memory one
+ *                    16-row band at a time and stores rows of that many consecutive output elements per lane (16
+ *                    bytes at most), where the output's columns are runs of consecutive elements of that length
+ *                    (P*Q forward, H*W backward-data, C/G*R*S backward-weights; no split, no phases, no
+ *                    TRANSFORM_X in backward-weights), the bands within the A tiles.
  *   MIOPY_HALF       0 fp32 data with TF32 mma, 1 fp16 data with f16 mma
  *   MMA_EMULATE      1: no PTX; each mma is computed by the warp through local memory with the same
  *                    fragment layout and TF32 rounding (tests of the index mapping on any OpenCL device)
@@ -97,6 +103,9 @@
 #endif
 #ifndef TRANSFORM_X
 #define TRANSFORM_X 0
+#endif
+#ifndef STAGED_STORE
+#define STAGED_STORE 0
 #endif
 #if TRANSFORM_X && ((DIRECTION != 4 && !CHANNEL_BLOCKS) || VECTOR_B)
 #error "TRANSFORM_X needs CHANNEL_BLOCKS (forward, backward-data) and no VECTOR_B"
@@ -1124,6 +1133,41 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
 #define STORE_SUM(m, col, v) STORE_OUT(g, m, col, v)
 #endif
 
+/* STAGED_STORE: a warp's 16 x WARP_N band of sums in local memory (rows OUT_LD floats apart: float2 writes of the
+ * fragments hit 32 distinct banks per half-warp, rows 32-byte aligned), in the tiles once every warp is done
+ * with them; then STORE_RUN stores OUT_VEC consecutive outputs per lane as one 16-, 8- or 4-byte store. */
+#define OUT_LD (WARP_N + 8)
+#define OUT_VEC STAGED_STORE
+#if STAGED_STORE && (WARPS_M * WARPS_N * 16 * OUT_LD * 4 > STAGES * (A_TILE + B_TILE) * (MIOPY_HALF ? 2 : 4))
+#error "STAGED_STORE: the warps' bands do not fit the tiles"
+#endif
+#if OUT_VEC > 1
+#if MIOPY_HALF
+#define OUT_SCALAR ushort
+#define OUT_BITS(bits, e, v) vstore_half_rte((v), (e), (__private half*)(bits))
+#else
+#define OUT_SCALAR float
+#define OUT_BITS(bits, e, v) ((bits)[e] = (v))
+#endif
+#define STORE_RUN(buf, i, v) do { OUT_SCALAR bits_[OUT_VEC]; \
+    for (int e_ = 0; e_ < OUT_VEC; ++e_) OUT_BITS(bits_, e_, (v)[e_]); \
+    *(__global CAT(OUT_SCALAR, OUT_VEC)*)((buf) + (i)) = CAT(vload, OUT_VEC)(0, bits_); } while (0)
+#elif OUT_VEC
+#define STORE_RUN(buf, i, v) STORE(buf, i, (v)[0])
+#endif
+#if DIRECTION == 1
+#define STORE_OUT_RUN(g, m, col, src) do { const int n_ = (col) / (P * Q), pq_ = (col) % (P * Q), k_ = (g) * KG + (m); \
+    const int yi_ = Y_AT(n_, k_, pq_ / Q, pq_ % Q); float v_[OUT_VEC]; \
+    for (int e_ = 0; e_ < OUT_VEC; ++e_) v_[e_] = MIOPY_EPILOGUE((src)[e_], k_, pq_ + e_, yi_ + e_); \
+    STORE_RUN(y, yi_, v_); } while (0)
+#elif DIRECTION == 2
+#define STORE_OUT_RUN(g, m, col, src) do { const int n_ = (col) / (H * W), hw_ = (col) % (H * W); \
+    STORE_RUN(x, X_AT(n_, (g) * CG + (m), hw_ / W, hw_ % W), src); } while (0)
+#else
+#define STORE_OUT_RUN(g, m, col, src) do { const int rs_ = (col) % RS; \
+    STORE_RUN(w, W_AT((g) * KG + (m), (col) / RS, rs_ / S, rs_ % S), src); } while (0)
+#endif
+
 #if DIRECTION == 1
 #define X_CONST const
 #define W_CONST const
@@ -1142,8 +1186,11 @@ __kernel __attribute__((reqd_work_group_size(THREADS, 1, 1)))
 void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* restrict w,
               __global Y_CONST DATA_T* restrict y PARTIAL_PARAM MIOPY_EPILOGUE_PARAMS)
 {
-    __local raw_t a_tiles[STAGES * A_TILE] __attribute__((aligned(16)));
-    __local raw_t b_tiles[STAGES * B_TILE] __attribute__((aligned(16)));
+    /* one array, so STAGED_STORE's bands may use all of it (A_TILE is a multiple of 16 elements: B's tiles stay
+     * 16-byte aligned, and 256-byte, so their banks are as in an array of their own) */
+    __local raw_t tiles[STAGES * (A_TILE + B_TILE)] __attribute__((aligned(16)));
+    __local raw_t* const a_tiles = tiles;
+    __local raw_t* const b_tiles = tiles + STAGES * A_TILE;
 #if MMA_EMULATE
     __local float emu[WARPS_M * WARPS_N * EMU_WARP];
 #endif
@@ -1264,6 +1311,29 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
     }
 #endif
 
+#if OUT_VEC
+    __local float* restrict band = (__local float*)tiles + warp * 16 * OUT_LD;
+    #pragma unroll
+    for (int i = 0; i < TILES_M; ++i) {
+        barrier(CLK_LOCAL_MEM_FENCE);    /* every warp is done with the tiles (i = 0) or its last band */
+        #pragma unroll
+        for (int j = 0; j < TILES_N; ++j) {
+            #pragma unroll
+            for (int half_m = 0; half_m < 2; ++half_m) {
+                const int at = (i * TILES_N + j) * 4 + half_m * 2;
+                *(__local float2*)(band + (gid + 8 * half_m) * OUT_LD + j * 8 + 2 * tig) = (float2)(acc[at], acc[at + 1]);
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        #pragma unroll
+        for (int v = lane; v < 16 * (WARP_N / OUT_VEC); v += 32) {
+            const int row = v / (WARP_N / OUT_VEC), at = v % (WARP_N / OUT_VEC) * OUT_VEC;
+            const int m = m0 + wm + i * 16 + row, col = n0 + wn + at;
+            if (m < GEMM_M && col < GEMM_N)    /* GEMM_N is a multiple of OUT_VEC: a run is all in or all out */
+                STORE_OUT_RUN(g, m, col, band + row * OUT_LD + at);
+        }
+    }
+#else
     #pragma unroll
     for (int i = 0; i < TILES_M; ++i) {
         #pragma unroll
@@ -1281,6 +1351,7 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
             }
         }
     }
+#endif
 }
 
 #if SPLIT > 1
@@ -1306,8 +1377,11 @@ __kernel void reduce_splits(__global const uchar* restrict workspace, REDUCE_OUT
 }
 #endif
 
-#if TRANSFORM_W
-/* The weights, channel-fastest for the A operand (see TRANSFORM_W). One work-item per element of w. */
+#define TX_TILE 32
+#define TX_ROWS 8
+#if TRANSFORM_W && DIRECTION == 1
+/* The weights, channel-fastest for the A operand (see TRANSFORM_W): wt[k][tap][c]. One work-item per element of
+ * w; a k's block is C/G * R * S elements in both, so the scattered stores stay within it. */
 __kernel void transform_weights(__global const DATA_T* restrict w, __global src_t* restrict wt)
 {
     const int i = get_global_id(0);
@@ -1317,11 +1391,38 @@ __kernel void transform_weights(__global const DATA_T* restrict w, __global src_
 #if !MIOPY_HALF    /* rounded to TF32 once here (idempotent on the register path; cp.async copies it as is) */
     v = as_float(to_raw(v));
 #endif
-#if DIRECTION == 1
     wt[(k * RS + tap) * CG + c] = v;
-#else
-    wt[(((k / KG) * CG + c) * RS + tap) * KG + k % KG] = v;
+}
+#elif TRANSFORM_W
+/* Backward-data: wt[g][c][tap][k within g], per group the transpose of w's KG x (CG * RS) matrix, in 32 x 32 tiles
+ * through local memory so reads and writes are both coalesced (a store per element scattered KG elements apart
+ * cost 0.37 ms on a 4096 x 4096 fully-connected layer's weights on an H100; cuDNN's whole backward-data 0.03).
+ * Grid: (CG * RS columns, KG rows / 32 * TX_ROWS, G). */
+__kernel __attribute__((reqd_work_group_size(TX_TILE, TX_ROWS, 1)))
+void transform_weights(__global const DATA_T* restrict w, __global src_t* restrict wt)
+{
+    __local src_t tile[TX_TILE][TX_TILE + 1];
+    const int col0 = get_group_id(0) * TX_TILE, k0 = get_group_id(1) * TX_TILE, g = get_group_id(2);
+    const int tx = get_local_id(0), ty = get_local_id(1);
+    __global const src_t* restrict s = (__global const src_t*)w;
+    #pragma unroll
+    for (int i = ty; i < TX_TILE; i += TX_ROWS) {
+        const int k = k0 + i, col = col0 + tx;
+        if (k < KG && col < CG * RS) {
+            src_t v = s[W_AT(g * KG + k, col / RS, TAP_R(col % RS), TAP_S(col % RS))];
+#if !MIOPY_HALF    /* rounded to TF32 once here (idempotent on the register path; cp.async copies it as is) */
+            v = as_float(to_raw(v));
 #endif
+            tile[i][tx] = v;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    #pragma unroll
+    for (int i = ty; i < TX_TILE; i += TX_ROWS) {
+        const int k = k0 + tx, col = col0 + i;
+        if (k < KG && col < CG * RS)
+            wt[((long)g * CG * RS + col) * KG + k] = tile[tx][i];
+    }
 }
 #endif
 
@@ -1330,8 +1431,6 @@ __kernel void transform_weights(__global const DATA_T* restrict w, __global src_
  * it, after the weight copy in the workspace
  * (fp32 rounded to TF32 once here, as transform_weights does): per image a TX_C x (TX_H * TX_W) transpose in
  * 32 x 32 tiles through local memory, so reads and writes are both coalesced. */
-#define TX_TILE 32
-#define TX_ROWS 8
 __kernel __attribute__((reqd_work_group_size(TX_TILE, TX_ROWS, 1)))
 void transform_x(__global const DATA_T* restrict src, __global uchar* restrict workspace)
 {

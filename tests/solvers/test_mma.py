@@ -22,7 +22,15 @@ import pytest
 from miopy import ActivationMode, ptx_probe
 from miopy.conv import reference
 from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction
-from miopy.conv.solvers.mma import NEEDS_PTX, ConvImplicitGemmMma, emulated, local_bytes, mma_k
+from miopy.conv.solvers.mma import (
+    GEMV_SPLIT,
+    NARROW_TILE,
+    NEEDS_PTX,
+    ConvImplicitGemmMma,
+    emulated,
+    local_bytes,
+    mma_k,
+)
 from miopy.device import DeviceInfo
 from miopy.find import get_solutions
 from miopy.fusion.epilogue import Epilogue
@@ -184,7 +192,8 @@ def test_split_k_defaults_fill_the_gpu_where_the_reduction_is_long():
     """Backward-weights with a small K x C*R*S and a long N*P*Q (ResNet-50 1x1 64->256 at 56x56: 256 x 64 over
     100352 terms) takes a 64x64-or-larger tile and enough splits for a wave of the H100's 132 compute units;
     forward / backward-data split where the output is a few tiles over a long reduction (a 6x6 filter over a 6x6
-    image at N=5, Boda's b26: 256 x 5 outputs over 147456 terms) and not on a large layer (VGG-16's 112x112)."""
+    image at N=5, Boda's b26, as the fully-connected layer it is: 4096 x 5 outputs over 9216 terms, on narrow tiles)
+    and not on a large layer (VGG-16's 112x112)."""
     for dtype in DTYPES:
         wgrad = problem_of(Direction.BACKWARD_WEIGHTS, LAYERS[1], dtype)
         params = SOLVER.default_params(wgrad, H100)
@@ -194,8 +203,13 @@ def test_split_k_defaults_fill_the_gpu_where_the_reduction_is_long():
         for direction in (Direction.FORWARD, Direction.BACKWARD_DATA):
             assert SOLVER.default_params(problem_of(direction, (32, 128, 112, 112, 128, 3, 3, 1, 1, 1, 1), dtype),
                                          H100)["SPLIT"] == 1
-        fc_like = problem_of(Direction.BACKWARD_DATA, (5, 256, 6, 6, 4096, 6, 6, 0, 1, 1, 1), dtype)
-        assert SOLVER.default_params(fc_like, H100)["SPLIT"] >= 8
+        for direction in (Direction.FORWARD, Direction.BACKWARD_DATA):   # fully connected: 5 columns, narrow tiles
+            fc_like = problem_of(direction, (5, 256, 6, 6, 4096, 6, 6, 0, 1, 1, 1), dtype)
+            params = SOLVER.default_params(fc_like, H100)
+            assert params["SPLIT"] == GEMV_SPLIT and {k: params[k] for k in NARROW_TILE} == NARROW_TILE
+            small = problem_of(direction, (5, 1024, 6, 6, 1000, 1, 1, 0, 1, 1, 1), dtype)    # 180 columns
+            params = SOLVER.default_params(small, H100)
+            assert params["SPLIT"] == 1 and {k: params[k] for k in NARROW_TILE} == NARROW_TILE
 
 
 def test_vector_b_points_say_why():
@@ -318,6 +332,51 @@ def test_emulated_kernels_match_float64_within_the_format_bound(handle, directio
     t = host_tensors(problem, seed=1)
     got = run_solution(handle, emulated(SOLVER.solution(problem, params)), problem, t)
     check_within_bound(problem, t, got)
+
+
+# Backward-data's weight copy is a per-group transpose in 32 x 32 tiles: K/G = 40 and C/G * R*S = 36 leave ragged
+# tiles on both sides, over two groups
+TRANSPOSED = (2, 8, 5, 5, 80, 3, 3, 1, 1, 1, 2)
+# a filter covering the unpadded image: run as a 1x1 convolution of 1x1 images over C*R*S channels
+COVERING = (3, 8, 3, 3, 80, 3, 3, 0, 1, 1, 2)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_emulated_backward_data_weight_copy_transposes_per_group(handle, dtype):
+    problem = problem_of(Direction.BACKWARD_DATA, TRANSPOSED, dtype)
+    params = cfg(16, 16, 1, 1, 2, True, transform=True)
+    assert SOLVER.invalid_reason(problem, params, H100) is None
+    t = host_tensors(problem, seed=4)
+    check_within_bound(problem, t, run_solution(handle, emulated(SOLVER.solution(problem, params)), problem, t))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("direction", list(Direction))
+def test_emulated_fully_connected_view_matches_float64(handle, direction, dtype):
+    problem = problem_of(direction, COVERING, dtype)
+    view = problem.as_fully_connected()
+    assert (view.c, view.in_h, view.in_w, view.r, view.s, view.groups) == (72, 1, 1, 1, 1, 2)
+    # backward-data: of the R*S taps the original counts, one reaches each pixel
+    taps = 9 if direction is Direction.BACKWARD_DATA else 1
+    assert view.reduction_length() * taps == problem.reduction_length() and view.y == problem.y
+    params = SOLVER.default_params(problem, H100)
+    assert SOLVER.invalid_reason(problem, params, H100) is None
+    solution = SOLVER.solution(problem, params)
+    assert dict(next(launch.spec for launch in solution.launches if launch.spec.name == "conv_mma").defines)["R"] == "1"
+    t = host_tensors(problem, seed=5)
+    check_within_bound(problem, t, run_solution(handle, emulated(solution), problem, t))
+
+
+def test_only_filters_covering_the_unpadded_image_are_fully_connected():
+    assert problem_of(Direction.FORWARD, COVERING).as_fully_connected() is not None
+    assert problem_of(Direction.FORWARD, (3, 8, 3, 3, 80, 3, 3, 0, 2, 1, 2)).as_fully_connected() is not None
+    for shape in [(3, 8, 3, 3, 80, 3, 3, 1, 1, 1, 2),      # padded: 3x3 outputs
+                  (3, 8, 4, 4, 80, 3, 3, 0, 1, 1, 2),      # 2x2 outputs
+                  (3, 8, 1, 1, 80, 1, 1, 0, 1, 1, 2)]:     # already 1x1 of 1x1 images
+        assert problem_of(Direction.FORWARD, shape).as_fully_connected() is None, shape
+    x, w = TensorDesc("FP32", (3, 8, 3, 3), (160, 20, 3, 1)), TensorDesc("FP32", (80, 4, 3, 3))
+    strided = ConvProblem.create(Direction.FORWARD, x, w, ConvDesc(groups=2))
+    assert strided.as_fully_connected() is None
 
 
 SPLIT_SHAPE = (8, 6, 9, 9, 24, 3, 3, 1, 1, 1, 1)   # N*P*Q = 648: two chunks
@@ -479,6 +538,46 @@ def test_emulated_split_k_applies_the_epilogue_in_the_reduction(handle):
     exact += bias.astype(np.float64)[None, :, None, None]
     assert not np.isnan(got).any() and (got == 0).any()
     assert reference.max_error(got, np.maximum(exact, 0)) <= SOLVER.tolerance
+
+
+# (shape, runs): output columns run 64 / 64 / 144 elements (forward P*Q, backward-data H*W, backward-weights
+# C*R*S: 16-byte stores), and 6 x 6 = 36 / 7 x 7 = 49 / 6 * 9 = 54 (8-byte fp16, 2-byte...)
+STAGED = [(VECTOR_SHAPE, {"FP32": (4, 4, 4), "FP16": (8, 8, 8)}),
+          ((2, 6, 7, 7, 13, 3, 3, (1, 0), 1, 1, 1), {"FP32": (1, 1, 2), "FP16": (1, 1, 2)}),
+          ((2, 6, 6, 6, 13, 3, 3, 1, 1, 1, 1), {"FP32": (4, 4, 2), "FP16": (4, 4, 2)})]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("direction", list(Direction), ids=lambda d: d.name)
+def test_emulated_staged_stores_match_float64(handle, direction, dtype):
+    """STAGED_STORE: the sums pass through local memory a band at a time and each lane stores a run of consecutive
+    outputs (16 bytes at most) or single elements where the runs are odd; forward applies the epilogue there."""
+    import pyopencl as cl
+
+    from miopy.conv.solvers.mma import staged_store
+    for shape, runs in STAGED:
+        problem = problem_of(direction, shape, dtype)
+        params = cfg(16, 32, 1, 2, 2, direction is not Direction.BACKWARD_WEIGHTS)
+        vec = runs[dtype][list(Direction).index(direction)]
+        assert staged_store(problem, params) == vec and SOLVER.invalid_reason(problem, params, H100) is None
+        assert staged_store(problem, {**params, "SPLIT": 2}) == 0
+        t, extra, epilogue = host_tensors(problem, seed=7), None, None
+        if direction is Direction.FORWARD:
+            bias = np.random.default_rng(8).standard_normal(problem.k).astype(problem.dtype.numpy)
+            extra = {"bias": cl.Buffer(handle.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                                       hostbuf=bias),
+                     "activ_alpha": np.float32(0), "activ_beta": np.float32(0), "activ_gamma": np.float32(0)}
+            epilogue = Epilogue(bias=True, activation=ActivationMode.RELU)
+        solution = SOLVER.solution(problem, params, epilogue)
+        assert dict(solution.launches[-1].spec.defines)["STAGED_STORE"] == str(vec)
+        got = run_solution(handle, emulated(solution), problem, t, extra)
+        if epilogue is None:
+            check_within_bound(problem, t, got)
+            continue
+        exact = reference.solve(problem, {r: a.astype(np.float64) for r, a in t.items()})
+        exact = np.maximum(exact + bias.astype(np.float64)[None, :, None, None], 0)
+        assert not np.isnan(got).any() and (got == 0).any()
+        assert reference.max_error(got.astype(np.float64), exact) <= SOLVER.tolerance
 
 
 def ptx_stubbed_build(handle, spec) -> None:

@@ -33,6 +33,10 @@ MAX_SPLIT_FB = 16             # forward / backward-data split-K: at most this ma
 # 132 compute units): larger outputs fill the GPU without it, and the solver's workspace (find allocates the
 # largest) stays the weight copy there
 SPLIT_FB_MAX_OUTPUT = 2 * 132 * 128 * 128
+NARROW_COLUMNS = 192          # forward / backward-data GEMMs this narrow take NARROW_TILE (see _narrow)
+NARROW_TILE = {"M_BLK": 64, "N_BLK": 16, "WARPS_M": 4, "WARPS_N": 1}
+GEMV_COLUMNS, GEMV_SPLIT = 16, 8   # ... and this narrow also split-K this many ways
+WGRAD_FP16_COPY_STAGES = 3      # fp16 backward-weights over even planes: TRANSFORM_X by cp.async (see _copied; 0: off)
 TRANSFORM_X_CAP = 512 << 20   # bytes: the largest channel-fastest copy of x / dy (TRANSFORM_X) the workspace holds
 PARTIAL_ALIGN = 256           # bytes: the split partials start this aligned after the weight copy
 # Hybrid |a-e|/(1+|e|) bound vs float64 for find / tuning checks: 4 * 2^-11 * sqrt(L) at L = 1024 terms (the
@@ -68,15 +72,18 @@ def b_kk_fast(params: Params, direction: Direction) -> bool:
     return (direction is Direction.BACKWARD_WEIGHTS) != bool(params["TRANSFORM_X"])
 
 
-def local_bytes(params: Params, dtype: DataType, direction: Direction) -> int:
-    """Local memory of one work-group: STAGES x (A tile + B tile), padded rows (see conv_mma.cl)."""
+def _tiles(params: Params, dtype: DataType, direction: Direction) -> tuple[int, int]:
+    """Elements of one stage's A and B tiles, padded rows (see conv_mma.cl)."""
     pad_k, pad_n = (8, 8) if dtype is DataType.FLOAT16 else (4, 8)
     a_tile = params["M_BLK"] * (params["K_BLK"] + pad_k)
     if b_kk_fast(params, direction):
-        b_tile = params["N_BLK"] * (params["K_BLK"] + pad_k)
-    else:
-        b_tile = params["K_BLK"] * (params["N_BLK"] + pad_n)
-    return params["STAGES"] * (a_tile + b_tile) * (2 if dtype is DataType.FLOAT16 else 4)
+        return a_tile, params["N_BLK"] * (params["K_BLK"] + pad_k)
+    return a_tile, params["K_BLK"] * (params["N_BLK"] + pad_n)
+
+
+def local_bytes(params: Params, dtype: DataType, direction: Direction) -> int:
+    """Local memory of one work-group: STAGES x (A tile + B tile)."""
+    return params["STAGES"] * sum(_tiles(params, dtype, direction)) * dtype.itemsize
 
 
 class ConvImplicitGemmMma(ConvSolver):
@@ -142,6 +149,7 @@ class ConvImplicitGemmMma(ConvSolver):
     }
 
     def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
+        problem = gemm_view(problem)
         require(instruction(problem.dtype) in dev.ptx_mma, NEEDS_PTX)
         require(problem.dtype is not DataType.FLOAT32 or problem.math_mode == "tf32", "math mode strict forbids TF32")
         super().applicability(problem, dev)
@@ -149,6 +157,7 @@ class ConvImplicitGemmMma(ConvSolver):
         require_none(index_reason(*(d.element_span for d in (problem.x, problem.w, problem.y))))
 
     def invalid_reason(self, problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
+        problem = gemm_view(problem)
         reason = super().invalid_reason(problem, params, dev)
         if reason is None:
             reason = (_pipeline_reason(problem, params, dev) or _warp_reason(problem, params)
@@ -158,6 +167,7 @@ class ConvImplicitGemmMma(ConvSolver):
     def search_space(self, problem: ConvProblem, dev: DeviceInfo) -> Iterator[Params]:
         """Every valid grid point in grid order, without visiting values no point of this problem can take
         (splits outside backward-weights, channel blocks in it, cp.async without the device's probe)."""
+        problem = gemm_view(problem)
         values = dict(self.grid)
         values["SPLIT"] = tuple(v for v in values["SPLIT"] if v <= split_limit(problem))
         if problem.direction is Direction.BACKWARD_WEIGHTS:
@@ -183,15 +193,18 @@ class ConvImplicitGemmMma(ConvSolver):
                 yield params
 
     def default_params(self, problem: ConvProblem, dev: DeviceInfo) -> Params:
+        problem = gemm_view(problem)
         valid = [c for c in _candidates(problem, dev) if self.is_valid(problem, c, dev)]
         if not valid:
             return dict(SMALLEST)
-        return _copied(problem, _pipelined(problem, max(valid, key=lambda c: _score(problem, c, dev)), dev), dev)
+        best = max(valid, key=lambda c: _score(problem, c, dev))
+        return _copied(problem, _narrow(problem, _pipelined(problem, best, dev), dev), dev)
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
         """Room for the transformed weights (TRANSFORM_W) and, where the problem allows TRANSFORM_X, the
         channel-fastest copy of x / dy (forward / backward-data), then fp32 split partials for the largest SPLIT the
         problem allows (see split_limit)."""
+        problem = gemm_view(problem)
         split = split_limit(problem)
         partials = 4 * split * output_count(problem) if split > 1 else 0
         copy = round_up(transform_x_bytes(problem), PARTIAL_ALIGN) if transform_x_fits(problem) else 0
@@ -200,16 +213,17 @@ class ConvImplicitGemmMma(ConvSolver):
         return round_up(problem.w.element_count * problem.dtype.itemsize, PARTIAL_ALIGN) + copy + partials
 
     def solution(self, problem: ConvProblem, params: Params, epilogue=None) -> Solution:
+        problem = gemm_view(problem)
         shape, split = gemm_shape(problem), params["SPLIT"]
         defines = {**problem_defines(problem), **stride_defines(problem), **problem.dtype.defines,
                    "DIRECTION": int(problem.direction), **{name: params[name] for name in self.grid},
-                   "PHASED": int(phased(problem)),
+                   "PHASED": int(phased(problem)), "STAGED_STORE": staged_store(problem, params),
                    "SPLIT_CHUNK": chunk_of(problem, params)}
         args = ("x", "w", "y") + (("workspace",) if split > 1 or params["TRANSFORM_W"] or params["TRANSFORM_X"]
                                   else ())
         # the copies depend on the problem and on which copies there are, not on the tiles: one build serves every
         # point (find and the tuner build far fewer kernels)
-        copies = {**defines, **SMALLEST, "SPLIT_CHUNK": 1,
+        copies = {**defines, **SMALLEST, "SPLIT_CHUNK": 1, "STAGED_STORE": 0,
                   "CHANNEL_BLOCKS": problem.direction is not Direction.BACKWARD_WEIGHTS,
                   "TRANSFORM_W": params["TRANSFORM_W"], "TRANSFORM_X": params["TRANSFORM_X"]}
         if epilogue is not None:
@@ -218,8 +232,13 @@ class ConvImplicitGemmMma(ConvSolver):
         launches = []
         if params["TRANSFORM_W"]:
             transform = KernelSpec.make(KERNEL_FILE, "transform_weights", copies)
-            count = problem.w.element_count
-            launches.append(KernelLaunch(transform, (round_up(count, REDUCE_WG),), (REDUCE_WG,), ("w", "workspace")))
+            if problem.direction is Direction.FORWARD:
+                grid, local = (round_up(problem.w.element_count, REDUCE_WG),), (REDUCE_WG,)
+            else:   # per group a K/G x C/G*R*S transpose in tiles
+                columns = problem.c_per_group * problem.r * problem.s
+                grid = (round_up(columns, TX_TILE), -(-problem.k_per_group // TX_TILE) * TX_ROWS, problem.groups)
+                local = (TX_TILE, TX_ROWS, 1)
+            launches.append(KernelLaunch(transform, grid, local, ("w", "workspace")))
         if params["TRANSFORM_X"]:
             channels, pixels, source = _transform_x_source(problem)
             transform = KernelSpec.make(KERNEL_FILE, "transform_x", copies)
@@ -239,8 +258,35 @@ class ConvImplicitGemmMma(ConvSolver):
         return Solution(self.id, dict(params), tuple(launches), self.workspace_bytes(problem))
 
 
+def staged_store(problem: ConvProblem, params: Params) -> int:
+    """STAGED_STORE: outputs per lane store (16 bytes at most) where a GEMM row's columns are runs of consecutive
+    elements (P*Q forward, H*W backward-data, C/G*R*S backward-weights) whose length it divides; 0 (fragment-order
+    stores) for split partials, phases, backward-weights' (tap, c) columns under TRANSFORM_X, and where the bands do
+    not fit the local tiles."""
+    p = problem
+    if params["SPLIT"] > 1 or phased(p) or p.direction is Direction.BACKWARD_WEIGHTS and params["TRANSFORM_X"]:
+        return 0
+    bands = params["WARPS_M"] * params["WARPS_N"] * 16 * (params["N_BLK"] // params["WARPS_N"] + 8) * 4
+    if bands > local_bytes(params, p.dtype, p.direction):
+        return 0    # the warps' bands (fp32, OUT_LD apart) do not fit the tiles they reuse
+    run = {Direction.FORWARD: p.out_h * p.out_w, Direction.BACKWARD_DATA: p.in_h * p.in_w,
+           Direction.BACKWARD_WEIGHTS: p.c_per_group * p.r * p.s}[p.direction]
+    vec = 16 // p.dtype.itemsize
+    while run % vec:
+        vec //= 2
+    return vec
+
+
+def gemm_view(problem: ConvProblem) -> ConvProblem:
+    """The problem the kernels run: a filter covering the whole unpadded image as the 1x1 convolution of 1x1 images
+    it is (ConvProblem.as_fully_connected: one GEMM over C*R*S channels, no taps, and in backward-data no gather
+    of R*S taps of which one reaches each pixel; Boda's 6x6 layer at N=5 in fp16 ran 0.81 / 0.83 ms forward /
+    backward-data as 36 taps, against cuDNN's 0.16 / 0.22 on an H100), else the problem itself."""
+    return problem.as_fully_connected() or problem
+
+
 OUTPUT_NAME = {Direction.FORWARD: "y", Direction.BACKWARD_DATA: "x", Direction.BACKWARD_WEIGHTS: "w"}
-TX_TILE, TX_ROWS = 32, 8      # transform_x's work-group: 32 x 32 tiles of (channels, pixels), 8 rows of work-items
+TX_TILE, TX_ROWS = 32, 8      # the transposing copies' work-group: 32 x 32 tiles, 8 rows of work-items
 
 
 def _transform_x_source(problem: ConvProblem) -> tuple[int, int, str]:
@@ -604,6 +650,33 @@ def _pipelined(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
     return next((t for t in trials if solver.is_valid(problem, t, dev)), params)
 
 
+def _narrow(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
+    """Forward / backward-data GEMMs of at most NARROW_COLUMNS columns (a phase's; fully-connected layers and small
+    images at small batch) are bound by streaming A, the weights: tiles of 64 rows by four warps of 16 (NARROW_TILE)
+    put more of it in flight per work-group than one-warp tiles, and at most GEMV_COLUMNS columns (a matrix times a
+    few vectors, hundreds of slices deep) also split the reduction GEMV_SPLIT ways. On an H100
+    (benchmarks/results/h100-mma-fc.json, Boda's layers at N=5, against the score model's one-warp 16x16 or 32x32
+    tiles): 4096 x 4096 fully connected forward 0.049 -> 0.022 ms fp16, 0.086 -> 0.036 TF32, backward-data 0.126 ->
+    0.062 / 0.149 -> 0.094; the 6x6 filter over 6x6 images (as one, ConvProblem.as_fully_connected) forward 0.192 ->
+    0.054 / 0.080 -> 0.069, backward-data 0.176 -> 0.119 / 0.222 -> 0.200; its 1x1 layers over 6x6 images (180
+    columns, no split) 0.021 -> 0.018 / 0.038 -> 0.023 forward, 0.036 -> 0.032 / 0.049 -> 0.036 backward-data.
+    Where the score model splits a wider GEMM's long reduction, its pick stays: its 3x3 384 -> 1024 over 6x6 images
+    (180 columns over 3456 terms) ran 0.077 ms TF32 forward on 128x128 tiles in 8 splits, 0.128 on NARROW_TILE
+    without (h100-tensor-cores-sets-staged.json against h100-tensor-cores-sets-tx.json)."""
+    columns = gemm_shape(problem).n // phases(problem)
+    if problem.direction is Direction.BACKWARD_WEIGHTS or columns > NARROW_COLUMNS \
+            or columns > GEMV_COLUMNS and params["SPLIT"] > 1:
+        return params
+    split = min(GEMV_SPLIT, split_limit(problem)) if columns <= GEMV_COLUMNS else 1
+    solver = ConvImplicitGemmMma()
+    while split >= 1:
+        trial = dict(params, **NARROW_TILE, SPLIT=split)
+        if solver.is_valid(problem, trial, dev):
+            return trial
+        split //= 2
+    return params
+
+
 def _copied(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
     """TRANSFORM_X where it measured faster on an H100 with the same params otherwise (kernel time, the copy
     included; benchmarks/results/h100-mma-variants-tx-fb.json and -tx-w.json): filters larger than 1x1 only (the
@@ -614,9 +687,20 @@ def _copied(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
       all 8 (AlexNet conv2-5, VGG-16 conv5-8); elsewhere TF32 lost up to 26%;
     - TF32 forward / backward-data with M*R*S >= 4608 (M = K forward, C backward-data) and N*P*Q >= 1568:
       0.87-0.97x on all 10 (VGG-16 conv7-9, ResNet-50's 7x7 3x3 layers, AlexNet conv2 forward); fp16 forward /
-      backward-data stays off (0.83-1.09x, no rule separated them)."""
+      backward-data stays off (0.83-1.09x, no rule separated them).
+    fp16 backward-weights over even output planes (dy's pairs along N*P*Q aligned) takes the copy by cp.async in
+    three stages where that fits the slice depth: 0.50-0.92x on the 5 such layers timed (VGG-16 conv7 and conv9,
+    ResNet-50's 14x14 3x3 layers; h100-mma-variants-w-fp16.json); over odd planes (AlexNet's 13x13, 7x7) the pairs
+    straddle planes and it ran 1.7-7x slower."""
     p = problem
-    if params["TRANSFORM_X"] or p.r * p.s == 1:
+    if p.r * p.s == 1:
+        return params
+    if p.direction is Direction.BACKWARD_WEIGHTS and p.dtype is DataType.FLOAT16 and p.out_h * p.out_w % 2 == 0 \
+            and WGRAD_FP16_COPY_STAGES:
+        trial = dict(params, TRANSFORM_X=True, CP_ASYNC=True, STAGES=WGRAD_FP16_COPY_STAGES)
+        if ConvImplicitGemmMma().is_valid(problem, trial, dev):
+            return trial
+    if params["TRANSFORM_X"]:
         return params
     if p.direction is Direction.BACKWARD_WEIGHTS:
         wanted = p.stride_h == p.stride_w == 1 and p.out_h * p.out_w >= 169 and p.n * p.out_h * p.out_w >= 16384 \
