@@ -114,6 +114,8 @@ VARIANTS = {
     "m64-cp4-splitk4": {"*tile": (64, 16, 4, 1), "CP_ASYNC": True, "STAGES": 4, "SPLIT": 4, "*directions": "FB"},
     # fp16 backward-weights before the copy by cp.async over even planes (mma.WGRAD_FP16_COPY_STAGES)
     "w16-before": {"*module": {"WGRAD_FP16_COPY_STAGES": 0}, "*directions": "W"},
+    # TF32 backward-weights before the split was doubled on halved tiles (mma.HALVED_TILE_SPLIT)
+    "w32-before": {"*module": {"HALVED_TILE_SPLIT": 1}, "*directions": "W"},
     # the score model's tiles before _narrow (one warp, no split)
     "t16": {"*tile": (16, 16, 1, 1), "SPLIT": 1, "*directions": "FB"},
     "t32": {"*tile": (32, 32, 1, 1), "SPLIT": 1, "*directions": "FB"},

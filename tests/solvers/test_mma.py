@@ -261,8 +261,10 @@ def test_pipeline_points_say_why():
 
 def test_default_params_pipeline_where_the_h100_measured_it_faster():
     """TF32 defaults use cp.async (two stages forward / backward-data, three in backward-weights) where the
-    device has it; fp16 too in forward / backward-data on 128x128 tiles (two stages), not in backward-weights;
-    without the probe nothing changes; VECTOR_B stays off."""
+    device has it; fp16 too in forward / backward-data on 128x128 tiles (two stages), and in backward-weights of
+    filters larger than 1x1 over even output planes with the copy of x (three stages, where valid: ResNet-50's
+    14x14 3x3), else not; without the probe
+    nothing changes; VECTOR_B stays off."""
     no_cp = dataclasses.replace(H100, ptx_mma=("tf32", "f16"))
     for direction in Direction:
         for dtype in DTYPES:
@@ -272,8 +274,12 @@ def test_default_params_pipeline_where_the_h100_measured_it_faster():
                 assert SOLVER.is_valid(problem, params, H100) and params["VECTOR_B"] == 0
                 plain = SOLVER.default_params(problem, no_cp)
                 assert not plain["CP_ASYNC"] and plain["STAGES"] <= 2
-                if dtype == "FP16" and (direction is Direction.BACKWARD_WEIGHTS
-                                        or plain["M_BLK"] * plain["N_BLK"] < 128 * 128):
+                wgrad_copy = direction is Direction.BACKWARD_WEIGHTS and problem.r * problem.s > 1 \
+                    and problem.out_h * problem.out_w % 2 == 0
+                if dtype == "FP16" and wgrad_copy and (params["CP_ASYNC"] or shape is LAYERS[0]):
+                    assert params == {**plain, "TRANSFORM_X": True, "CP_ASYNC": True, "STAGES": 3}
+                elif dtype == "FP16" and (direction is Direction.BACKWARD_WEIGHTS
+                                          or plain["M_BLK"] * plain["N_BLK"] < 128 * 128):
                     assert params == plain
                 elif dtype == "FP16":
                     assert params == {**plain, "CP_ASYNC": True, "STAGES": 2}

@@ -36,6 +36,8 @@ SPLIT_FB_MAX_OUTPUT = 2 * 132 * 128 * 128
 NARROW_COLUMNS = 192          # forward / backward-data GEMMs this narrow take NARROW_TILE (see _narrow)
 NARROW_TILE = {"M_BLK": 64, "N_BLK": 16, "WARPS_M": 4, "WARPS_N": 1}
 GEMV_COLUMNS, GEMV_SPLIT = 16, 8   # ... and this narrow also split-K this many ways
+HALVED_TILE_SPLIT = 2         # TF32 backward-weights: the split's factor where _pipelined halves 128x128 tiles
+SPLIT_COST_FP32, SPLIT_COST_FP16 = 320, 640   # terms of the reduction one split's partials cost (see _split_cost)
 WGRAD_FP16_COPY_STAGES = 3      # fp16 backward-weights over even planes: TRANSFORM_X by cp.async (see _copied; 0: off)
 TRANSFORM_X_CAP = 512 << 20   # bytes: the largest channel-fastest copy of x / dy (TRANSFORM_X) the workspace holds
 PARTIAL_ALIGN = 256           # bytes: the split partials start this aligned after the weight copy
@@ -635,7 +637,11 @@ def _pipelined(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
     (0.34x to 0.79x on all 4); fp16 forward / backward-data with two stages on 128x128 tiles (0.90x to 1.0x on
     the 16 such layer-directions of VGG-16, AlexNet and ResNet-50 in h100-mma-variants-sets.json; 1.05x to 1.07x
     on 64x128 and 128x64 tiles, which stay on the register path). fp16 backward-weights stays on the register
-    path: every cp.async variant measured 1.1x to 6.7x slower there."""
+    path: every cp.async variant measured 1.1x to 6.7x slower there. TF32 backward-weights on the halved tiles
+    also doubles the split the score model chose for 128x128 tiles (HALVED_TILE_SPLIT) where the filter is larger
+    than 1x1 and the output planes 13x13 or more: over the four layer sets 0.83-0.98x on all 17 such layers (AlexNet
+    conv2-5, VGG-16 conv3-9, ResNet-50's 28x28 and 14x14 3x3 layers, Boda's b43), while ResNet-50's 1x1 and 7x7
+    layers ran 1.07-1.37x slower with it (h100-mma-variants-w32.json)."""
     if CP_ASYNC_PROBE not in dev.ptx_mma:
         return params
     if problem.dtype is DataType.FLOAT16 and (problem.direction is Direction.BACKWARD_WEIGHTS
@@ -646,6 +652,9 @@ def _pipelined(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
         halved = dict(N_BLK=params["N_BLK"] // 2, WARPS_N=max(1, params["WARPS_N"] // 2)) \
             if params["M_BLK"] == params["N_BLK"] == 128 else {}
         trials = [dict(params, CP_ASYNC=True, STAGES=3, **halved), dict(params, CP_ASYNC=True, STAGES=3)] + trials
+        if halved and problem.r * problem.s > 1 and problem.out_h * problem.out_w >= 169 \
+                and params["SPLIT"] * HALVED_TILE_SPLIT <= split_limit(problem):
+            trials.insert(0, dict(trials[0], SPLIT=params["SPLIT"] * HALVED_TILE_SPLIT))
     solver = ConvImplicitGemmMma()
     return next((t for t in trials if solver.is_valid(problem, t, dev)), params)
 
@@ -689,9 +698,11 @@ def _copied(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
       0.87-0.97x on all 10 (VGG-16 conv7-9, ResNet-50's 7x7 3x3 layers, AlexNet conv2 forward); fp16 forward /
       backward-data stays off (0.83-1.09x, no rule separated them).
     fp16 backward-weights over even output planes (dy's pairs along N*P*Q aligned) takes the copy by cp.async in
-    three stages where that fits the slice depth: 0.50-0.92x on the 5 such layers timed (VGG-16 conv7 and conv9,
-    ResNet-50's 14x14 3x3 layers; h100-mma-variants-w-fp16.json); over odd planes (AlexNet's 13x13, 7x7) the pairs
-    straddle planes and it ran 1.7-7x slower."""
+    three stages where that fits the slice depth: 0.50-0.92x on the 5 such layers first timed (VGG-16 conv7 and
+    conv9, ResNet-50's 14x14 3x3 layers; h100-mma-variants-w-fp16.json); over odd planes (AlexNet's 13x13, 7x7) the
+    pairs straddle planes and it ran 1.7-7x slower. Over the four layer sets it changes 22 fp16 layers: geomean
+    0.88x, VGG-16 conv9 0.54x, four of Boda's small layers (N=5, about 0.03 ms) 1.15-1.41x slower
+    (h100-mma-variants-w16.json)."""
     p = problem
     if p.r * p.s == 1:
         return params
@@ -754,5 +765,6 @@ def _split_cost(problem: ConvProblem, params: Params) -> float:
     split = params["SPLIT"]
     if split == 1:
         return 1.0
-    per_split = (320 if problem.dtype is DataType.FLOAT32 else 640) + (params["STAGES"] + 1) * params["K_BLK"]
+    per_split = (SPLIT_COST_FP32 if problem.dtype is DataType.FLOAT32 else SPLIT_COST_FP16) \
+        + (params["STAGES"] + 1) * params["K_BLK"]
     return 1 + split * per_split / gemm_shape(problem).k
