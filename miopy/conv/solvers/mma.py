@@ -637,10 +637,11 @@ def _pipelined(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
     (0.34x to 0.79x on all 4); fp16 forward / backward-data with two stages on 128x128 tiles (0.90x to 1.0x on
     the 16 such layer-directions of VGG-16, AlexNet and ResNet-50 in h100-mma-variants-sets.json; 1.05x to 1.07x
     on 64x128 and 128x64 tiles, which stay on the register path). fp16 backward-weights stays on the register
-    path: every cp.async variant measured 1.1x to 6.7x slower there. TF32 backward-weights on the halved tiles
-    also doubles the split the score model chose for 128x128 tiles (HALVED_TILE_SPLIT) where the filter is larger
-    than 1x1 and the output planes 13x13 or more: over the four layer sets 0.83-0.98x on all 17 such layers (AlexNet
-    conv2-5, VGG-16 conv3-9, ResNet-50's 28x28 and 14x14 3x3 layers, Boda's b43), while ResNet-50's 1x1 and 7x7
+    path: every cp.async variant measured 1.1x to 6.7x slower there (fp16 backward-weights over even planes takes
+    cp.async with the copy of x since, see _copied). TF32 backward-weights on the halved tiles also doubles the
+    split the score model chose for 128x128 tiles (HALVED_TILE_SPLIT) where the filter is larger than 1x1 and the
+    output planes 13x13 or more: 0.83-1.01x (geomean 0.91) on the 17 such layers of the four layer sets (AlexNet
+    conv1-5, VGG-16 conv3-9, ResNet-50's 28x28 and 14x14 3x3 layers, Boda's b43), while ResNet-50's 1x1 and 7x7
     layers ran 1.07-1.37x slower with it (h100-mma-variants-w32.json)."""
     if CP_ASYNC_PROBE not in dev.ptx_mma:
         return params
