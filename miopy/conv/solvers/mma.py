@@ -96,8 +96,10 @@ class ConvImplicitGemmMma(ConvSolver):
     loop (SPLIT: fp32 partials in the workspace, summed in a fixed order by a second kernel, deterministic).
     Slices are gathered with zero padding, converted once (fp32 -> TF32 rounding to nearest) and staged in
     bank-conflict-free padded local tiles, double-buffered through registers; each warp keeps a block of
-    16x8 fp32 sum tiles. fp32 data runs m16n8k8 TF32 (only under math mode "tf32": products lose 13
-    mantissa bits); fp16 data runs m16n8k16 with fp32 sums. Forward applies the fusion epilogue.
+    16x8 fp32 sum tiles, stored through local memory as runs of up to 16 bytes (STAGED_STORE). fp32 data runs
+    m16n8k8 TF32 (only under math mode "tf32": products lose 13 mantissa bits); fp16 data runs m16n8k16 with fp32
+    sums. Forward applies the fusion epilogue. A filter covering the unpadded image runs as the fully-connected
+    layer it is (gemm_view).
 
     Wins: large layers on NVIDIA GPUs, where it passes the fp32 pipes' peak. Does not apply off NVIDIA's
     OpenCL (no inline PTX), to fp32 under math mode "strict", to non-packed tensors or to tensors spanning
@@ -234,6 +236,8 @@ class ConvImplicitGemmMma(ConvSolver):
         launches = []
         if params["TRANSFORM_W"]:
             transform = KernelSpec.make(KERNEL_FILE, "transform_weights", copies)
+            grid: tuple[int, ...]
+            local: tuple[int, ...]
             if problem.direction is Direction.FORWARD:
                 grid, local = (round_up(problem.w.element_count, REDUCE_WG),), (REDUCE_WG,)
             else:   # per group a K/G x C/G*R*S transpose in tiles
