@@ -1092,14 +1092,10 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
 #define TX_C C
 #define TX_H H
 #define TX_W W
-#define TX_SRC_AT(n, c, h, w) X_AT(n, c, h, w)
-#define TX_DST_AT(n, c, h, w) XB_AT(n, c, h, w)   /* where B reads it */
 #else
 #define TX_C K
 #define TX_H P
 #define TX_W Q
-#define TX_SRC_AT(n, c, h, w) Y_AT(n, c, h, w)
-#define TX_DST_AT(n, c, h, w) YB_AT(n, c, h, w)
 #endif
 #define PARTIAL_OFFSET (X_OFFSET + ALIGN_256((long)N * TX_C * TX_H * TX_W * (long)sizeof(src_t)))
 #else
@@ -1393,56 +1389,22 @@ __kernel void transform_weights(__global const DATA_T* restrict w, __global src_
 #endif
     wt[(k * RS + tap) * CG + c] = v;
 }
-#elif TRANSFORM_W
-/* Backward-data: wt[g][c][tap][k within g], per group the transpose of w's KG x (CG * RS) matrix, in 32 x 32 tiles
- * through local memory so reads and writes are both coalesced (a store per element scattered KG elements apart
- * cost 0.37 ms on a 4096 x 4096 fully-connected layer's weights on an H100; cuDNN's whole backward-data 0.03).
- * Grid: (CG * RS columns, KG rows / 32 * TX_ROWS, G). */
-__kernel __attribute__((reqd_work_group_size(TX_TILE, TX_ROWS, 1)))
-void transform_weights(__global const DATA_T* restrict w, __global src_t* restrict wt)
-{
-    __local src_t tile[TX_TILE][TX_TILE + 1];
-    const int col0 = get_group_id(0) * TX_TILE, k0 = get_group_id(1) * TX_TILE, g = get_group_id(2);
-    const int tx = get_local_id(0), ty = get_local_id(1);
-    __global const src_t* restrict s = (__global const src_t*)w;
-    #pragma unroll
-    for (int i = ty; i < TX_TILE; i += TX_ROWS) {
-        const int k = k0 + i, col = col0 + tx;
-        if (k < KG && col < CG * RS) {
-            src_t v = s[W_AT(g * KG + k, col / RS, TAP_R(col % RS), TAP_S(col % RS))];
-#if !MIOPY_HALF    /* rounded to TF32 once here (idempotent on the register path; cp.async copies it as is) */
-            v = as_float(to_raw(v));
-#endif
-            tile[i][tx] = v;
-        }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    #pragma unroll
-    for (int i = ty; i < TX_TILE; i += TX_ROWS) {
-        const int k = k0 + tx, col = col0 + i;
-        if (k < KG && col < CG * RS)
-            wt[((long)g * CG * RS + col) * KG + k] = tile[tx][i];
-    }
-}
 #endif
 
-#if TRANSFORM_X
-/* x (forward, backward-weights) or dy (backward-data) copied channel-fastest, [n][h][w][c] as XB_AT / YB_AT read
- * it, after the weight copy in the workspace
- * (fp32 rounded to TF32 once here, as transform_weights does): per image a TX_C x (TX_H * TX_W) transpose in
- * 32 x 32 tiles through local memory, so reads and writes are both coalesced. */
-__kernel __attribute__((reqd_work_group_size(TX_TILE, TX_ROWS, 1)))
-void transform_x(__global const DATA_T* restrict src, __global uchar* restrict workspace)
+#if (TRANSFORM_W && DIRECTION != 1) || TRANSFORM_X
+/* dst = the transpose of src, a packed rows x cols matrix, through 32 x 32 tiles in local memory so reads and writes
+ * are both coalesced; fp32 rounded to TF32 once here (idempotent on the register path; cp.async copies it as is).
+ * The work-group's tile: columns from get_group_id(0), rows from get_group_id(1). */
+inline void transpose_tile(__global const src_t* restrict src, __global src_t* restrict dst, const int rows,
+                           const int cols, __local src_t (*tile)[TX_TILE + 1])
 {
-    __local src_t tile[TX_TILE][TX_TILE + 1];
-    const int hw0 = get_group_id(0) * TX_TILE, c0 = get_group_id(1) * TX_TILE, n = get_group_id(2);
+    const int col0 = get_group_id(0) * TX_TILE, row0 = get_group_id(1) * TX_TILE;
     const int tx = get_local_id(0), ty = get_local_id(1);
-    __global const src_t* restrict s = (__global const src_t*)src;
     #pragma unroll
     for (int i = ty; i < TX_TILE; i += TX_ROWS) {
-        const int c = c0 + i, hw = hw0 + tx;
-        if (c < TX_C && hw < TX_H * TX_W) {
-            src_t v = s[TX_SRC_AT(n, c, hw / TX_W, hw % TX_W)];
+        const int row = row0 + i, col = col0 + tx;
+        if (row < rows && col < cols) {
+            src_t v = src[(long)row * cols + col];
 #if !MIOPY_HALF
             v = as_float(to_raw(v));
 #endif
@@ -1450,12 +1412,37 @@ void transform_x(__global const DATA_T* restrict src, __global uchar* restrict w
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    __global src_t* restrict out = (__global src_t*)(workspace + X_OFFSET);
     #pragma unroll
     for (int i = ty; i < TX_TILE; i += TX_ROWS) {
-        const int c = c0 + tx, hw = hw0 + i;
-        if (c < TX_C && hw < TX_H * TX_W)
-            out[TX_DST_AT(n, c, hw / TX_W, hw % TX_W)] = tile[tx][i];
+        const int row = row0 + tx, col = col0 + i;
+        if (row < rows && col < cols)
+            dst[(long)col * rows + row] = tile[tx][i];
     }
+}
+#endif
+
+#if TRANSFORM_W && DIRECTION != 1
+/* Backward-data: wt[g][c][tap][k within g], per group the transpose of w's KG x (CG * RS) matrix (a store per element
+ * scattered KG elements apart cost 0.37 ms on a 4096 x 4096 fully-connected layer's weights on an H100; cuDNN's whole
+ * backward-data 0.03). Grid: (CG * RS columns, KG rows / 32 * TX_ROWS, G). */
+__kernel __attribute__((reqd_work_group_size(TX_TILE, TX_ROWS, 1)))
+void transform_weights(__global const DATA_T* restrict w, __global src_t* restrict wt)
+{
+    __local src_t tile[TX_TILE][TX_TILE + 1];
+    const long group = (long)get_group_id(2) * KG * CG * RS;
+    transpose_tile((__global const src_t*)w + group, wt + group, KG, CG * RS, tile);
+}
+#endif
+
+#if TRANSFORM_X
+/* x (forward, backward-weights) or dy (backward-data) copied channel-fastest, [n][h][w][c] as XB_AT / YB_AT read
+ * it, after the weight copy in the workspace: per image the transpose of a TX_C x (TX_H * TX_W) matrix. */
+__kernel __attribute__((reqd_work_group_size(TX_TILE, TX_ROWS, 1)))
+void transform_x(__global const DATA_T* restrict src, __global uchar* restrict workspace)
+{
+    __local src_t tile[TX_TILE][TX_TILE + 1];
+    const long image = (long)get_group_id(2) * TX_C * TX_H * TX_W;
+    transpose_tile((__global const src_t*)src + image, (__global src_t*)(workspace + X_OFFSET) + image, TX_C,
+                   TX_H * TX_W, tile);
 }
 #endif
