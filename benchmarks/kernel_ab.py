@@ -37,6 +37,15 @@ def with_file(solution, alt: str):
     return dataclasses.replace(solution, launches=launches)
 
 
+def cases(args, info):
+    """(letter, shape, dtype, problem, default params) of every row, in run order."""
+    for letter in args.directions:
+        for shape in set_layers(args.sets):
+            for dtype in args.dtypes.split(","):
+                problem = make(DIRECTIONS[letter], dtype, shape)
+                yield letter, shape, dtype, problem, SOLVER.default_params(problem, info)
+
+
 def prebuild(handle, args) -> None:
     """Compile both builds of every row up front in compile_pool's worker processes (NVIDIA's compiler does not run
     in parallel within one process; one build at a time, the run waits on the compiler for most of its time)."""
@@ -45,12 +54,9 @@ def prebuild(handle, args) -> None:
         return
     started = time.monotonic()
     specs = []
-    for letter in args.directions:
-        for shape in set_layers(args.sets):
-            for dtype in args.dtypes.split(","):
-                problem = make(DIRECTIONS[letter], dtype, shape)
-                solution = SOLVER.solution(problem, SOLVER.default_params(problem, handle.info))
-                specs += [launch.spec for sol in (solution, with_file(solution, args.alt)) for launch in sol.launches]
+    for _, _, _, problem, params in cases(args, handle.info):
+        solution = SOLVER.solution(problem, params)
+        specs += [launch.spec for sol in (solution, with_file(solution, args.alt)) for launch in sol.launches]
     specs = list(dict.fromkeys(specs))
     errors = compile_pool.pool_for(handle, 12).build(specs)
     print(json.dumps({"prebuild": len(specs), "failed": sum(e is not None for e in errors.values()),
@@ -73,44 +79,40 @@ def main(argv=None) -> int:
     handle = miopy.Handle()
     rows = []
     prebuild(handle, args)
-    for letter in args.directions:
-        for shape in set_layers(args.sets):
-            for dtype in args.dtypes.split(","):
-                problem = make(DIRECTIONS[letter], dtype, shape)
-                params = SOLVER.default_params(problem, handle.info)
-                t = tensors(problem, 0)
-                bufs = buffers(handle, t)
-                role = OUTPUT_ROLE[problem.direction]
-                sols = {"cur": SOLVER.solution(problem, params)}
-                if args.emulate:
-                    sols["cur"] = emulated(sols["cur"])
-                sols["alt"] = with_file(sols["cur"], args.alt)
-                ws = handle.alloc(max(sols["cur"].workspace_bytes, 4))
-                calls, outs = {}, {}
-                for name, sol in sols.items():
-                    plan = plan_of(handle, problem, sol)
-                    calls[name] = (lambda p=plan, b=bufs, w=ws: p.enqueue({**b, "workspace": w}))
-                    cl.enqueue_copy(handle.queue, bufs[role], np.full(t[role].shape, np.nan, t[role].dtype))
-                    calls[name]()
-                    outs[name] = np.empty_like(t[role])
-                    cl.enqueue_copy(handle.queue, outs[name], bufs[role])
-                    handle.finish()
-                times: dict[str, list[float]] = {"cur": [], "alt": []}
-                for _ in range(args.rounds):
-                    for name in ("cur", "alt"):
-                        times[name].append(handle.time_ms(calls[name], warmup=2, iters=args.iters))
-                row = {"layer": shape[0], "direction": letter, "dtype": dtype, "params": params,
-                       "same_output": bool(np.array_equal(outs["cur"], outs["alt"], equal_nan=True)),
-                       **{f"{k}_ms": statistics.median(v) for k, v in times.items()}}
-                row["cur_over_alt"] = row["cur_ms"] / row["alt_ms"]
-                rows.append(row)
-                print(json.dumps({k: v for k, v in row.items() if k != "params"}), flush=True)
-                if args.ptx and args.out and len(rows) == 1:
-                    for name, sol in sols.items():
-                        spec = sol.launches[-1].spec if sol.launches[-1].spec.name == "conv_mma" else \
-                            sol.launches[0].spec
-                        prg = handle.kernels._compile(spec)
-                        (Path(args.out) / f"{name}.ptx").write_bytes(prg.binaries[0])
+    for letter, shape, dtype, problem, params in cases(args, handle.info):
+        t = tensors(problem, 0)
+        bufs = buffers(handle, t)
+        role = OUTPUT_ROLE[problem.direction]
+        sols = {"cur": SOLVER.solution(problem, params)}
+        if args.emulate:
+            sols["cur"] = emulated(sols["cur"])
+        sols["alt"] = with_file(sols["cur"], args.alt)
+        ws = handle.alloc(max(sols["cur"].workspace_bytes, 4))
+        calls, outs = {}, {}
+        for name, sol in sols.items():
+            plan = plan_of(handle, problem, sol)
+            calls[name] = (lambda p=plan, b=bufs, w=ws: p.enqueue({**b, "workspace": w}))
+            cl.enqueue_copy(handle.queue, bufs[role], np.full(t[role].shape, np.nan, t[role].dtype))
+            calls[name]()
+            outs[name] = np.empty_like(t[role])
+            cl.enqueue_copy(handle.queue, outs[name], bufs[role])
+            handle.finish()
+        times: dict[str, list[float]] = {"cur": [], "alt": []}
+        for _ in range(args.rounds):
+            for name in ("cur", "alt"):
+                times[name].append(handle.time_ms(calls[name], warmup=2, iters=args.iters))
+        row = {"layer": shape[0], "direction": letter, "dtype": dtype, "params": params,
+               "same_output": bool(np.array_equal(outs["cur"], outs["alt"], equal_nan=True)),
+               **{f"{k}_ms": statistics.median(v) for k, v in times.items()}}
+        row["cur_over_alt"] = row["cur_ms"] / row["alt_ms"]
+        rows.append(row)
+        print(json.dumps({k: v for k, v in row.items() if k != "params"}), flush=True)
+        if args.ptx and args.out and len(rows) == 1:
+            for name, sol in sols.items():
+                spec = sol.launches[-1].spec if sol.launches[-1].spec.name == "conv_mma" else \
+                    sol.launches[0].spec
+                prg = handle.kernels._compile(spec)
+                (Path(args.out) / f"{name}.ptx").write_bytes(prg.binaries[0])
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         (Path(args.out) / "kernel_ab.json").write_text(json.dumps({"device": handle.info.name, "rows": rows,

@@ -71,7 +71,7 @@
  *                    16-row band at a time and stores rows of that many consecutive output elements per lane (16
  *                    bytes at most), where the output's columns are runs of consecutive elements of that length
  *                    (P*Q forward, H*W backward-data, C/G*R*S backward-weights; no split, no phases, no
- *                    TRANSFORM_X in backward-weights), the bands within the A tiles.
+ *                    TRANSFORM_X in backward-weights), the bands within the local tiles.
  *   MIOPY_HALF       0 fp32 data with TF32 mma, 1 fp16 data with f16 mma
  *   MMA_EMULATE      1: no PTX; each mma is computed by the warp through local memory with the same
  *                    fragment layout and TF32 rounding (tests of the index mapping on any OpenCL device)

@@ -546,8 +546,9 @@ def test_emulated_split_k_applies_the_epilogue_in_the_reduction(handle):
     assert reference.max_error(got, np.maximum(exact, 0)) <= SOLVER.tolerance
 
 
-# (shape, runs): output columns run 64 / 64 / 144 elements (forward P*Q, backward-data H*W, backward-weights
-# C*R*S: 16-byte stores), and 6 x 6 = 36 / 7 x 7 = 49 / 6 * 9 = 54 (8-byte fp16, 2-byte...)
+# (shape, the stored run per dtype and direction): output columns run 64 / 64 / 144 elements (forward P*Q,
+# backward-data H*W, backward-weights C*R*S: 16-byte stores); 7 x 5 / 7 x 7 / 54 (single elements, pairs);
+# 6 x 6 / 6 x 6 / 54 (4-element runs, pairs)
 STAGED = [(VECTOR_SHAPE, {"FP32": (4, 4, 4), "FP16": (8, 8, 8)}),
           ((2, 6, 7, 7, 13, 3, 3, (1, 0), 1, 1, 1), {"FP32": (1, 1, 2), "FP16": (1, 1, 2)}),
           ((2, 6, 6, 6, 13, 3, 3, 1, 1, 1, 1), {"FP32": (4, 4, 2), "FP16": (4, 4, 2)})]

@@ -74,18 +74,15 @@ def b_kk_fast(params: Params, direction: Direction) -> bool:
     return (direction is Direction.BACKWARD_WEIGHTS) != bool(params["TRANSFORM_X"])
 
 
-def _tiles(params: Params, dtype: DataType, direction: Direction) -> tuple[int, int]:
-    """Elements of one stage's A and B tiles, padded rows (see conv_mma.cl)."""
+def local_bytes(params: Params, dtype: DataType, direction: Direction) -> int:
+    """Local memory of one work-group: STAGES x (A tile + B tile), padded rows (see conv_mma.cl)."""
     pad_k, pad_n = (8, 8) if dtype is DataType.FLOAT16 else (4, 8)
     a_tile = params["M_BLK"] * (params["K_BLK"] + pad_k)
     if b_kk_fast(params, direction):
-        return a_tile, params["N_BLK"] * (params["K_BLK"] + pad_k)
-    return a_tile, params["K_BLK"] * (params["N_BLK"] + pad_n)
-
-
-def local_bytes(params: Params, dtype: DataType, direction: Direction) -> int:
-    """Local memory of one work-group: STAGES x (A tile + B tile)."""
-    return params["STAGES"] * sum(_tiles(params, dtype, direction)) * dtype.itemsize
+        b_tile = params["N_BLK"] * (params["K_BLK"] + pad_k)
+    else:
+        b_tile = params["K_BLK"] * (params["N_BLK"] + pad_n)
+    return params["STAGES"] * (a_tile + b_tile) * dtype.itemsize
 
 
 class ConvImplicitGemmMma(ConvSolver):
@@ -236,20 +233,16 @@ class ConvImplicitGemmMma(ConvSolver):
         launches = []
         if params["TRANSFORM_W"]:
             transform = KernelSpec.make(KERNEL_FILE, "transform_weights", copies)
-            grid: tuple[int, ...]
-            local: tuple[int, ...]
             if problem.direction is Direction.FORWARD:
-                grid, local = (round_up(problem.w.element_count, REDUCE_WG),), (REDUCE_WG,)
-            else:   # per group a K/G x C/G*R*S transpose in tiles
-                columns = problem.c_per_group * problem.r * problem.s
-                grid = (round_up(columns, TX_TILE), -(-problem.k_per_group // TX_TILE) * TX_ROWS, problem.groups)
-                local = (TX_TILE, TX_ROWS, 1)
-            launches.append(KernelLaunch(transform, grid, local, ("w", "workspace")))
+                launches.append(KernelLaunch(transform, (round_up(problem.w.element_count, REDUCE_WG),),
+                                             (REDUCE_WG,), ("w", "workspace")))
+            else:   # per group a K/G x C/G*R*S transpose
+                launches.append(_transpose(transform, problem.k_per_group, problem.c_per_group * problem.r * problem.s,
+                                           problem.groups, "w"))
         if params["TRANSFORM_X"]:
             channels, pixels, source = _transform_x_source(problem)
-            transform = KernelSpec.make(KERNEL_FILE, "transform_x", copies)
-            launches.append(KernelLaunch(transform, (round_up(pixels, TX_TILE), -(-channels // TX_TILE) * TX_ROWS,
-                                                     problem.n), (TX_TILE, TX_ROWS, 1), (source, "workspace")))
+            launches.append(_transpose(KernelSpec.make(KERNEL_FILE, "transform_x", copies), channels, pixels,
+                                       problem.n, source))
         spec = KernelSpec.make(KERNEL_FILE, "conv_mma", defines)
         threads = WARP * params["WARPS_M"] * params["WARPS_N"]
         global_size = (column_tiles(problem, params["N_BLK"]) * threads, -(-shape.m // params["M_BLK"]),
@@ -293,6 +286,13 @@ def gemm_view(problem: ConvProblem) -> ConvProblem:
 
 OUTPUT_NAME = {Direction.FORWARD: "y", Direction.BACKWARD_DATA: "x", Direction.BACKWARD_WEIGHTS: "w"}
 TX_TILE, TX_ROWS = 32, 8      # the transposing copies' work-group: 32 x 32 tiles, 8 rows of work-items
+
+
+def _transpose(spec: KernelSpec, rows: int, cols: int, batch: int, source: str) -> KernelLaunch:
+    """A transposing copy (transpose_tile in conv_mma.cl) of batch rows x cols matrices of source into the
+    workspace: one work-group per 32 x 32 tile."""
+    return KernelLaunch(spec, (round_up(cols, TX_TILE), -(-rows // TX_TILE) * TX_ROWS, batch), (TX_TILE, TX_ROWS, 1),
+                        (source, "workspace"))
 
 
 def _transform_x_source(problem: ConvProblem) -> tuple[int, int, str]:
