@@ -122,6 +122,10 @@ VARIANTS = {
     # backward-data reading the weights in place instead of the transposing copy
     "no-copy": {"TRANSFORM_W": False, "*directions": "B"},
     "no-copy-splitk8": {"TRANSFORM_W": False, "SPLIT": 8, "*directions": "B"},
+    # backward-data of few input channels before COL2IM (the direct GEMM of C/G rows), and COL2IM's GEMM on other tiles
+    "col2im-before": {"*module": {"COL2IM_CHANNELS": 0}, "*directions": "B"},
+    "col2im-t64": {"*tile": (64, 128, 2, 2), "*directions": "B"},
+    "col2im-t128x64": {"*tile": (128, 64, 2, 2), "*directions": "B"},
 }
 
 

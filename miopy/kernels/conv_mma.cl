@@ -72,6 +72,9 @@
  *                    bytes at most), where the output's columns are runs of consecutive elements of that length
  *                    (P*Q forward, H*W backward-data, C/G*R*S backward-weights; no split, no phases, no
  *                    TRANSFORM_X in backward-weights), the bands within the local tiles.
+ *   COL_OUT          1 (forward, one group, no split): the sums are backward-data's column matrix, fp32
+ *                    [m][col] at PARTIAL_OFFSET in the workspace (y is not written) for col2im to gather: the
+ *                    COL2IM mode of the solver, whose problem here is the 1x1 forward GEMM over dy (see mma.py)
  *   MIOPY_HALF       0 fp32 data with TF32 mma, 1 fp16 data with f16 mma
  *   MMA_EMULATE      1: no PTX; each mma is computed by the warp through local memory with the same
  *                    fragment layout and TF32 rounding (tests of the index mapping on any OpenCL device)
@@ -106,6 +109,12 @@
 #endif
 #ifndef STAGED_STORE
 #define STAGED_STORE 0
+#endif
+#ifndef COL_OUT
+#define COL_OUT 0
+#endif
+#if COL_OUT && (DIRECTION != 1 || SPLIT > 1 || G != 1)
+#error "COL_OUT: forward, one group, no split"
 #endif
 #if TRANSFORM_X && ((DIRECTION != 4 && !CHANNEL_BLOCKS) || VECTOR_B)
 #error "TRANSFORM_X needs CHANNEL_BLOCKS (forward, backward-data) and no VECTOR_B"
@@ -1076,7 +1085,7 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
 }
 
 /* The workspace: the weight copy (TRANSFORM_W) first, then the split partials (fp32), 256-byte aligned */
-#if SPLIT > 1 || TRANSFORM_W || TRANSFORM_X
+#if SPLIT > 1 || TRANSFORM_W || TRANSFORM_X || COL_OUT
 #define PARTIAL_PARAM , __global uchar* restrict workspace
 #else
 #define PARTIAL_PARAM
@@ -1123,7 +1132,7 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
 #define STORE_OUT(g, m, col, v) do { const int rs_ = (col) % RS; \
     STORE(w, W_AT((g) * KG + (m), (col) / RS, rs_ / S, rs_ % S), (v)); } while (0)
 #endif
-#if SPLIT > 1
+#if SPLIT > 1 || COL_OUT
 #define STORE_SUM(m, col, v) (partial[((split * G + g) * GEMM_M + (m)) * OUT_COLS + (col)] = (v))
 #else
 #define STORE_SUM(m, col, v) STORE_OUT(g, m, col, v)
@@ -1151,7 +1160,12 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
 #elif OUT_VEC
 #define STORE_RUN(buf, i, v) STORE(buf, i, (v)[0])
 #endif
-#if DIRECTION == 1
+#if COL_OUT && OUT_VEC > 1   /* fp32 runs of the column matrix, along N*P*Q */
+#define STORE_OUT_RUN(g, m, col, src) \
+    (*(__global CAT(float, OUT_VEC)*)(partial + (long)(m) * OUT_COLS + (col)) = CAT(vload, OUT_VEC)(0, (src)))
+#elif COL_OUT
+#define STORE_OUT_RUN(g, m, col, src) (partial[(long)(m) * OUT_COLS + (col)] = (src)[0])
+#elif DIRECTION == 1
 #define STORE_OUT_RUN(g, m, col, src) do { const int n_ = (col) / (P * Q), pq_ = (col) % (P * Q), k_ = (g) * KG + (m); \
     const int yi_ = Y_AT(n_, k_, pq_ / Q, pq_ % Q); float v_[OUT_VEC]; \
     for (int e_ = 0; e_ < OUT_VEC; ++e_) v_[e_] = MIOPY_EPILOGUE((src)[e_], k_, pq_ + e_, yi_ + e_); \
@@ -1198,9 +1212,11 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
     const int col_base = phase * GEMM_N;    /* the phase's first column of the output (PHASED) */
 #if SPLIT > 1
     const int g = group_split / SPLIT, split = group_split % SPLIT;
-    __global float* restrict partial = (__global float*)(workspace + PARTIAL_OFFSET);
 #else
     const int g = group_split, split = 0;
+#endif
+#if SPLIT > 1 || COL_OUT
+    __global float* restrict partial = (__global float*)(workspace + PARTIAL_OFFSET);
 #endif
     const range_t kr = make_range(split, phase);
 #if TRANSFORM_W

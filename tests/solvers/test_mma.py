@@ -27,10 +27,12 @@ from miopy.conv.solvers.mma import (
     NARROW_TILE,
     NEEDS_PTX,
     ConvImplicitGemmMma,
+    column_bytes,
     emulated,
     local_bytes,
     mma_k,
 )
+from miopy.conv.solvers import mma
 from miopy.device import DeviceInfo
 from miopy.find import get_solutions
 from miopy.fusion.epilogue import Epilogue
@@ -308,10 +310,10 @@ def test_pruned_search_space_is_the_filtered_grid(monkeypatch):
 # -- the kernels' layout and index mapping, emulated (any OpenCL device) -----------------------------------
 ODD = (2, 6, 7, 9, 13, 3, 3, (1, 2), (2, 1), (1, 2), 1)   # ragged tiles, pad, stride, dilation
 def cfg(m_blk, n_blk, warps_m, warps_n, stages, blocks, split=1, transform=False, vector=False, k_blk=16,
-        cp_async=False, vector_b=0, transform_x=False) -> dict:
+        cp_async=False, vector_b=0, transform_x=False, col2im=False) -> dict:
     return {"M_BLK": m_blk, "N_BLK": n_blk, "K_BLK": k_blk, "WARPS_M": warps_m, "WARPS_N": warps_n, "STAGES": stages,
             "CHANNEL_BLOCKS": blocks, "SPLIT": split, "TRANSFORM_W": transform, "LDMATRIX": False, "VECTOR_A": vector,
-            "CP_ASYNC": cp_async, "VECTOR_B": vector_b, "TRANSFORM_X": transform_x}
+            "CP_ASYNC": cp_async, "VECTOR_B": vector_b, "TRANSFORM_X": transform_x, "COL2IM": col2im}
 
 
 EMULATED = [  # (direction, params): one warp and two, one stage and two, channel blocks, the weight copy, a split
@@ -466,6 +468,67 @@ CP_ASYNC_CASES += [
 ]
 
 
+# COL2IM: backward-data as the column matrix dcol = W^T dy (the 1x1 forward GEMM over dy, COL_OUT: fp32 in the
+# workspace) and col2im's gather. 3 channels under an 11x11 filter at stride 4 (AlexNet conv1's shape, small) and 5
+# under a 5x5 at stride 2 with uneven pads: staged stores in runs of 4 floats (N*P*Q = 32, 72) and of 1 (N*P*Q = 25),
+# fragment-order stores (fp16 bands beyond one stage's tiles), cp.async, two warps each way, dy's channel-fastest copy
+COL2IM_S4 = (2, 3, 19, 19, 8, 11, 11, 2, 4, 1, 1)
+COL2IM_S2 = (3, 5, 9, 11, 16, 5, 5, (1, 2), 2, 1, 1)
+COL2IM_ODD = (1, 3, 13, 13, 8, 5, 5, 0, 2, 1, 1)
+COL2IM_CASES = [
+    (COL2IM_S4, cfg(16, 16, 1, 1, 2, True, transform=True, col2im=True)),
+    (COL2IM_S2, cfg(32, 32, 2, 2, 3, True, transform=True, cp_async=True, col2im=True)),
+    (COL2IM_ODD, cfg(16, 32, 1, 1, 1, True, transform=True, col2im=True)),
+    (COL2IM_S4, cfg(16, 16, 1, 1, 2, True, transform=True, transform_x=True, col2im=True)),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,params", COL2IM_CASES, ids=[str(i) for i in range(len(COL2IM_CASES))])
+def test_emulated_col2im_matches_float64(handle, shape, params, dtype):
+    problem = problem_of(Direction.BACKWARD_DATA, shape, dtype)
+    assert SOLVER.invalid_reason(problem, params, H100) is None, SOLVER.invalid_reason(problem, params, H100)
+    solution = SOLVER.solution(problem, params)
+    gemm = next(launch for launch in solution.launches if launch.spec.name == "conv_mma")
+    assert dict(gemm.spec.defines)["COL_OUT"] == "1" and dict(gemm.spec.defines)["DIRECTION"] == "1"
+    assert gemm.args[:3] == ("y", "w", "x") and solution.launches[-1].spec.name == "col2im"
+    assert solution.workspace_bytes >= column_bytes(problem) > 0
+    t = host_tensors(problem, seed=7)
+    check_within_bound(problem, t, run_solution(handle, emulated(solution), problem, t))
+
+
+def test_col2im_applies_to_one_group_backward_data_with_a_filter_within_the_cap(monkeypatch):
+    params = cfg(16, 16, 1, 1, 2, True, transform=True, col2im=True)
+    problem = problem_of(Direction.BACKWARD_DATA, COL2IM_S4)
+    assert SOLVER.invalid_reason(problem, params, H100) is None
+    assert "does not split" in SOLVER.invalid_reason(problem, {**params, "SPLIT": 2}, H100)
+    assert "TRANSFORM_W" in SOLVER.invalid_reason(problem, {**params, "TRANSFORM_W": False}, H100)
+    assert "COL2IM's GEMM: K tile" in SOLVER.invalid_reason(problem, {**params, "K_BLK": 64}, H100)
+    for direction in (Direction.FORWARD, Direction.BACKWARD_WEIGHTS):
+        assert "COL2IM" in SOLVER.invalid_reason(problem_of(direction, COL2IM_S4), params, H100)
+    grouped = problem_of(Direction.BACKWARD_DATA, (2, 4, 9, 9, 8, 3, 3, 1, 1, 1, 2))
+    one_by_one = problem_of(Direction.BACKWARD_DATA, (2, 4, 9, 9, 8, 1, 1, 0, 2, 1, 1))
+    for other in (grouped, one_by_one):
+        assert "one group" in SOLVER.invalid_reason(other, params, H100)
+        assert not any(p["COL2IM"] for p in itertools.islice(SOLVER.search_space(other, H100), 2000))
+    assert any(p["COL2IM"] for p in SOLVER.search_space(problem, H100))
+    monkeypatch.setattr(mma, "COL2IM_CAP", column_bytes(problem) - 1)
+    assert "MiB" in SOLVER.invalid_reason(problem, params, H100)
+
+
+def test_col2im_is_the_default_for_few_input_channels():
+    """AlexNet conv1's and ResNet-50's first layers (3 channels) take COL2IM by default, and their workspace holds
+    the column matrix; 16 channels keep the direct GEMM (its rows fill the mma)."""
+    for shape in [(128, 3, 227, 227, 96, 11, 11, 0, 4, 1, 1), (32, 3, 224, 224, 64, 7, 7, 3, 2, 1, 1)]:
+        for dtype in DTYPES:
+            problem = problem_of(Direction.BACKWARD_DATA, shape, dtype)
+            params = SOLVER.default_params(problem, H100)
+            assert params["COL2IM"] and SOLVER.invalid_reason(problem, params, H100) is None
+            assert SOLVER.workspace_bytes(problem) >= column_bytes(problem)
+    wide = problem_of(Direction.BACKWARD_DATA, (2, 16, 9, 9, 8, 3, 3, 1, 1, 1, 1))
+    assert not SOLVER.default_params(wide, H100)["COL2IM"]
+
+
 # TRANSFORM_X: B from the channel-fastest copy of x / dy in 16-byte vectors along the channels ([col][kk] tiles):
 # 8 channels (two 4-vectors in fp32, one 8-vector in fp16, K_BLK 16 ragged past them), 24 channels over 16-deep
 # slices (the last block half empty); pad, stride, dilation, groups of 8 channels; with the weight copy before it
@@ -512,13 +575,14 @@ def test_emulated_pipelines_match_float64_within_the_format_bound(handle, direct
     check_within_bound(problem, t, got)
 
 
-def test_strided_backward_data_runs_in_phases_over_their_own_taps():
+def test_strided_backward_data_runs_in_phases_over_their_own_taps(monkeypatch):
     """Backward-data at stride > 1 (dilation 1) loops over only the taps that reach each phase of dx: AlexNet
     conv1's 11x11 at stride 4 sums 9 taps per phase instead of 121; with dilation the old loop stays."""
     from miopy.conv.solvers.mma import gemm_shape, phased
     problem = problem_of(Direction.BACKWARD_DATA, (4, 3, 227, 227, 96, 11, 11, 0, 4, 1, 1))
     assert phased(problem) and gemm_shape(problem).k == 96 * 9
     assert gemm_shape(problem).n == 16 * 4 * 57 * 57      # 16 phases of ceil(227 / 4)^2 pixels per image
+    monkeypatch.setattr(mma, "COL2IM_CHANNELS", 0)    # the direct GEMM (3 channels take COL2IM by default)
     params = SOLVER.default_params(problem, H100)
     assert dict(SOLVER.solution(problem, params).launches[-1].spec.defines)["PHASED"] == "1"
     dilated = problem_of(Direction.BACKWARD_DATA, ODD)
@@ -678,9 +742,11 @@ def test_transform_x_points_say_why(monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_ptx_sources_of_phased_backward_data_build_with_the_asm_stubbed(handle, dtype):
-    """PHASED backward-data on ResNet-50's 7x7 stride-2 stem: the default point and a cp.async one with a split."""
+def test_ptx_sources_of_phased_backward_data_build_with_the_asm_stubbed(handle, dtype, monkeypatch):
+    """PHASED backward-data on ResNet-50's 7x7 stride-2 stem: the default point of the direct GEMM and a cp.async one
+    with a split."""
     problem = problem_of(Direction.BACKWARD_DATA, LAYERS[3], dtype)
+    monkeypatch.setattr(mma, "COL2IM_CHANNELS", 0)    # 3 channels take COL2IM by default
     base = SOLVER.default_params(problem, H100)
     points = [base, {**base, "CP_ASYNC": True, "STAGES": 3, "SPLIT": 2, "VECTOR_A": dtype == "FP16"
                      and base["TRANSFORM_W"], "CHANNEL_BLOCKS": True, "TRANSFORM_W": True}]
@@ -689,6 +755,22 @@ def test_ptx_sources_of_phased_backward_data_build_with_the_asm_stubbed(handle, 
         for launch in SOLVER.solution(problem, params).launches:
             assert dict(launch.spec.defines).get("PHASED", "1") == "1"
             ptx_stubbed_build(handle, launch.spec)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_ptx_sources_of_col2im_build_with_the_asm_stubbed(handle, dtype):
+    """COL2IM on ResNet-50's stem (its default): the GEMM with COL_OUT's staged fp32 runs, with and without dy's
+    channel-fastest copy, and col2im."""
+    problem = problem_of(Direction.BACKWARD_DATA, LAYERS[3], dtype)
+    base = SOLVER.default_params(problem, H100)
+    assert base["COL2IM"]
+    for params in (base, {**base, "TRANSFORM_X": True}):
+        assert SOLVER.invalid_reason(problem, params, H100) is None, params
+        specs = [launch.spec for launch in SOLVER.solution(problem, params).launches]
+        assert [spec.name for spec in specs][-2:] == ["conv_mma", "col2im"]
+        assert dict(specs[-2].defines)["STAGED_STORE"] == "4"
+        for spec in specs:
+            ptx_stubbed_build(handle, spec)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

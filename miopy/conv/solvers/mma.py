@@ -5,6 +5,8 @@ import dataclasses
 import itertools
 from collections.abc import Iterator
 
+import numpy as np
+
 from ...device import (
     SPLIT_WORKSPACE_CAP,
     DeviceInfo,
@@ -15,8 +17,8 @@ from ...device import (
 )
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
-from ...tensor import DataType
-from ..problem import ConvProblem, Direction
+from ...tensor import DataType, TensorDesc
+from ..problem import ConvDesc, ConvProblem, Direction
 from ..solver import ConvSolver
 from .common import problem_defines, stride_defines
 from .direct_local import MIN_SPLIT_CHUNK, ImplicitGemm, inner_channels, max_split, split_chunk
@@ -41,6 +43,8 @@ SPLIT_COST_FP32, SPLIT_COST_FP16 = 320, 640   # terms of the reduction one split
 WGRAD_FP16_COPY_STAGES = 3      # fp16 backward-weights over even planes: TRANSFORM_X by cp.async (see _copied; 0: off)
 TRANSFORM_X_CAP = 512 << 20   # bytes: the largest channel-fastest copy of x / dy (TRANSFORM_X) the workspace holds
 PARTIAL_ALIGN = 256           # bytes: the split partials start this aligned after the weight copy
+COL2IM_CAP = 1 << 30          # bytes: the largest fp32 column matrix COL2IM's workspace holds
+COL2IM_CHANNELS = 8           # backward-data with at most this many input channels takes COL2IM by default
 # Hybrid |a-e|/(1+|e|) bound vs float64 for find / tuning checks: 4 * 2^-11 * sqrt(L) at L = 1024 terms (the
 # registry grows it like sqrt(L) beyond): each TF32 operand rounds by up to 2^-11 (10-bit mantissa), so a sum of
 # L products of unit-size operands errs by about 2^-11 * sqrt(L), and the hybrid error is absolute where the
@@ -116,7 +120,7 @@ class ConvImplicitGemmMma(ConvSolver):
             "WARPS_M": (1, 2, 4), "WARPS_N": (1, 2, 4), "STAGES": (1, 2, 3, 4), "CHANNEL_BLOCKS": (False, True),
             "SPLIT": (1, 2, 4, 8, 16, 32, 64, 128, 256), "TRANSFORM_W": (False, True), "LDMATRIX": (False, True),
             "VECTOR_A": (False, True), "CP_ASYNC": (False, True), "VECTOR_B": (0, 2, 4, 8),
-            "TRANSFORM_X": (False, True)}
+            "TRANSFORM_X": (False, True), "COL2IM": (False, True)}
     param_doc = {
         "M_BLK": "work-group tile rows (output channels; input channels in backward-data)",
         "N_BLK": "work-group tile columns (output pixels; filter taps in backward-weights)",
@@ -147,6 +151,12 @@ class ConvImplicitGemmMma(ConvSolver):
                     "STAGES >= 2 buffers: fp32 A and B; fp16 A (16-byte VECTOR_A, else pairs along k: k contiguous, "
                     "sizes even) and, with VECTOR_B, B's aligned vectors (its 2-byte gather otherwise stays on "
                     "registers); needs the device's cp.async probe",
+        "COL2IM": "backward-data (one group, a filter larger than 1x1) as a GEMM and a gather: the column matrix "
+                  "dcol = W^T dy (C*R*S x N*P*Q, fp32 in the workspace, within "
+                  f"{COL2IM_CAP >> 20} MiB) by this kernel as the 1x1 forward convolution of dy it is (the other "
+                  "params are that GEMM's; it reads the weights' transposing copy, TRANSFORM_W, and does not "
+                  "split), then col2im adds each dx element's taps in a fixed order. For few input channels, "
+                  "where C/G rows fill a fraction of the mma's 16",
     }
 
     def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
@@ -160,10 +170,22 @@ class ConvImplicitGemmMma(ConvSolver):
     def invalid_reason(self, problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
         problem = gemm_view(problem)
         reason = super().invalid_reason(problem, params, dev)
+        if reason is None and params["COL2IM"]:
+            return self._col2im_reason(problem, params, dev)
         if reason is None:
             reason = (_pipeline_reason(problem, params, dev) or _warp_reason(problem, params)
                       or _device_reason(problem, params, dev))
         return reason or _shape_reason(problem, params)
+
+    def _col2im_reason(self, problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
+        """Why COL2IM cannot run with params: the problem's, then its GEMM's (the 1x1 forward, col2im_problem)."""
+        if not col2im_fits(problem):
+            return (f"COL2IM: backward-data with one group and a filter larger than 1x1, the column matrix within "
+                    f"{COL2IM_CAP >> 20} MiB ({column_bytes(problem)} bytes)")
+        if params["SPLIT"] > 1 or not params["TRANSFORM_W"]:
+            return "COL2IM: its GEMM reads the weights' transposing copy (TRANSFORM_W) and does not split"
+        reason = self.invalid_reason(col2im_problem(problem), dict(params, COL2IM=False), dev)
+        return reason and f"COL2IM's GEMM: {reason}"
 
     def search_space(self, problem: ConvProblem, dev: DeviceInfo) -> Iterator[Params]:
         """Every valid grid point in grid order, without visiting values no point of this problem can take
@@ -173,8 +195,10 @@ class ConvImplicitGemmMma(ConvSolver):
         values["SPLIT"] = tuple(v for v in values["SPLIT"] if v <= split_limit(problem))
         if problem.direction is Direction.BACKWARD_WEIGHTS:
             values["CHANNEL_BLOCKS"] = values["TRANSFORM_W"] = (False,)
-        if not transform_x_fits(problem):
+        if not transform_x_fits(problem) and not col2im_fits(problem):
             values["TRANSFORM_X"] = (False,)
+        if not col2im_fits(problem):
+            values["COL2IM"] = (False,)
         values["VECTOR_B"] = tuple(v for v in values["VECTOR_B"] if not v or _vector_b_fits(problem, v))
         if CP_ASYNC_PROBE not in dev.ptx_mma:
             values["CP_ASYNC"], values["STAGES"] = (False,), (1, 2)
@@ -195,6 +219,11 @@ class ConvImplicitGemmMma(ConvSolver):
 
     def default_params(self, problem: ConvProblem, dev: DeviceInfo) -> Params:
         problem = gemm_view(problem)
+        if col2im_wanted(problem):
+            trial = dict(self.default_params(col2im_problem(problem), dev), CHANNEL_BLOCKS=True, TRANSFORM_W=True,
+                         SPLIT=1, COL2IM=True)
+            if self.is_valid(problem, trial, dev):
+                return trial
         valid = [c for c in _candidates(problem, dev) if self.is_valid(problem, c, dev)]
         if not valid:
             return dict(SMALLEST)
@@ -211,20 +240,33 @@ class ConvImplicitGemmMma(ConvSolver):
         copy = round_up(transform_x_bytes(problem), PARTIAL_ALIGN) if transform_x_fits(problem) else 0
         if problem.direction is Direction.BACKWARD_WEIGHTS:
             return copy + partials
-        return round_up(problem.w.element_count * problem.dtype.itemsize, PARTIAL_ALIGN) + copy + partials
+        own = round_up(problem.w.element_count * problem.dtype.itemsize, PARTIAL_ALIGN) + copy + partials
+        if not col2im_fits(problem):
+            return own
+        gemm = col2im_problem(problem)
+        copies = {"TRANSFORM_W": True, "TRANSFORM_X": transform_x_fits(gemm)}
+        return max(own, partial_offset(gemm, copies) + column_bytes(problem))
 
     def solution(self, problem: ConvProblem, params: Params, epilogue=None) -> Solution:
         problem = gemm_view(problem)
+        if params["COL2IM"]:
+            return Solution(self.id, dict(params), _col2im_launches(problem, params), self.workspace_bytes(problem))
+        return Solution(self.id, dict(params), self.launches(problem, params, epilogue), self.workspace_bytes(problem))
+
+    def launches(self, problem: ConvProblem, params: Params, epilogue=None,
+                 col_out: bool = False) -> tuple[KernelLaunch, ...]:
+        """The kernels of params on problem (gemm_view'd, not COL2IM); col_out: the sums go to the workspace as
+        fp32 [m][col] (COL_OUT in conv_mma.cl; COL2IM's GEMM) instead of y."""
         shape, split = gemm_shape(problem), params["SPLIT"]
         defines = {**problem_defines(problem), **stride_defines(problem), **problem.dtype.defines,
                    "DIRECTION": int(problem.direction), **{name: params[name] for name in self.grid},
-                   "PHASED": int(phased(problem)), "STAGED_STORE": staged_store(problem, params),
-                   "SPLIT_CHUNK": chunk_of(problem, params)}
+                   "PHASED": int(phased(problem)), "STAGED_STORE": staged_store(problem, params, col_out),
+                   "SPLIT_CHUNK": chunk_of(problem, params), "COL_OUT": int(col_out)}
         args = ("x", "w", "y") + (("workspace",) if split > 1 or params["TRANSFORM_W"] or params["TRANSFORM_X"]
-                                  else ())
+                                  or col_out else ())
         # the copies depend on the problem and on which copies there are, not on the tiles: one build serves every
         # point (find and the tuner build far fewer kernels)
-        copies = {**defines, **SMALLEST, "SPLIT_CHUNK": 1, "STAGED_STORE": 0,
+        copies = {**defines, **SMALLEST, "SPLIT_CHUNK": 1, "STAGED_STORE": 0, "COL_OUT": 0,
                   "CHANNEL_BLOCKS": problem.direction is not Direction.BACKWARD_WEIGHTS,
                   "TRANSFORM_W": params["TRANSFORM_W"], "TRANSFORM_X": params["TRANSFORM_X"]}
         if epilogue is not None:
@@ -254,14 +296,14 @@ class ConvImplicitGemmMma(ConvSolver):
             extra = tuple(epilogue.args) if epilogue is not None else ()
             launches.append(KernelLaunch(reduce, (round_up(output_count(problem), REDUCE_WG),), (REDUCE_WG,),
                                          ("workspace", out) + extra))
-        return Solution(self.id, dict(params), tuple(launches), self.workspace_bytes(problem))
+        return tuple(launches)
 
 
-def staged_store(problem: ConvProblem, params: Params) -> int:
+def staged_store(problem: ConvProblem, params: Params, col_out: bool = False) -> int:
     """STAGED_STORE: outputs per lane store (16 bytes at most) where a GEMM row's columns are runs of consecutive
-    elements (P*Q forward, H*W backward-data, C/G*R*S backward-weights) whose length it divides; 0 (fragment-order
-    stores) for split partials, phases, backward-weights' (tap, c) columns under TRANSFORM_X, and where the bands do
-    not fit the local tiles."""
+    elements (P*Q forward, H*W backward-data, C/G*R*S backward-weights, all N*P*Q fp32 columns of COL_OUT) whose
+    length it divides; 0 (fragment-order stores) for split partials, phases, backward-weights' (tap, c) columns
+    under TRANSFORM_X, and where the bands do not fit the local tiles."""
     p = problem
     if params["SPLIT"] > 1 or phased(p) or p.direction is Direction.BACKWARD_WEIGHTS and params["TRANSFORM_X"]:
         return 0
@@ -270,10 +312,71 @@ def staged_store(problem: ConvProblem, params: Params) -> int:
         return 0    # the warps' bands (fp32, OUT_LD apart) do not fit the tiles they reuse
     run = {Direction.FORWARD: p.out_h * p.out_w, Direction.BACKWARD_DATA: p.in_h * p.in_w,
            Direction.BACKWARD_WEIGHTS: p.c_per_group * p.r * p.s}[p.direction]
-    vec = 16 // p.dtype.itemsize
+    if col_out:
+        run *= p.n
+    vec = 16 // (4 if col_out else p.dtype.itemsize)
     while run % vec:
         vec //= 2
     return vec
+
+
+def col2im_fits(problem: ConvProblem) -> bool:
+    """Whether COL2IM can run problem (gemm_view'd): backward-data, one group, a filter larger than 1x1, the
+    column matrix within COL2IM_CAP."""
+    p = problem
+    return (p.direction is Direction.BACKWARD_DATA and p.groups == 1 and p.r * p.s > 1
+            and column_bytes(p) <= COL2IM_CAP)
+
+
+def col2im_wanted(problem: ConvProblem) -> bool:
+    """COL2IM by default: where it fits and the input has at most COL2IM_CHANNELS channels (C rows of the direct
+    GEMM fill that fraction of the mma's 16)."""
+    return col2im_fits(problem) and problem.c <= COL2IM_CHANNELS
+
+
+def column_bytes(problem: ConvProblem) -> int:
+    """Bytes of COL2IM's fp32 column matrix: C*R*S x N*P*Q."""
+    p = problem
+    return 4 * p.c * p.r * p.s * p.n * p.out_h * p.out_w
+
+
+def col2im_problem(problem: ConvProblem) -> ConvProblem:
+    """COL2IM's GEMM, dcol[(c, r, s)][(n, p, q)] = sum_k w[k][c][r][s] dy[n][k][p][q], as the 1x1 forward convolution
+    it is: dy the input (K channels of P x Q), the weights read transposed (C*R*S outputs by K channels, strides
+    (1, C*R*S) in w's memory), y (N, C*R*S, P, Q) named but not written (COL_OUT)."""
+    p = problem
+    crs = p.c * p.r * p.s
+    x = TensorDesc(p.dtype, (p.n, p.k, p.out_h, p.out_w))
+    w = TensorDesc(p.dtype, (crs, p.k, 1, 1), (1, crs, 1, 1))
+    y = TensorDesc(p.dtype, (p.n, crs, p.out_h, p.out_w))
+    return ConvProblem(Direction.FORWARD, x, w, y, ConvDesc(math_mode=p.conv.math_mode), p.math_mode)
+
+
+def partial_offset(problem: ConvProblem, params: Params) -> int:
+    """Bytes into the workspace where the fp32 partials (or COL_OUT's column matrix) start: after the weight copy
+    (TRANSFORM_W) and the channel-fastest copy (TRANSFORM_X), each 256-byte aligned (PARTIAL_OFFSET in
+    conv_mma.cl)."""
+    w_copy = problem.w.element_count * problem.dtype.itemsize if params["TRANSFORM_W"] else 0
+    x_copy = transform_x_bytes(problem) if params["TRANSFORM_X"] else 0
+    return round_up(w_copy, PARTIAL_ALIGN) + round_up(x_copy, PARTIAL_ALIGN)
+
+
+# COL2IM's GEMM runs as a forward problem: its roles are the backward-data problem's dy (input) and dx (y, which
+# COL_OUT does not write)
+_COL2IM_ROLES = {"x": "y", "y": "x"}
+
+
+def _col2im_launches(problem: ConvProblem, params: Params) -> tuple[KernelLaunch, ...]:
+    """COL2IM: the column matrix by the GEMM kernel (COL_OUT), then col2im (conv_im2col.cl) gathers dx from it."""
+    gemm, inner = col2im_problem(problem), dict(params, COL2IM=False)
+    launches = [dataclasses.replace(launch, args=tuple(_COL2IM_ROLES.get(a, a) if isinstance(a, str) else a
+                                                       for a in launch.args))
+                for launch in ConvImplicitGemmMma().launches(gemm, inner, col_out=True)]
+    spec = KernelSpec.make("conv_im2col.cl", "col2im", {**problem_defines(problem), "NB": problem.n, "COL_HALF": 0})
+    count = problem.n * problem.c * problem.in_h * problem.in_w
+    launches.append(KernelLaunch(spec, (round_up(count, REDUCE_WG * 4),), (REDUCE_WG * 4,),
+                                 ("workspace", "x", np.int32(partial_offset(gemm, inner) // 4), np.int32(0))))
+    return tuple(launches)
 
 
 def gemm_view(problem: ConvProblem) -> ConvProblem:
@@ -592,7 +695,7 @@ def _vector_b_reason(problem: ConvProblem, params: Params, threads: int) -> str 
 # -- default params ---------------------------------------------------------------------------------------
 SMALLEST = {"M_BLK": 16, "N_BLK": 16, "K_BLK": 16, "WARPS_M": 1, "WARPS_N": 1, "STAGES": 1,
             "CHANNEL_BLOCKS": False, "SPLIT": 1, "TRANSFORM_W": False, "LDMATRIX": False, "VECTOR_A": False,
-            "CP_ASYNC": False, "VECTOR_B": 0, "TRANSFORM_X": False}
+            "CP_ASYNC": False, "VECTOR_B": 0, "TRANSFORM_X": False, "COL2IM": False}
 # (M_BLK, N_BLK, WARPS_M, WARPS_N): 64x64 warp tiles where the problem is large, down to one warp on 16x16
 _TILES = ((128, 128, 2, 2), (128, 128, 2, 4), (256, 128, 4, 2), (128, 256, 2, 4), (128, 64, 2, 2), (64, 128, 2, 2),
           (64, 64, 2, 2), (128, 32, 4, 1), (32, 128, 1, 4), (64, 32, 2, 1), (32, 64, 1, 2), (32, 32, 1, 1),
@@ -612,7 +715,8 @@ def _candidates(problem: ConvProblem, dev: DeviceInfo) -> list[Params]:
                 for s in splits:
                     base = {"M_BLK": m, "N_BLK": n, "K_BLK": k, "WARPS_M": wm, "WARPS_N": wn, "STAGES": 2,
                             "CHANNEL_BLOCKS": cb, "SPLIT": s, "TRANSFORM_W": False, "LDMATRIX": False,
-                            "VECTOR_A": False, "CP_ASYNC": False, "VECTOR_B": 0, "TRANSFORM_X": False}
+                            "VECTOR_A": False, "CP_ASYNC": False, "VECTOR_B": 0, "TRANSFORM_X": False,
+                            "COL2IM": False}
                     featured = _featured(problem, base, dev)
                     if problem.dtype is DataType.FLOAT16 or featured["STAGES"] == 2 or k == min(k_blks):
                         out.append(featured)   # fp32: one stage of 32 spilled or lost to two of 16 on the H100
