@@ -22,6 +22,7 @@ import pytest
 from miopy import ActivationMode, ptx_probe
 from miopy.conv import reference
 from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction
+from miopy.conv.solvers import mma
 from miopy.conv.solvers.mma import (
     GEMV_SPLIT,
     NARROW_TILE,
@@ -32,7 +33,6 @@ from miopy.conv.solvers.mma import (
     local_bytes,
     mma_k,
 )
-from miopy.conv.solvers import mma
 from miopy.device import DeviceInfo
 from miopy.find import get_solutions
 from miopy.fusion.epilogue import Epilogue
