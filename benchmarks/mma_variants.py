@@ -122,6 +122,17 @@ VARIANTS = {
     # backward-data reading the weights in place instead of the transposing copy
     "no-copy": {"TRANSFORM_W": False, "*directions": "B"},
     "no-copy-splitk8": {"TRANSFORM_W": False, "SPLIT": 8, "*directions": "B"},
+    # backward-weights on 64x64 warp tiles (128 sums a lane; the defaults stop at 64, which spilled once)
+    "w-t128": {"*tile": (128, 128, 2, 2), "*directions": "W"},
+    "w-t128-cp2": {"*tile": (128, 128, 2, 2), "CP_ASYNC": True, "STAGES": 2, "*directions": "W"},
+    "w-t128-cp3": {"*tile": (128, 128, 2, 2), "CP_ASYNC": True, "STAGES": 3, "*directions": "W"},
+    "w-t256": {"*tile": (256, 128, 4, 2), "*directions": "W"},
+    "w-t128x256": {"*tile": (128, 256, 2, 4), "*directions": "W"},
+    # larger work-group tiles: more flops per byte each work-group reads from L2 (128x128: 64 fp16, 32 fp32)
+    "t256x128": {"*tile": (256, 128, 4, 2)},
+    "t128x256": {"*tile": (128, 256, 2, 4)},
+    "t256x128-cp2": {"*tile": (256, 128, 4, 2), "CP_ASYNC": True, "STAGES": 2},
+    "t128x256-cp2": {"*tile": (128, 256, 2, 4), "CP_ASYNC": True, "STAGES": 2},
     # backward-data of few input channels before COL2IM (the direct GEMM of C/G rows), and COL2IM's GEMM on other tiles
     "col2im-before": {"*module": {"COL2IM_CHANNELS": 0}, "*directions": "B"},
     "col2im-t64": {"*tile": (64, 128, 2, 2), "*directions": "B"},

@@ -38,6 +38,7 @@ from miopy import ptx_probe  # noqa: E402
 from miopy.conv import networks, reference  # noqa: E402
 from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction  # noqa: E402
 from miopy.conv.solvers.mma import ConvImplicitGemmMma  # noqa: E402
+from miopy.find import DEFAULT, params_for  # noqa: E402
 from miopy.plan import plan_of  # noqa: E402
 from miopy.tensor import TensorDesc  # noqa: E402
 
@@ -208,8 +209,10 @@ def _repaired(problem, handle, params: dict) -> dict | None:
 
 
 def variants(problem, handle, count: int) -> list[dict]:
-    """Default params, then OVERRIDES of them, then random valid grid points (deduplicated)."""
+    """Default params, then OVERRIDES of them, then random valid grid points (deduplicated); and beyond count the
+    params a perf DB holds for the problem (tuned: miopy-tune, the system DB), where they differ from those."""
     base = SOLVER.default_params(problem, handle.info)
+    tuned, source = params_for(SOLVER, problem, handle)
     out: list[dict] = []
     for params in [dict(base, **o) for o in OVERRIDES]:
         fixed = _repaired(problem, handle, params)
@@ -220,7 +223,7 @@ def variants(problem, handle, count: int) -> list[dict]:
             fixed = _repaired(problem, handle, params)
             if fixed is not None and fixed not in out:
                 out.append(fixed)
-    return out[:count]
+    return out[:count] + ([tuned] if source != DEFAULT and tuned not in out[:count] else [])
 
 
 def kernel_info(handle, solution) -> dict:
@@ -287,10 +290,11 @@ def timing(handle, record, save, deadline, count: int, iters: int, verify: bool,
                 if verify:
                     exact, limit = bound(problem, t)
                     check = lambda out, e=exact, lim=limit: float(np.max(np.abs(out.astype(np.float64) - e) / lim))  # noqa: E731
+                tuned, source = params_for(SOLVER, problem, handle)
                 for params in variants(problem, handle, count):
                     if time.monotonic() > deadline:
                         break
-                    entry = {"params": params}
+                    entry = {"params": params, **({"source": source} if params == tuned else {})}
                     try:
                         started = time.monotonic()
                         out, call = run_once(handle, problem, params, t, bufs)
