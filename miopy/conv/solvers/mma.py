@@ -106,7 +106,9 @@ class ConvImplicitGemmMma(ConvSolver):
     OpenCL (no inline PTX), to fp32 under math mode "strict", to non-packed tensors or to tensors spanning
     2^31 elements. Backward-data with stride > 1 (dilation 1) runs in stride_h x stride_w phases of dx, each
     over only the taps that reach it (see PHASED in conv_mma.cl); with dilation too it wastes the taps that land
-    between outputs.
+    between outputs. Backward-data of few input channels (COL2IM) computes the column matrix W^T dy as the 1x1
+    forward GEMM it is, into the workspace, and col2im gathers dx from it: the C rows of the direct GEMM would fill
+    C of the mma's 16.
     """
 
     id = "ConvImplicitGemmMma"
