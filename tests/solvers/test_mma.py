@@ -508,7 +508,8 @@ def test_col2im_applies_to_one_group_backward_data_with_a_filter_within_the_cap(
         assert "COL2IM" in SOLVER.invalid_reason(problem_of(direction, COL2IM_S4), params, H100)
     grouped = problem_of(Direction.BACKWARD_DATA, (2, 4, 9, 9, 8, 3, 3, 1, 1, 1, 2))
     one_by_one = problem_of(Direction.BACKWARD_DATA, (2, 4, 9, 9, 8, 1, 1, 0, 2, 1, 1))
-    for other in (grouped, one_by_one):
+    wide = problem_of(Direction.BACKWARD_DATA, (2, 16, 9, 9, 8, 3, 3, 1, 1, 1, 1))   # 16 channels fill the mma's rows
+    for other in (grouped, one_by_one, wide):
         assert "one group" in SOLVER.invalid_reason(other, params, H100)
         assert not any(p["COL2IM"] for p in itertools.islice(SOLVER.search_space(other, H100), 2000))
     assert any(p["COL2IM"] for p in SOLVER.search_space(problem, H100))
@@ -518,7 +519,7 @@ def test_col2im_applies_to_one_group_backward_data_with_a_filter_within_the_cap(
 
 def test_col2im_is_the_default_for_few_input_channels():
     """AlexNet conv1's and ResNet-50's first layers (3 channels) take COL2IM by default, and their workspace holds
-    the column matrix; 16 channels keep the direct GEMM (its rows fill the mma)."""
+    the column matrix; 16 channels keep the direct GEMM (its rows fill the mma) and its workspace."""
     for shape in [(128, 3, 227, 227, 96, 11, 11, 0, 4, 1, 1), (32, 3, 224, 224, 64, 7, 7, 3, 2, 1, 1)]:
         for dtype in DTYPES:
             problem = problem_of(Direction.BACKWARD_DATA, shape, dtype)
@@ -527,6 +528,7 @@ def test_col2im_is_the_default_for_few_input_channels():
             assert SOLVER.workspace_bytes(problem) >= column_bytes(problem)
     wide = problem_of(Direction.BACKWARD_DATA, (2, 16, 9, 9, 8, 3, 3, 1, 1, 1, 1))
     assert not SOLVER.default_params(wide, H100)["COL2IM"]
+    assert not mma.col2im_fits(wide)   # so its workspace holds no column matrix
 
 
 # TRANSFORM_X: B from the channel-fastest copy of x / dy in 16-byte vectors along the channels ([col][kk] tiles):

@@ -45,6 +45,7 @@ TRANSFORM_X_CAP = 512 << 20   # bytes: the largest channel-fastest copy of x / d
 PARTIAL_ALIGN = 256           # bytes: the split partials start this aligned after the weight copy
 COL2IM_CAP = 1 << 30          # bytes: the largest fp32 column matrix COL2IM's workspace holds
 COL2IM_CHANNELS = 8           # backward-data with at most this many input channels takes COL2IM by default
+MMA_ROWS = 16                 # rows of one mma tile: COL2IM applies below this many input channels
 # Hybrid |a-e|/(1+|e|) bound vs float64 for find / tuning checks: 4 * 2^-11 * sqrt(L) at L = 1024 terms (the
 # registry grows it like sqrt(L) beyond): each TF32 operand rounds by up to 2^-11 (10-bit mantissa), so a sum of
 # L products of unit-size operands errs by about 2^-11 * sqrt(L), and the hybrid error is absolute where the
@@ -153,7 +154,8 @@ class ConvImplicitGemmMma(ConvSolver):
                     "STAGES >= 2 buffers: fp32 A and B; fp16 A (16-byte VECTOR_A, else pairs along k: k contiguous, "
                     "sizes even) and, with VECTOR_B, B's aligned vectors (its 2-byte gather otherwise stays on "
                     "registers); needs the device's cp.async probe",
-        "COL2IM": "backward-data (one group, a filter larger than 1x1) as a GEMM and a gather: the column matrix "
+        "COL2IM": "backward-data (one group, fewer than 16 input channels, a filter larger than 1x1) as a GEMM and "
+                  "a gather: the column matrix "
                   "dcol = W^T dy (C*R*S x N*P*Q, fp32 in the workspace, within "
                   f"{COL2IM_CAP >> 20} MiB) by this kernel as the 1x1 forward convolution of dy it is (the other "
                   "params are that GEMM's; it reads the weights' transposing copy, TRANSFORM_W, and does not "
@@ -182,8 +184,8 @@ class ConvImplicitGemmMma(ConvSolver):
     def _col2im_reason(self, problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
         """Why COL2IM cannot run with params: the problem's, then its GEMM's (the 1x1 forward, col2im_problem)."""
         if not col2im_fits(problem):
-            return (f"COL2IM: backward-data with one group and a filter larger than 1x1, the column matrix within "
-                    f"{COL2IM_CAP >> 20} MiB ({column_bytes(problem)} bytes)")
+            return (f"COL2IM: backward-data with one group, fewer than {MMA_ROWS} input channels and a filter larger "
+                    f"than 1x1, the column matrix within {COL2IM_CAP >> 20} MiB ({column_bytes(problem)} bytes)")
         if params["SPLIT"] > 1 or not params["TRANSFORM_W"]:
             return "COL2IM: its GEMM reads the weights' transposing copy (TRANSFORM_W) and does not split"
         reason = self.invalid_reason(col2im_problem(problem), dict(params, COL2IM=False), dev)
@@ -323,10 +325,11 @@ def staged_store(problem: ConvProblem, params: Params, col_out: bool = False) ->
 
 
 def col2im_fits(problem: ConvProblem) -> bool:
-    """Whether COL2IM can run problem (gemm_view'd): backward-data, one group, a filter larger than 1x1, the
-    column matrix within COL2IM_CAP."""
+    """Whether COL2IM can run problem (gemm_view'd): backward-data, one group, fewer input channels than an mma
+    tile's 16 rows (where the direct GEMM leaves rows empty; the workspace of other problems does not grow by a
+    column matrix), a filter larger than 1x1, the column matrix within COL2IM_CAP."""
     p = problem
-    return (p.direction is Direction.BACKWARD_DATA and p.groups == 1 and p.r * p.s > 1
+    return (p.direction is Direction.BACKWARD_DATA and p.groups == 1 and p.c < MMA_ROWS and p.r * p.s > 1
             and column_bytes(p) <= COL2IM_CAP)
 
 
