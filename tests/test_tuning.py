@@ -204,6 +204,34 @@ def test_build_system_db_writes_a_shippable_perf_file(fresh_dbs, handle, tmp_pat
     assert db.user_perf_db().get(handle.info.device_id, problem.key(), NAIVE.id) is None
 
 
+def test_build_system_db_keeps_each_problem_as_tuned_and_resumes_with_merge(fresh_dbs, handle, tmp_path,
+                                                                            monkeypatch):
+    """OUT is written after every problem: a build stopped after the first keeps it, and a rerun with --merge
+    tunes only the problem OUT lacks (a device call's time limit no longer loses a whole build)."""
+    layers = (networks.Layer(4, 6, 6, 4, 3, 3, 1, 1), networks.Layer(4, 6, 6, 8, 3, 3, 1, 1))
+    monkeypatch.setitem(networks.NETWORKS, "tiny2", layers)
+    out = tmp_path / "system.db"
+    argv = ["--out", str(out), "--networks", "tiny2", "--budget", "2", "--jobs", "0", "-S", NAIVE.id]
+    real, tuned = build_system_db.tune_problem, []
+
+    def stopped_after_one(handle, problem, **kwargs):
+        if tuned:
+            raise KeyboardInterrupt
+        tuned.append(problem.key())
+        return real(handle, problem, **kwargs)
+
+    monkeypatch.setattr(build_system_db, "tune_problem", stopped_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        build_system_db.main(argv)
+    assert {row[1] for row in build_system_db._existing(out)} == set(tuned)
+    first, tuned[:] = tuned[0], []
+    monkeypatch.setattr(build_system_db, "tune_problem",
+                        lambda handle, problem, **kwargs: tuned.append(problem.key()) or real(handle, problem, **kwargs))
+    assert build_system_db.main(argv + ["--merge"]) == 0
+    assert len(tuned) == 1 and tuned[0] != first
+    assert {row[1] for row in build_system_db._existing(out)} == {first, tuned[0]}
+
+
 def test_system_db_merge_keeps_the_faster_record():
     from miopy.cli.build_system_db import faster
     old = ("dev", "key", "ConvDirectLocal", '{"a": 1}', 1.0, "0.1.0", "d1")

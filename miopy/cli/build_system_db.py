@@ -14,8 +14,10 @@ where it stopped. -n 0 (the default with --find) takes each set's usual batch
 next problems are compiled ahead in --jobs worker processes while the current one is timed.
 
 Tuning runs against a temporary user DB, so the machine's own user DB is left alone; only the perf records
-go into OUT, which uses a rollback journal so it can ship inside the package and be opened read-only.
---merge keeps OUT's existing records of other devices or problems (tune on each device, one file).
+go into OUT, which uses a rollback journal so it can ship inside the package and be opened read-only. OUT is
+rewritten after every problem, so a stopped build keeps what it tuned. --merge keeps OUT's existing records of
+other devices or problems (tune on each device, one file) and skips the problems OUT already holds for every
+solver it would tune: a stopped build resumes where it stopped.
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ from ..errors import MiopyError
 from ..find import find_problem, params_for
 from ..handle import Handle
 from ..plan import checked_solution
-from ..tuning import Compiler, TuneOptions, tune_problem
+from ..tuning import Compiler, TuneOptions, tunable, tune_problem
 
 
 def parser() -> argparse.ArgumentParser:
@@ -158,8 +160,15 @@ def build(args: argparse.Namespace) -> int:
                     if not args.layers or layer.name in args.layers.split(",") for d in directions(args.forw)]
     handle = Handle()
     solvers = [registry.get(args.solver)] if args.solver else None
+    device = handle.info.device_id
+    held = {tuple(row[:3]) for row in _existing(args.out)} if args.merge and args.out.exists() else set()
+    count = len(held)
     with Compiler(handle, args.jobs) as compiler:
         for i, problem in enumerate(problems, 1):
+            wanted = [s.id for s in tunable(handle, problem, solvers)]
+            if wanted and all((device, problem.key(), s) in held for s in wanted):
+                print(f"[{i}/{len(problems)}] {problem.key()}: in {args.out} already", flush=True)
+                continue
             start = time.perf_counter()
             results = tune_problem(handle, problem, solvers=solvers, strategy_name=args.strategy,
                                    options=TuneOptions(budget=args.budget, time_budget_s=args.time_budget),
@@ -167,11 +176,21 @@ def build(args: argparse.Namespace) -> int:
             print(f"[{i}/{len(problems)}] {problem.key()} tuned in {time.perf_counter() - start:.1f} s: "
                   + ", ".join(f"{r.solver_id} {r.best_ms:.3f} ms" for r in results), flush=True)
             if args.json is not None:
-                _append_json(args.json, handle.info.device_id, problem.key(), results, time.perf_counter() - start)
-    rows = {tuple(row[:3]): row for row in _existing(args.out)} if args.merge else {}
+                _append_json(args.json, device, problem.key(), results, time.perf_counter() - start)
+            # OUT after every problem (the first write replaces it unless --merge): a run stopped by a timeout or
+            # a kill keeps what it tuned, and one resumed with --merge skips it
+            count = _write_perf(args.out, merge=args.merge or bool(held) or i > 1)
+            held = {tuple(row[:3]) for row in _existing(args.out)}
+    return count if held else _write_perf(args.out, merge=args.merge)
+
+
+def _write_perf(out: Path, merge: bool) -> int:
+    """Rewrite OUT's perf table from the tuning user DB's records (with merge, over OUT's own, the faster of two
+    kept), keeping OUT's find rows; returns the records written."""
+    rows = {tuple(row[:3]): row for row in _existing(out)} if merge and out.exists() else {}
     for row in db.user_perf_db().rows():
         rows[tuple(row[:3])] = faster(rows.get(tuple(row[:3])), row)
-    db.write_perf_file(args.out, rows.values(), find_rows=_existing_find(args.out))
+    db.write_perf_file(out, rows.values(), find_rows=_existing_find(out))
     return len(rows)
 
 
