@@ -225,8 +225,12 @@ def test_build_system_db_keeps_each_problem_as_tuned_and_resumes_with_merge(fres
         build_system_db.main(argv)
     assert {row[1] for row in build_system_db._existing(out)} == set(tuned)
     first, tuned[:] = tuned[0], []
-    monkeypatch.setattr(build_system_db, "tune_problem",
-                        lambda handle, problem, **kwargs: tuned.append(problem.key()) or real(handle, problem, **kwargs))
+
+    def counted(handle, problem, **kwargs):
+        tuned.append(problem.key())
+        return real(handle, problem, **kwargs)
+
+    monkeypatch.setattr(build_system_db, "tune_problem", counted)
     assert build_system_db.main(argv + ["--merge"]) == 0
     assert len(tuned) == 1 and tuned[0] != first
     assert {row[1] for row in build_system_db._existing(out)} == {first, tuned[0]}
