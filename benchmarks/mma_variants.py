@@ -133,6 +133,14 @@ VARIANTS = {
     "t128x256": {"*tile": (128, 256, 2, 4)},
     "t256x128-cp2": {"*tile": (256, 128, 4, 2), "CP_ASYNC": True, "STAGES": 2},
     "t128x256-cp2": {"*tile": (128, 256, 2, 4), "CP_ASYNC": True, "STAGES": 2},
+    # fp16 backward-weights over odd planes: before dy's padded copy (PAD_DY), and that copy on other pipelines
+    "pad-before": {"*module": {"WGRAD_FP16_PAD_ODD": False}, "*directions": "W"},
+    "pad-cp2": {"PAD_DY": True, "TRANSFORM_X": True, "CP_ASYNC": True, "STAGES": 2, "VECTOR_A": True,
+                "*directions": "W"},
+    "pad-cp3-tile": {"PAD_DY": True, "TRANSFORM_X": True, "CP_ASYNC": True, "STAGES": 3, "VECTOR_A": True,
+                     "*tile_first": True, "*directions": "W"},
+    "pad-reg": {"PAD_DY": True, "TRANSFORM_X": True, "CP_ASYNC": False, "STAGES": 2, "VECTOR_A": True,
+                "*directions": "W"},
     # backward-data of few input channels before COL2IM (the direct GEMM of C/G rows), and COL2IM's GEMM on other tiles
     "col2im-before": {"*module": {"COL2IM_CHANNELS": 0}, "*directions": "B"},
     "col2im-t64": {"*tile": (64, 128, 2, 2), "*directions": "B"},

@@ -72,6 +72,10 @@
  *                    bytes at most), where the output's columns are runs of consecutive elements of that length
  *                    (P*Q forward, H*W backward-data, C/G*R*S backward-weights; no split, no phases, no
  *                    TRANSFORM_X in backward-weights), the bands within the local tiles.
+ *   PAD_DY           1 (backward-weights, fp16): A reads a copy of dy whose planes are padded with zeros to a multiple
+ *                    of 8 elements (pad_dy writes it into the workspace after the channel-fastest copy), so odd
+ *                    planes take 16-byte vectors and cp.async too; the inner loop runs over N * PQ_A terms and B
+ *                    reads zeros at the padding's terms
  *   COL_OUT          1 (forward, one group, no split): the sums are backward-data's column matrix, fp32
  *                    [m][col] at PARTIAL_OFFSET in the workspace (y is not written) for col2im to gather: the
  *                    COL2IM mode of the solver, whose problem here is the 1x1 forward GEMM over dy (see mma.py)
@@ -113,6 +117,13 @@
 #ifndef COL_OUT
 #define COL_OUT 0
 #endif
+#ifndef PAD_DY
+#define PAD_DY 0
+#endif
+#if PAD_DY && (DIRECTION != 4 || !MIOPY_HALF)
+#error "PAD_DY: fp16 backward-weights"
+#endif
+#define PQ_A (PAD_DY ? (P * Q + 7) / 8 * 8 : P * Q)    /* terms of one dy plane as A reads it */
 #if COL_OUT && (DIRECTION != 1 || SPLIT > 1 || G != 1)
 #error "COL_OUT: forward, one group, no split"
 #endif
@@ -141,7 +152,7 @@
 #define A_PAIRS (CP_ASYNC && MIOPY_HALF && !VECTOR_A)
 /* backward-weights pairs with P*Q odd: a pair may be misaligned, straddle two dy planes or end the tensor; such
  * pairs are read and stored element by element (synchronously) */
-#define A_PAIR_TAIL (A_PAIRS && DIRECTION == 4 && (P * Q) % 2)
+#define A_PAIR_TAIL (A_PAIRS && DIRECTION == 4 && PQ_A % 2)
 /* Which operands cp.async copies (the others go through registers): A always, B when its elements are 4 bytes or
  * it comes from the channel-fastest copy (16-byte vectors) */
 #define A_ASYNC CP_ASYNC
@@ -222,7 +233,7 @@ typedef uint raw_t;          /* TF32 bits */
 #else
 #define GEMM_M KG
 #define GEMM_N (CG * RS)
-#define GEMM_K (N * P * Q)
+#define GEMM_K (N * PQ_A)
 #define B_KK_FAST (!TRANSFORM_X)
 #endif
 
@@ -497,12 +508,17 @@ inline int b_offset(tap_t row, tap_t col)
 /* The column e to the right of col in the same row of dx (its dy element moves with qw) */
 inline tap_t col_plus(tap_t col, int e) { return make_tap(col.off, col.h, col.w + e); }
 #else
+#if PAD_DY    /* dy's copy [n][k][PQ_A]: term (n, pq) of row k at n * K * PQ_A + k * PQ_A + pq */
+inline int a_col(int g, int m) { return (g * KG + m) * PQ_A; }
+inline int a_row(inner_t in) { return (int)((uint)in.chan / PQ_A) * ((K - 1) * PQ_A) + in.chan; }
+#else
 inline int a_col(int g, int m) { return (g * KG + m) * YS_K; }
 inline int a_row(inner_t in)
 {
     const int n = (int)((uint)in.chan / (P * Q)), pq = in.chan - n * (P * Q);
     return Y_AT(n, 0, pq / Q, pq % Q);
 }
+#endif
 inline tap_t b_col(int g, int col, range_t kr)
 {
 #if TRANSFORM_X    /* columns (tap, c), c fastest */
@@ -515,9 +531,9 @@ inline tap_t b_col(int g, int col, range_t kr)
 }
 inline tap_t b_row(inner_t in)
 {
-    const int n = (int)((uint)in.chan / (P * Q)), pq = in.chan - n * (P * Q);
+    const int n = (int)((uint)in.chan / PQ_A), pq = in.chan - n * PQ_A;
     const int h = (int)((uint)pq / Q) * STRIDE_H, w = (int)((uint)pq % Q) * STRIDE_W;
-    return make_tap(XB_AT(n, 0, h, w), h, w);
+    return make_tap(XB_AT(n, 0, h, w), PQ_A == P * Q || pq < P * Q ? h : OFF_IMAGE, w);   /* padding: zeros */
 }
 /* Offset of B's element at (row, col), or -1 where it reads zero (padding) */
 inline int b_offset(tap_t row, tap_t col)
@@ -1085,7 +1101,7 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
 }
 
 /* The workspace: the weight copy (TRANSFORM_W) first, then the split partials (fp32), 256-byte aligned */
-#if SPLIT > 1 || TRANSFORM_W || TRANSFORM_X || COL_OUT
+#if SPLIT > 1 || TRANSFORM_W || TRANSFORM_X || COL_OUT || PAD_DY
 #define PARTIAL_PARAM , __global uchar* restrict workspace
 #else
 #define PARTIAL_PARAM
@@ -1106,9 +1122,14 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
 #define TX_H P
 #define TX_W Q
 #endif
-#define PARTIAL_OFFSET (X_OFFSET + ALIGN_256((long)N * TX_C * TX_H * TX_W * (long)sizeof(src_t)))
+#define DY_OFFSET (X_OFFSET + ALIGN_256((long)N * TX_C * TX_H * TX_W * (long)sizeof(src_t)))
 #else
-#define PARTIAL_OFFSET X_OFFSET
+#define DY_OFFSET X_OFFSET
+#endif
+#if PAD_DY    /* dy's padded copy, then the partials */
+#define PARTIAL_OFFSET (DY_OFFSET + ALIGN_256((long)N * K * PQ_A * (long)sizeof(src_t)))
+#else
+#define PARTIAL_OFFSET DY_OFFSET
 #endif
 #define OUT_COLS (PHASES * GEMM_N)           /* output columns (PHASED: every phase's, phase by phase) */
 #define OUT_COUNT (G * GEMM_M * OUT_COLS)    /* one split's partials: [g][m][col] */
@@ -1231,7 +1252,11 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
 #elif DIRECTION == 2
     __global const src_t* restrict b_src = (__global const src_t*)y;
 #else
+#if PAD_DY
+    __global const src_t* restrict a_src = (__global const src_t*)(workspace + DY_OFFSET);
+#else
     __global const src_t* restrict a_src = (__global const src_t*)y;
+#endif
 #if TRANSFORM_X
     __global const src_t* restrict b_src = (__global const src_t*)(workspace + X_OFFSET);
 #else
@@ -1460,5 +1485,18 @@ void transform_x(__global const DATA_T* restrict src, __global uchar* restrict w
     const long image = (long)get_group_id(2) * TX_C * TX_H * TX_W;
     transpose_tile((__global const src_t*)src + image, (__global src_t*)(workspace + X_OFFSET) + image, TX_C,
                    TX_H * TX_W, tile);
+}
+#endif
+
+#if PAD_DY
+/* dy with each plane padded with zeros to PQ_A elements, after the channel-fastest copy of x in the workspace: one
+ * work-item per element of the copy (consecutive work-items on consecutive elements of both). */
+__kernel void pad_dy(__global const DATA_T* restrict y, __global uchar* restrict workspace)
+{
+    const int i = get_global_id(0);
+    if (i >= N * K * PQ_A) return;
+    const int plane = i / PQ_A, pq = i - plane * PQ_A;
+    ((__global src_t*)(workspace + DY_OFFSET))[i] = pq < P * Q ? ((__global const src_t*)y)[plane * (P * Q) + pq]
+                                                               : (src_t)0;
 }
 #endif

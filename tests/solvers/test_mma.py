@@ -252,7 +252,8 @@ def test_pipeline_points_say_why():
     in_place = {**half_point, "VECTOR_A": False, "TRANSFORM_W": False}    # 3x3 weights: k strided in place
     assert "copies A in pairs" in SOLVER.invalid_reason(half, in_place, H100)
     odd_plane = problem_of(Direction.BACKWARD_WEIGHTS, (2, 8, 9, 9, 16, 3, 3, 1, 1, 1, 1), "FP16")   # P*Q = 81
-    point = {**SOLVER.default_params(odd_plane, H100), "CP_ASYNC": True, "STAGES": 2, "VECTOR_A": False}
+    point = {**SOLVER.default_params(odd_plane, H100), "CP_ASYNC": True, "STAGES": 2, "VECTOR_A": False,
+             "PAD_DY": False}
     assert SOLVER.invalid_reason(odd_plane, point, H100) is None      # pairs, the odd tail element by element
     assert "P*Q=81 is not a multiple of 8" in SOLVER.invalid_reason(odd_plane, {**point, "VECTOR_A": True}, H100)
     # cp.async moves the prefetch out of registers: a 128x128x64 fp32 slice over 4 warps is 128 copies a lane
@@ -310,10 +311,10 @@ def test_pruned_search_space_is_the_filtered_grid(monkeypatch):
 # -- the kernels' layout and index mapping, emulated (any OpenCL device) -----------------------------------
 ODD = (2, 6, 7, 9, 13, 3, 3, (1, 2), (2, 1), (1, 2), 1)   # ragged tiles, pad, stride, dilation
 def cfg(m_blk, n_blk, warps_m, warps_n, stages, blocks, split=1, transform=False, vector=False, k_blk=16,
-        cp_async=False, vector_b=0, transform_x=False, col2im=False) -> dict:
+        cp_async=False, vector_b=0, transform_x=False, col2im=False, pad_dy=False) -> dict:
     return {"M_BLK": m_blk, "N_BLK": n_blk, "K_BLK": k_blk, "WARPS_M": warps_m, "WARPS_N": warps_n, "STAGES": stages,
             "CHANNEL_BLOCKS": blocks, "SPLIT": split, "TRANSFORM_W": transform, "LDMATRIX": False, "VECTOR_A": vector,
-            "CP_ASYNC": cp_async, "VECTOR_B": vector_b, "TRANSFORM_X": transform_x, "COL2IM": col2im}
+            "CP_ASYNC": cp_async, "VECTOR_B": vector_b, "TRANSFORM_X": transform_x, "COL2IM": col2im, "PAD_DY": pad_dy}
 
 
 EMULATED = [  # (direction, params): one warp and two, one stage and two, channel blocks, the weight copy, a split
@@ -466,6 +467,48 @@ CP_ASYNC_CASES += [
     (Direction.BACKWARD_DATA, "FP32", PHASED_S4, cfg(16, 32, 1, 2, 2, False, split=2)),
     (Direction.BACKWARD_DATA, "FP16", PHASED_S4, cfg(16, 16, 1, 1, 1, True)),
 ]
+
+
+# PAD_DY: fp16 backward-weights over odd planes (P*Q = 35, padded to 40) reading dy's zero-padded copy: registers,
+# 16-byte vectors by cp.async, pairs by cp.async, splits whose chunks run over the padded terms, with x's copy
+PAD_SHAPE = (3, 6, 7, 5, 12, 3, 3, 1, 1, 1, 1)
+PAD_SPLIT_SHAPE = (16, 6, 7, 5, 12, 3, 3, 1, 1, 1, 1)
+PAD_TX_SHAPE = (16, 8, 7, 5, 12, 3, 3, 1, 1, 1, 1)    # 8 channels: x's copy in 8-vectors
+PAD_DY_CASES = [
+    (PAD_SHAPE, cfg(16, 16, 1, 1, 2, False, pad_dy=True)),
+    (PAD_SHAPE, cfg(16, 16, 1, 1, 3, False, vector=True, k_blk=32, cp_async=True, pad_dy=True)),
+    (PAD_SHAPE, cfg(16, 16, 1, 1, 4, False, cp_async=True, pad_dy=True)),
+    (PAD_SPLIT_SHAPE, cfg(16, 16, 1, 1, 2, False, split=2, vector=True, k_blk=32, cp_async=True, pad_dy=True)),
+    (PAD_TX_SHAPE, cfg(16, 16, 1, 1, 3, False, split=2, vector=True, k_blk=32, cp_async=True, transform_x=True,
+                       pad_dy=True)),
+]
+
+
+@pytest.mark.parametrize("shape,params", PAD_DY_CASES, ids=[str(i) for i in range(len(PAD_DY_CASES))])
+def test_emulated_padded_dy_matches_float64(handle, shape, params):
+    problem = problem_of(Direction.BACKWARD_WEIGHTS, shape, "FP16")
+    assert SOLVER.invalid_reason(problem, params, H100) is None, SOLVER.invalid_reason(problem, params, H100)
+    solution = SOLVER.solution(problem, params)
+    assert [launch.spec.name for launch in solution.launches][:2] in (["pad_dy", "conv_mma"], ["transform_x", "pad_dy"])
+    t = host_tensors(problem, seed=8)
+    check_within_bound(problem, t, run_solution(handle, emulated(solution), problem, t))
+
+
+def test_padded_dy_applies_to_fp16_backward_weights_over_planes_not_a_multiple_of_8():
+    params = cfg(16, 16, 1, 1, 2, False, pad_dy=True)
+    assert SOLVER.invalid_reason(problem_of(Direction.BACKWARD_WEIGHTS, PAD_SHAPE, "FP16"), params, H100) is None
+    for problem in (problem_of(Direction.BACKWARD_WEIGHTS, PAD_SHAPE, "FP32"),
+                    problem_of(Direction.FORWARD, PAD_SHAPE, "FP16"),
+                    problem_of(Direction.BACKWARD_WEIGHTS, VECTOR_SHAPE, "FP16")):   # 8x8 planes
+        assert "PAD_DY" in SOLVER.invalid_reason(problem, params, H100)
+    # VECTOR_A needs the padded plane (35 is not a multiple of 8)
+    odd = problem_of(Direction.BACKWARD_WEIGHTS, PAD_SHAPE, "FP16")
+    assert "VECTOR_A" in SOLVER.invalid_reason(odd, cfg(16, 16, 1, 1, 2, False, vector=True, k_blk=32), H100)
+    assert SOLVER.invalid_reason(odd, cfg(16, 16, 1, 1, 2, False, vector=True, k_blk=32, pad_dy=True), H100) is None
+    # AlexNet conv2's 27x27 fp16 backward-weights: the padded copy, x's copy and cp.async by default
+    alexnet = problem_of(Direction.BACKWARD_WEIGHTS, (128, 96, 27, 27, 256, 5, 5, 2, 1, 1, 1), "FP16")
+    defaults = SOLVER.default_params(alexnet, H100)
+    assert defaults["PAD_DY"] and defaults["TRANSFORM_X"] and defaults["CP_ASYNC"] and defaults["VECTOR_A"]
 
 
 # COL2IM: backward-data as the column matrix dcol = W^T dy (the 1x1 forward GEMM over dy, COL_OUT: fp32 in the

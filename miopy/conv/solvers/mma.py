@@ -21,7 +21,7 @@ from ...tensor import DataType, TensorDesc
 from ..problem import ConvDesc, ConvProblem, Direction
 from ..solver import ConvSolver
 from .common import problem_defines, stride_defines
-from .direct_local import MIN_SPLIT_CHUNK, ImplicitGemm, inner_channels, max_split, split_chunk
+from .direct_local import MIN_SPLIT_CHUNK, ImplicitGemm, inner_channels, max_split
 from .direct_local import gemm_shape as _flat_gemm_shape
 
 KERNEL_FILE = "conv_mma.cl"
@@ -41,6 +41,7 @@ GEMV_COLUMNS, GEMV_SPLIT = 16, 8   # ... and this narrow also split-K this many 
 HALVED_TILE_SPLIT = 2         # TF32 backward-weights: the split's factor where _pipelined halves 128x128 tiles
 SPLIT_COST_FP32, SPLIT_COST_FP16 = 320, 640   # terms of the reduction one split's partials cost (see _split_cost)
 WGRAD_FP16_COPY_STAGES = 3      # fp16 backward-weights over even planes: TRANSFORM_X by cp.async (see _copied; 0: off)
+WGRAD_FP16_PAD_ODD = True       # ... and over odd planes with dy's padded copy (PAD_DY; see _copied)
 TRANSFORM_X_CAP = 512 << 20   # bytes: the largest channel-fastest copy of x / dy (TRANSFORM_X) the workspace holds
 PARTIAL_ALIGN = 256           # bytes: the split partials start this aligned after the weight copy
 COL2IM_CAP = 1 << 30          # bytes: the largest fp32 column matrix COL2IM's workspace holds
@@ -123,7 +124,7 @@ class ConvImplicitGemmMma(ConvSolver):
             "WARPS_M": (1, 2, 4), "WARPS_N": (1, 2, 4), "STAGES": (1, 2, 3, 4), "CHANNEL_BLOCKS": (False, True),
             "SPLIT": (1, 2, 4, 8, 16, 32, 64, 128, 256), "TRANSFORM_W": (False, True), "LDMATRIX": (False, True),
             "VECTOR_A": (False, True), "CP_ASYNC": (False, True), "VECTOR_B": (0, 2, 4, 8),
-            "TRANSFORM_X": (False, True), "COL2IM": (False, True)}
+            "TRANSFORM_X": (False, True), "COL2IM": (False, True), "PAD_DY": (False, True)}
     param_doc = {
         "M_BLK": "work-group tile rows (output channels; input channels in backward-data)",
         "N_BLK": "work-group tile columns (output pixels; filter taps in backward-weights)",
@@ -154,6 +155,8 @@ class ConvImplicitGemmMma(ConvSolver):
                     "STAGES >= 2 buffers: fp32 A and B; fp16 A (16-byte VECTOR_A, else pairs along k: k contiguous, "
                     "sizes even) and, with VECTOR_B, B's aligned vectors (its 2-byte gather otherwise stays on "
                     "registers); needs the device's cp.async probe",
+        "PAD_DY": "fp16 backward-weights over planes whose P*Q is not a multiple of 8: first copy dy with each plane "
+                  "padded with zeros to one, so A is read as 16-byte vectors (and by cp.async) there too",
         "COL2IM": "backward-data (one group, fewer than 16 input channels, a filter larger than 1x1) as a GEMM and "
                   "a gather: the column matrix "
                   "dcol = W^T dy (C*R*S x N*P*Q, fp32 in the workspace, within "
@@ -203,6 +206,8 @@ class ConvImplicitGemmMma(ConvSolver):
             values["TRANSFORM_X"] = (False,)
         if not col2im_fits(problem):
             values["COL2IM"] = (False,)
+        if not pad_dy_fits(problem):
+            values["PAD_DY"] = (False,)
         values["VECTOR_B"] = tuple(v for v in values["VECTOR_B"] if not v or _vector_b_fits(problem, v))
         if CP_ASYNC_PROBE not in dev.ptx_mma:
             values["CP_ASYNC"], values["STAGES"] = (False,), (1, 2)
@@ -243,7 +248,8 @@ class ConvImplicitGemmMma(ConvSolver):
         partials = 4 * split * output_count(problem) if split > 1 else 0
         copy = round_up(transform_x_bytes(problem), PARTIAL_ALIGN) if transform_x_fits(problem) else 0
         if problem.direction is Direction.BACKWARD_WEIGHTS:
-            return copy + partials
+            padded = round_up(pad_dy_bytes(problem), PARTIAL_ALIGN) if pad_dy_fits(problem) else 0
+            return copy + padded + partials
         own = round_up(problem.w.element_count * problem.dtype.itemsize, PARTIAL_ALIGN) + copy + partials
         if not col2im_fits(problem):
             return own
@@ -267,12 +273,13 @@ class ConvImplicitGemmMma(ConvSolver):
                    "PHASED": int(phased(problem)), "STAGED_STORE": staged_store(problem, params, col_out),
                    "SPLIT_CHUNK": chunk_of(problem, params), "COL_OUT": int(col_out)}
         args = ("x", "w", "y") + (("workspace",) if split > 1 or params["TRANSFORM_W"] or params["TRANSFORM_X"]
-                                  or col_out else ())
+                                  or col_out or params["PAD_DY"] else ())
         # the copies depend on the problem and on which copies there are, not on the tiles: one build serves every
         # point (find and the tuner build far fewer kernels)
         copies = {**defines, **SMALLEST, "SPLIT_CHUNK": 1, "STAGED_STORE": 0, "COL_OUT": 0,
                   "CHANNEL_BLOCKS": problem.direction is not Direction.BACKWARD_WEIGHTS,
-                  "TRANSFORM_W": params["TRANSFORM_W"], "TRANSFORM_X": params["TRANSFORM_X"]}
+                  "TRANSFORM_W": params["TRANSFORM_W"], "TRANSFORM_X": params["TRANSFORM_X"],
+                  "PAD_DY": params["PAD_DY"]}
         if epilogue is not None:
             defines.update(epilogue.defines())
             args = args + tuple(epilogue.args)
@@ -289,6 +296,10 @@ class ConvImplicitGemmMma(ConvSolver):
             channels, pixels, source = _transform_x_source(problem)
             launches.append(_transpose(KernelSpec.make(KERNEL_FILE, "transform_x", copies), channels, pixels,
                                        problem.n, source))
+        if params["PAD_DY"]:
+            launches.append(KernelLaunch(KernelSpec.make(KERNEL_FILE, "pad_dy", copies),
+                                         (round_up(pad_dy_bytes(problem) // 2, REDUCE_WG * 4),), (REDUCE_WG * 4,),
+                                         ("y", "workspace")))
         spec = KernelSpec.make(KERNEL_FILE, "conv_mma", defines)
         threads = WARP * params["WARPS_M"] * params["WARPS_N"]
         global_size = (column_tiles(problem, params["N_BLK"]) * threads, -(-shape.m // params["M_BLK"]),
@@ -357,13 +368,33 @@ def col2im_problem(problem: ConvProblem) -> ConvProblem:
     return ConvProblem(Direction.FORWARD, x, w, y, ConvDesc(math_mode=p.conv.math_mode), p.math_mode)
 
 
+def pad_dy_fits(problem: ConvProblem) -> bool:
+    """Whether PAD_DY can apply: fp16 backward-weights whose dy planes (P*Q) are not a multiple of 8 elements."""
+    p = problem
+    return (p.direction is Direction.BACKWARD_WEIGHTS and p.dtype is DataType.FLOAT16
+            and (p.out_h * p.out_w) % a_vector(p.dtype) != 0)
+
+
+def padded_plane(problem: ConvProblem, params: Params) -> int:
+    """Terms of one dy plane in backward-weights' inner loop: P*Q, rounded up to 8 with PAD_DY (PQ_A)."""
+    plane = problem.out_h * problem.out_w
+    return round_up(plane, a_vector(problem.dtype)) if params.get("PAD_DY") else plane
+
+
+def pad_dy_bytes(problem: ConvProblem) -> int:
+    """Bytes of PAD_DY's copy of dy: N*K planes of P*Q rounded up to 8 halves."""
+    p = problem
+    return p.n * p.k * round_up(p.out_h * p.out_w, a_vector(p.dtype)) * p.dtype.itemsize
+
+
 def partial_offset(problem: ConvProblem, params: Params) -> int:
     """Bytes into the workspace where the fp32 partials (or COL_OUT's column matrix) start: after the weight copy
     (TRANSFORM_W) and the channel-fastest copy (TRANSFORM_X), each 256-byte aligned (PARTIAL_OFFSET in
     conv_mma.cl)."""
     w_copy = problem.w.element_count * problem.dtype.itemsize if params["TRANSFORM_W"] else 0
     x_copy = transform_x_bytes(problem) if params["TRANSFORM_X"] else 0
-    return round_up(w_copy, PARTIAL_ALIGN) + round_up(x_copy, PARTIAL_ALIGN)
+    dy_copy = pad_dy_bytes(problem) if params.get("PAD_DY") else 0
+    return round_up(w_copy, PARTIAL_ALIGN) + round_up(x_copy, PARTIAL_ALIGN) + round_up(dy_copy, PARTIAL_ALIGN)
 
 
 # COL2IM's GEMM runs as a forward problem: its roles are the backward-data problem's dy (input) and dx (y, which
@@ -516,8 +547,8 @@ def total_steps(problem: ConvProblem, params: Params) -> int:
 def chunk_of(problem: ConvProblem, params: Params) -> int:
     """SPLIT_CHUNK: N*P*Q elements a split sums in backward-weights (a multiple of K_BLK); forward /
     backward-data share the slices out evenly in the kernel (the define is then the largest share)."""
-    if problem.direction is Direction.BACKWARD_WEIGHTS:
-        return split_chunk(problem, params["SPLIT"], params["K_BLK"])
+    if problem.direction is Direction.BACKWARD_WEIGHTS:   # over N*P*Q terms (PAD_DY: N * the padded plane)
+        return round_up(-(-problem.n * padded_plane(problem, params) // params["SPLIT"]), params["K_BLK"])
     return -(-total_steps(problem, params) // params["SPLIT"])
 
 
@@ -529,7 +560,7 @@ def _split_reason(problem: ConvProblem, params: Params) -> str | None:
                 f"forward / backward-data: {MAX_SPLIT_FB} at most, outputs of {SPLIT_FB_MAX_OUTPUT} elements at "
                 f"most)")
     if split > 1 and problem.direction is Direction.BACKWARD_WEIGHTS:
-        total, chunk = gemm_shape(problem).k, chunk_of(problem, params)
+        total, chunk = problem.n * padded_plane(problem, params), chunk_of(problem, params)
         if chunk * (split - 1) >= total:
             return f"SPLIT={split} leaves a chunk empty ({total} terms in chunks of {chunk})"
     elif split > total_steps(problem, params):
@@ -620,6 +651,8 @@ def _shape_reason(problem: ConvProblem, params: Params) -> str | None:
         reason = _transform_x_reason(problem, params, threads)
         if reason:
             return reason
+    if params["PAD_DY"] and not pad_dy_fits(problem):
+        return "PAD_DY: fp16 backward-weights over planes whose P*Q is not a multiple of 8"
     k_size = inner_channels(problem) if params["CHANNEL_BLOCKS"] else shape.k
     n_size = shape.n // phases(problem)    # one phase's columns
     for name, blk, size, least in (("M", m_blk, shape.m, 16), ("N", n_blk, n_size, 16), ("K", k_blk, k_size, 16)):
@@ -648,7 +681,7 @@ def _vector_a_reason(problem: ConvProblem, params: Params, threads: int, vec: in
     if p.direction is Direction.BACKWARD_WEIGHTS and any_plane:
         return None
     if p.direction is Direction.BACKWARD_WEIGHTS:
-        size, what = p.out_h * p.out_w, "P*Q"
+        size, what = padded_plane(p, params), "P*Q"
     elif params["TRANSFORM_W"]:
         size, what = inner_channels(p), "the inner channels"
     elif p.direction is Direction.FORWARD and p.r * p.s == 1:
@@ -700,7 +733,7 @@ def _vector_b_reason(problem: ConvProblem, params: Params, threads: int) -> str 
 # -- default params ---------------------------------------------------------------------------------------
 SMALLEST = {"M_BLK": 16, "N_BLK": 16, "K_BLK": 16, "WARPS_M": 1, "WARPS_N": 1, "STAGES": 1,
             "CHANNEL_BLOCKS": False, "SPLIT": 1, "TRANSFORM_W": False, "LDMATRIX": False, "VECTOR_A": False,
-            "CP_ASYNC": False, "VECTOR_B": 0, "TRANSFORM_X": False, "COL2IM": False}
+            "CP_ASYNC": False, "VECTOR_B": 0, "TRANSFORM_X": False, "COL2IM": False, "PAD_DY": False}
 # (M_BLK, N_BLK, WARPS_M, WARPS_N): 64x64 warp tiles where the problem is large, down to one warp on 16x16
 _TILES = ((128, 128, 2, 2), (128, 128, 2, 4), (256, 128, 4, 2), (128, 256, 2, 4), (128, 64, 2, 2), (64, 128, 2, 2),
           (64, 64, 2, 2), (128, 32, 4, 1), (32, 128, 1, 4), (64, 32, 2, 1), (32, 64, 1, 2), (32, 32, 1, 1),
@@ -721,7 +754,7 @@ def _candidates(problem: ConvProblem, dev: DeviceInfo) -> list[Params]:
                     base = {"M_BLK": m, "N_BLK": n, "K_BLK": k, "WARPS_M": wm, "WARPS_N": wn, "STAGES": 2,
                             "CHANNEL_BLOCKS": cb, "SPLIT": s, "TRANSFORM_W": False, "LDMATRIX": False,
                             "VECTOR_A": False, "CP_ASYNC": False, "VECTOR_B": 0, "TRANSFORM_X": False,
-                            "COL2IM": False}
+                            "COL2IM": False, "PAD_DY": False}
                     featured = _featured(problem, base, dev)
                     if problem.dtype is DataType.FLOAT16 or featured["STAGES"] == 2 or k == min(k_blks):
                         out.append(featured)   # fp32: one stage of 32 spilled or lost to two of 16 on the H100
@@ -820,11 +853,14 @@ def _copied(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
     p = problem
     if p.r * p.s == 1:
         return params
-    if p.direction is Direction.BACKWARD_WEIGHTS and p.dtype is DataType.FLOAT16 and p.out_h * p.out_w % 2 == 0 \
-            and WGRAD_FP16_COPY_STAGES:
-        trial = dict(params, TRANSFORM_X=True, CP_ASYNC=True, STAGES=WGRAD_FP16_COPY_STAGES)
-        if ConvImplicitGemmMma().is_valid(problem, trial, dev):
-            return trial
+    if p.direction is Direction.BACKWARD_WEIGHTS and p.dtype is DataType.FLOAT16 and WGRAD_FP16_COPY_STAGES \
+            and (p.out_h * p.out_w % 2 == 0 or WGRAD_FP16_PAD_ODD):
+        odd = p.out_h * p.out_w % 2 == 1
+        trial = dict(params, TRANSFORM_X=True, CP_ASYNC=True, STAGES=WGRAD_FP16_COPY_STAGES, PAD_DY=odd)
+        points = [dict(trial, VECTOR_A=True), trial] + ([dict(trial, VECTOR_A=True, STAGES=2)] if odd else [])
+        for point in points:
+            if ConvImplicitGemmMma().is_valid(problem, point, dev):
+                return point
     if params["TRANSFORM_X"]:
         return params
     if p.direction is Direction.BACKWARD_WEIGHTS:
