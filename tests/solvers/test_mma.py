@@ -266,8 +266,8 @@ def test_default_params_pipeline_where_the_h100_measured_it_faster():
     """TF32 defaults use cp.async (two stages forward / backward-data, three in backward-weights) where the
     device has it; fp16 too in forward / backward-data on 128x128 tiles (two stages), and in backward-weights of
     filters larger than 1x1 over even output planes with the copy of x (three stages, where valid: ResNet-50's
-    14x14 3x3), else not; without the probe
-    nothing changes; VECTOR_B stays off."""
+    14x14 3x3), over odd planes of N*P*Q >= 16384 with dy's padded copy too (AlexNet's), else not; without the
+    probe nothing changes; VECTOR_B stays off."""
     no_cp = dataclasses.replace(H100, ptx_mma=("tf32", "f16"))
     for direction in Direction:
         for dtype in DTYPES:
@@ -277,9 +277,15 @@ def test_default_params_pipeline_where_the_h100_measured_it_faster():
                 assert SOLVER.is_valid(problem, params, H100) and params["VECTOR_B"] == 0
                 plain = SOLVER.default_params(problem, no_cp)
                 assert not plain["CP_ASYNC"] and plain["STAGES"] <= 2
+                plane = problem.out_h * problem.out_w
                 wgrad_copy = direction is Direction.BACKWARD_WEIGHTS and problem.r * problem.s > 1 \
-                    and problem.out_h * problem.out_w % 2 == 0
-                if dtype == "FP16" and wgrad_copy and (params["CP_ASYNC"] or shape is LAYERS[0]):
+                    and (plane % 2 == 0 or problem.n * plane >= 16384)
+                if dtype == "FP16" and wgrad_copy and plane % 2:   # odd planes: dy's padded copy, 16-byte A
+                    assert params["PAD_DY"] and params["VECTOR_A"] and params["CP_ASYNC"] and params["TRANSFORM_X"]
+                    assert {k: v for k, v in params.items() if k not in ("PAD_DY", "VECTOR_A", "CP_ASYNC",
+                            "TRANSFORM_X", "STAGES")} == {k: v for k, v in plain.items() if k not in (
+                            "PAD_DY", "VECTOR_A", "CP_ASYNC", "TRANSFORM_X", "STAGES")}
+                elif dtype == "FP16" and wgrad_copy and (params["CP_ASYNC"] or shape is LAYERS[0]):
                     assert params == {**plain, "TRANSFORM_X": True, "CP_ASYNC": True, "STAGES": 3}
                 elif dtype == "FP16" and (direction is Direction.BACKWARD_WEIGHTS
                                           or plain["M_BLK"] * plain["N_BLK"] < 128 * 128):
@@ -822,7 +828,7 @@ def test_ptx_sources_of_col2im_build_with_the_asm_stubbed(handle, dtype):
 def test_ptx_sources_of_split_k_and_pair_tail_points_build_with_the_asm_stubbed(handle, dtype):
     """Split-K forward (with a fused bias + ReLU in the reduction) and backward-data on ResNet-50's 14x14 stage,
     with and without cp.async; backward-weights cp.async over AlexNet conv2's odd 27x27 planes (fp16: A pairs
-    with the element-by-element tail)."""
+    with the element-by-element tail; and its default, dy's padded copy with 16-byte A vectors)."""
     specs = []
     for direction in (Direction.FORWARD, Direction.BACKWARD_DATA):
         problem = problem_of(direction, LAYERS[0], dtype)
@@ -834,10 +840,12 @@ def test_ptx_sources_of_split_k_and_pair_tail_points_build_with_the_asm_stubbed(
             epilogue = Epilogue(bias=True, activation=ActivationMode.RELU) if direction is Direction.FORWARD else None
             specs += [launch.spec for launch in SOLVER.solution(problem, params, epilogue).launches]
     wgrad = problem_of(Direction.BACKWARD_WEIGHTS, LAYERS[2], dtype)
-    params = {**SOLVER.default_params(wgrad, H100), "CP_ASYNC": True, "STAGES": 3, "VECTOR_A": False,
+    default = SOLVER.default_params(wgrad, H100)
+    assert default["PAD_DY"] == (dtype == "FP16")
+    params = {**default, "CP_ASYNC": True, "STAGES": 3, "VECTOR_A": False, "PAD_DY": False,
               "M_BLK": 64, "N_BLK": 64, "WARPS_M": 2, "WARPS_N": 2}
     assert SOLVER.invalid_reason(wgrad, params, H100) is None, SOLVER.invalid_reason(wgrad, params, H100)
-    specs += [launch.spec for launch in SOLVER.solution(wgrad, params).launches]
+    specs += [launch.spec for p in (params, default) for launch in SOLVER.solution(wgrad, p).launches]
     for spec in dict.fromkeys(specs):
         ptx_stubbed_build(handle, spec)
 

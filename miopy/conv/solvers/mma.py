@@ -42,6 +42,7 @@ HALVED_TILE_SPLIT = 2         # TF32 backward-weights: the split's factor where 
 SPLIT_COST_FP32, SPLIT_COST_FP16 = 320, 640   # terms of the reduction one split's partials cost (see _split_cost)
 WGRAD_FP16_COPY_STAGES = 3      # fp16 backward-weights over even planes: TRANSFORM_X by cp.async (see _copied; 0: off)
 WGRAD_FP16_PAD_ODD = True       # ... and over odd planes with dy's padded copy (PAD_DY; see _copied)
+WGRAD_FP16_PAD_MIN_TERMS = 16384   # ... where N*P*Q is at least this
 TRANSFORM_X_CAP = 512 << 20   # bytes: the largest channel-fastest copy of x / dy (TRANSFORM_X) the workspace holds
 PARTIAL_ALIGN = 256           # bytes: the split partials start this aligned after the weight copy
 COL2IM_CAP = 1 << 30          # bytes: the largest fp32 column matrix COL2IM's workspace holds
@@ -849,13 +850,17 @@ def _copied(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
     conv9, ResNet-50's 14x14 3x3 layers; h100-mma-variants-w-fp16.json); over odd planes (AlexNet's 13x13, 7x7) the
     pairs straddle planes and it ran 1.7-7x slower. Over the four layer sets it changes 22 fp16 layers: geomean
     0.88x, VGG-16 conv9 0.54x, four of Boda's small layers (N=5, about 0.03 ms) 1.15-1.41x slower
-    (h100-mma-variants-w16.json)."""
+    (h100-mma-variants-w16.json). Over odd planes with N*P*Q >= WGRAD_FP16_PAD_MIN_TERMS it reads dy's zero-padded
+    copy (PAD_DY: 16-byte A vectors), in two stages where three do not fit: AlexNet conv2-5 0.72, 1.00, 0.75 and
+    0.96x of the register path's time (h100-mma-variants-pad-dy.json); below the threshold Boda's b17, b22 and
+    b38-b41 (N=5, N*P*Q of 245 to 845) ran 2.0-3.5x slower with it, b43 (3645) 0.85x, ResNet-50's 7x7 stage (1568)
+    1.04x: they keep the register path."""
     p = problem
     if p.r * p.s == 1:
         return params
+    odd = p.out_h * p.out_w % 2 == 1
     if p.direction is Direction.BACKWARD_WEIGHTS and p.dtype is DataType.FLOAT16 and WGRAD_FP16_COPY_STAGES \
-            and (p.out_h * p.out_w % 2 == 0 or WGRAD_FP16_PAD_ODD):
-        odd = p.out_h * p.out_w % 2 == 1
+            and (not odd or WGRAD_FP16_PAD_ODD and p.n * p.out_h * p.out_w >= WGRAD_FP16_PAD_MIN_TERMS):
         trial = dict(params, TRANSFORM_X=True, CP_ASYNC=True, STAGES=WGRAD_FP16_COPY_STAGES, PAD_DY=odd)
         points = [dict(trial, VECTOR_A=True), trial] + ([dict(trial, VECTOR_A=True, STAGES=2)] if odd else [])
         for point in points:
