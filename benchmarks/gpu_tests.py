@@ -62,20 +62,48 @@ def run_part(name: str, workers: int, out: Path, summary: Path, timeout: int) ->
     try:
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
         output, status = done.stdout + done.stderr, done.returncode
-    except subprocess.TimeoutExpired as exc:
-        output, status = f"{exc.stdout or ''}\n{exc.stderr or ''}\ntimed out after {timeout} s", -1
+    except subprocess.TimeoutExpired as exc:   # its captured output is bytes whatever text= says
+        output, status = f"{_text(exc.stdout)}\n{_text(exc.stderr)}\ntimed out after {timeout} s", -1
     seconds = round(time.monotonic() - started, 1)
-    (out / f"gpu-tests-{name}.log").write_text(output if isinstance(output, str) else output.decode())
-    # pytest's closing line ("== 3 passed, 4 skipped in 2.8s =="), whatever counts it has (a part whose tests all
-    # skip has no "passed")
+    (out / f"gpu-tests-{name}.log").write_text(output)
+    counts, complete = counts_of(output)
+    failed = sorted({m.group(1) for m in re.finditer(r"(?:^|\] )(?:FAILED|ERROR) (tests/\S+)", output, re.M)})
+    shown = " ".join(["python3 -m pytest", *command[3:]])
+    return {**counts, "seconds": seconds, "status": status, "failed_tests": failed, "command": shown,
+            **({} if complete else {"note": "cut short: counts of the tests that reported before the stop"})}
+
+
+def _text(data) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else data or ""
+
+
+# one -v result line, as pytest prints it alone ("tests/a.py::t PASSED [ 4%]") or under xdist ("[gw3] [ 4%] PASSED
+# tests/a.py::t")
+# (parametrize ids may hold spaces: an id runs to the end of the line, or to its result word)
+RESULT = re.compile(r"^(?:\[gw\d+\] \[\s*\d+%\] (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS) (tests/.+?)\s*$"
+                    r"|(tests/.+?) (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)(?: +\[\s*\d+%\])?\s*$)", re.M)
+RESULT_KEYS = {"PASSED": "passed", "FAILED": "failed", "SKIPPED": "skipped", "ERROR": "errors", "XFAIL": "xfailed",
+               "XPASS": "xpassed"}
+
+
+def counts_of(output: str) -> tuple[dict, bool]:
+    """The counts of pytest's closing line ("== 3 passed, 4 skipped in 2.8s ==", whatever counts it has: a part
+    whose tests all skip has no "passed"), and True; a run cut short has none: then the -v result lines that
+    reported, each test once (its last word), and False."""
     summary_line = r"\d+ (passed|failed|errors?|skipped|deselected|xfailed|xpassed)\b.* in [\d.]+s"
     last = next((line for line in reversed(output.splitlines()) if re.search(summary_line, line)), "")
     counts = {key: 0 for key in COUNTS}
-    for number, key in re.findall(r"(\d+) (passed|failed|skipped|deselected|errors?|xfailed|xpassed)", last):
-        counts["errors" if key.startswith("error") else key] = int(number)
-    failed = sorted({m.group(1) for m in re.finditer(r"(?:^|\] )(?:FAILED|ERROR) (tests/\S+)", output, re.M)})
-    shown = " ".join(["python3 -m pytest", *command[3:]])
-    return {**counts, "seconds": seconds, "status": status, "failed_tests": failed, "command": shown}
+    if last:
+        for number, key in re.findall(r"(\d+) (passed|failed|skipped|deselected|errors?|xfailed|xpassed)", last):
+            counts["errors" if key.startswith("error") else key] = int(number)
+        return counts, True
+    outcome = {}
+    for m in RESULT.finditer(output):
+        word, test = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+        outcome[test] = word
+    for word in outcome.values():
+        counts[RESULT_KEYS[word]] += 1
+    return counts, False
 
 
 def merge(path: Path, new: dict) -> dict:

@@ -1,0 +1,39 @@
+"""benchmarks/gpu_tests.py without a device: the counts of a finished part, and of one its timeout cut short."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def gpu_tests():
+    spec = importlib.util.spec_from_file_location("bench_gpu_tests", ROOT / "benchmarks" / "gpu_tests.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_finished_part_counts_from_the_closing_line(gpu_tests):
+    log = "tests/a.py::t PASSED [ 50%]\n== 1 failed, 1700 passed, 84 skipped, 3 deselected in 339.2s =="
+    counts, complete = gpu_tests.counts_of(log)
+    assert complete
+    assert (counts["passed"], counts["failed"], counts["skipped"], counts["deselected"]) == (1700, 1, 84, 3)
+
+
+def test_a_part_cut_short_counts_the_results_that_reported(gpu_tests):
+    log = "\n".join(["[gw0] [  1%] PASSED tests/a.py::t1", "[gw1] [  2%] SKIPPED tests/a.py::t2",
+                     "[gw1] [  3%] FAILED tests/b.py::t3[x-1]", "tests/c.py::t4 PASSED [ 4%]",
+                     "tests/c.py::t5 ERROR [ 5%]", "tests/b.py::t6 ", "[gw0] [  6%] PASSED tests/d.py::t[a b]",
+                     "[gw0] [  7%] PASSED tests/d.py::t[a c]", "timed out after 420 s"])
+    counts, complete = gpu_tests.counts_of(log)
+    assert not complete
+    assert (counts["passed"], counts["skipped"], counts["failed"], counts["errors"]) == (4, 1, 1, 1)   # ids with spaces
+
+
+def test_timed_out_output_is_decoded_text(gpu_tests):
+    assert gpu_tests._text(b"[gw0] [ 1%] PASSED tests/a.py::t\n") == "[gw0] [ 1%] PASSED tests/a.py::t\n"
+    assert gpu_tests._text(None) == "" and gpu_tests._text("x") == "x"
