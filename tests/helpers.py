@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+from pathlib import Path
 
 import numpy as np
 import pyopencl as cl
@@ -109,3 +111,14 @@ def check_solution(handle, solver, problem: ConvProblem, params, seed: int = 0) 
     tol = tolerance(solver, problem)
     assert err <= tol, f"{solver.id} {params} on {problem.key()}: error {err:.3g} > {tol}"
     return err
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_script(path: str, name: str):
+    """A script of the repository (benchmarks/..., examples/...) imported as a module by its path."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

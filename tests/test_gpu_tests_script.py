@@ -1,20 +1,14 @@
 """benchmarks/gpu_tests.py without a device: the counts of a finished part, and of one its timeout cut short."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import load_script
 
 
 @pytest.fixture(scope="module")
 def gpu_tests():
-    spec = importlib.util.spec_from_file_location("bench_gpu_tests", ROOT / "benchmarks" / "gpu_tests.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/gpu_tests.py", "bench_gpu_tests")
 
 
 def test_a_finished_part_counts_from_the_closing_line(gpu_tests):

@@ -2,22 +2,17 @@
 every kind of row (measured, missed target, failed, cold starts cut short)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import time
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import load_script
 
 
 @pytest.fixture(scope="module")
 def networks():
-    spec = importlib.util.spec_from_file_location("bench_networks", ROOT / "benchmarks" / "networks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/networks.py", "bench_networks")
 
 
 def test_budget_stops_a_busy_loop(networks):

@@ -1,22 +1,15 @@
 """examples/train_digits.py: the whole model's gradients against float64 finite differences at start, and
 training to at least 95% held-out accuracy (fewer epochs than the example's default; the bar is the same)."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from miopy.reference import batchnorm as bn_ref
 from miopy.reference import conv as conv_ref
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import load_script
 
 
 def _example():
-    spec = importlib.util.spec_from_file_location("train_digits", ROOT / "examples" / "train_digits.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("examples/train_digits.py", "train_digits")
 
 
 def _loss64(p: dict, x: np.ndarray, labels: np.ndarray, eps: float) -> float:

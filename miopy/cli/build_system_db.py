@@ -162,7 +162,7 @@ def build(args: argparse.Namespace) -> int:
     solvers = [registry.get(args.solver)] if args.solver else None
     device = handle.info.device_id
     held = {tuple(row[:3]) for row in _existing(args.out)} if args.merge and args.out.exists() else set()
-    count = len(held)
+    count, wrote = len(held), False
     with Compiler(handle, args.jobs) as compiler:
         for i, problem in enumerate(problems, 1):
             wanted = [s.id for s in tunable(handle, problem, solvers)]
@@ -179,9 +179,9 @@ def build(args: argparse.Namespace) -> int:
                 _append_json(args.json, device, problem.key(), results, time.perf_counter() - start)
             # OUT after every problem (the first write replaces it unless --merge): a run stopped by a timeout or
             # a kill keeps what it tuned, and one resumed with --merge skips it
-            count = _write_perf(args.out, merge=args.merge or bool(held) or i > 1)
+            count, wrote = _write_perf(args.out, merge=args.merge or wrote), True
             held = {tuple(row[:3]) for row in _existing(args.out)}
-    return count if held else _write_perf(args.out, merge=args.merge)
+    return count if wrote or held else _write_perf(args.out, merge=args.merge)
 
 
 def _write_perf(out: Path, merge: bool) -> int:

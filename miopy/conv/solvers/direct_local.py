@@ -83,9 +83,10 @@ def sum_steps(p: ConvProblem, params: Params) -> int:
     return device_sum_steps(gemm_shape(p).k, split_chunk(p, params["SPLIT"], params["K_BLK"]), params["K_BLK"])
 
 
-def split_chunk(p: ConvProblem, split: int, k_blk: int) -> int:
-    """N*P*Q elements each split sums: a multiple of K_BLK, so only the last split has a ragged end."""
-    return round_up(-(-gemm_shape(p).k // split), k_blk)
+def split_chunk(p: ConvProblem, split: int, k_blk: int, terms: int | None = None) -> int:
+    """N*P*Q elements (or terms: a padded count) each split sums: a multiple of K_BLK, so only the last split has
+    a ragged end."""
+    return round_up(-(-(gemm_shape(p).k if terms is None else terms) // split), k_blk)
 
 
 def local_bytes(params: Params) -> int:

@@ -21,7 +21,7 @@ from ...tensor import DataType, TensorDesc
 from ..problem import ConvDesc, ConvProblem, Direction
 from ..solver import ConvSolver
 from .common import problem_defines, stride_defines
-from .direct_local import MIN_SPLIT_CHUNK, ImplicitGemm, inner_channels, max_split
+from .direct_local import MIN_SPLIT_CHUNK, ImplicitGemm, inner_channels, max_split, split_chunk
 from .direct_local import gemm_shape as _flat_gemm_shape
 
 KERNEL_FILE = "conv_mma.cl"
@@ -382,6 +382,11 @@ def padded_plane(problem: ConvProblem, params: Params) -> int:
     return round_up(plane, a_vector(problem.dtype)) if params.get("PAD_DY") else plane
 
 
+def wgrad_terms(problem: ConvProblem, params: Params) -> int:
+    """Terms of backward-weights' inner loop: N*P*Q, N times the padded plane with PAD_DY (GEMM_K in the kernel)."""
+    return problem.n * padded_plane(problem, params)
+
+
 def pad_dy_bytes(problem: ConvProblem) -> int:
     """Bytes of PAD_DY's copy of dy: N*K planes of P*Q rounded up to 8 halves."""
     p = problem
@@ -548,8 +553,8 @@ def total_steps(problem: ConvProblem, params: Params) -> int:
 def chunk_of(problem: ConvProblem, params: Params) -> int:
     """SPLIT_CHUNK: N*P*Q elements a split sums in backward-weights (a multiple of K_BLK); forward /
     backward-data share the slices out evenly in the kernel (the define is then the largest share)."""
-    if problem.direction is Direction.BACKWARD_WEIGHTS:   # over N*P*Q terms (PAD_DY: N * the padded plane)
-        return round_up(-(-problem.n * padded_plane(problem, params) // params["SPLIT"]), params["K_BLK"])
+    if problem.direction is Direction.BACKWARD_WEIGHTS:
+        return split_chunk(problem, params["SPLIT"], params["K_BLK"], wgrad_terms(problem, params))
     return -(-total_steps(problem, params) // params["SPLIT"])
 
 
@@ -561,7 +566,7 @@ def _split_reason(problem: ConvProblem, params: Params) -> str | None:
                 f"forward / backward-data: {MAX_SPLIT_FB} at most, outputs of {SPLIT_FB_MAX_OUTPUT} elements at "
                 f"most)")
     if split > 1 and problem.direction is Direction.BACKWARD_WEIGHTS:
-        total, chunk = problem.n * padded_plane(problem, params), chunk_of(problem, params)
+        total, chunk = wgrad_terms(problem, params), chunk_of(problem, params)
         if chunk * (split - 1) >= total:
             return f"SPLIT={split} leaves a chunk empty ({total} terms in chunks of {chunk})"
     elif split > total_steps(problem, params):
