@@ -72,6 +72,8 @@ from tensor_cores import (  # noqa: E402  # noqa: E402
 )
 
 LOG_LINES = 40
+WG = {"WGMMA": True, "LDMATRIX": False, "CP_ASYNC": True, "CHANNEL_BLOCKS": True, "TRANSFORM_W": True,
+      "TRANSFORM_X": True, "VECTOR_B": 0, "SPLIT": 1, "*directions": "FB"}
 # name -> overrides of the default params; "*" keys are instructions to _variant (see there)
 VARIANTS = {
     "cp2": {"CP_ASYNC": True, "STAGES": 2},
@@ -142,6 +144,13 @@ VARIANTS = {
     "pad-reg": {"PAD_DY": True, "TRANSFORM_X": True, "CP_ASYNC": False, "STAGES": 2, "VECTOR_A": True,
                 "*directions": "W"},
     # backward-data of few input channels before COL2IM (the direct GEMM of C/G rows), and COL2IM's GEMM on other tiles
+    # Hopper's wgmma (WGMMA): a warpgroup per 64 rows, both operands from local memory
+    "wg-t128": {**WG, "STAGES": 2, "*tile": (128, 128, 2, 1)},
+    "wg-t128-s3": {**WG, "STAGES": 3, "*tile": (128, 128, 2, 1)},
+    "wg-t128x256": {**WG, "STAGES": 2, "*tile": (128, 256, 2, 1)},
+    "wg-t256x128": {**WG, "STAGES": 2, "*tile": (256, 128, 4, 1)},
+    "wg-t128x64-s4": {**WG, "STAGES": 4, "*tile": (128, 64, 2, 1)},
+    "wg-t64x128-s4": {**WG, "STAGES": 4, "*tile": (64, 128, 1, 1)},
     "col2im-before": {"*module": {"COL2IM_CHANNELS": 0}, "*directions": "B"},
     "col2im-t64": {"*tile": (64, 128, 2, 2), "*directions": "B"},
     "col2im-t128x64": {"*tile": (128, 64, 2, 2), "*directions": "B"},

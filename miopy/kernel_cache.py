@@ -33,7 +33,7 @@ from typing import Any
 import filelock
 import pyopencl as cl
 
-from . import config
+from . import config, ptx_patch
 from .errors import CompileError
 from .log import warn_once
 from .version import __version__
@@ -111,6 +111,7 @@ class KernelCache:
             store_binaries = config.cache_binaries()
         self.store_binaries = not driver_caches_binaries(device) if store_binaries is None else store_binaries
         self._kind = "binary" if self.store_binaries else "marker"
+        self._nvidia = "NVIDIA" in device.platform.name.upper()    # PTX binaries (miopy.ptx_patch)
         self._programs: dict[str, cl.Program] = {}
         self._kernels: dict[tuple[str, str], cl.Kernel] = {}
         self._keys: dict[KernelSpec, str] = {}
@@ -321,13 +322,24 @@ class KernelCache:
         return prg
 
     def _build_source(self, spec: KernelSpec) -> cl.Program:
+        source = kernel_source(spec.file)
         try:
-            prg = cl.Program(self.context, kernel_source(spec.file)).build(
+            prg = cl.Program(self.context, source).build(
                 spec.build_options(), devices=[self.device], cache_dir=False)  # type: ignore[arg-type]
+            if self._nvidia and ptx_patch.MARKER in source:
+                prg = self._patched(prg, spec)
         except cl.Error as exc:
             raise CompileError(f"{spec.file}:{spec.name} with '{spec.build_options()}' failed to build:\n"
                                f"{exc}") from exc
         return prg
+
+    def _patched(self, prg: cl.Program, spec: KernelSpec) -> cl.Program:
+        """prg rebuilt from its PTX with the `//@` instructions live (miopy.ptx_patch), where it holds any."""
+        binaries: Any = prg.get_info(cl.program_info.BINARIES)
+        ptx = ptx_patch.patch(bytes(binaries[0]).decode("utf-8", errors="replace"))
+        if ptx is None:
+            return prg
+        return cl.Program(self.context, [self.device], [ptx.encode()]).build(spec.build_options())
 
 
 def wrap_entry(key: str, payload: bytes) -> bytes:

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pyopencl as cl
 
-from . import config
+from . import config, ptx_patch
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2   # 2: the cp_async probe joined the mma ones
+FORMAT = 3   # 2: the cp_async probe joined the mma ones; 3: wgmma
 # name -> the instruction a solver uses, in a kernel that must compile for the name to count as supported
 _PROBES = {
     "tf32": ("uint a = as_uint(x[0]), t; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(t) : \"f\"(x[0])); "
@@ -40,6 +40,16 @@ _PROBES = {
                  "asm volatile(\"cp.async.commit_group;\" ::: \"memory\"); "
                  "asm volatile(\"cp.async.wait_group 0;\" ::: \"memory\"); barrier(CLK_LOCAL_MEM_FENCE); "
                  "c0 += lds[0] + lds[4]; c1 += lds[5];"),
+    # Hopper's wgmma (sm_90a) through miopy.ptx_patch: the fence, an m64n8k8 TF32 wgmma from a descriptor,
+    # commit and wait, as conv_mma.cl's WGMMA writes them (compiled only: the descriptor's matrices are not there)
+    "wgmma": ("ulong desc = (ulong)(((uint)(size_t)lds & 0x3FFFFu) >> 4) | (8ul << 16) | (16ul << 32); "
+              "lds[0] = x[5]; asm volatile(\"//@fence.proxy.async.shared::cta;\" ::: \"memory\"); "
+              "barrier(CLK_LOCAL_MEM_FENCE); asm volatile(\"//@wgmma.fence.sync.aligned;\" ::: \"memory\"); "
+              "asm volatile(\"//@{\\n//@.reg .pred p;\\n//@setp.ne.b32 p, %6, 0;\\n"
+              "//@wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 {%0, %1, %2, %3}, %4, %5, p, 1, 1;\\n//@}\" "
+              ": \"+f\"(c0), \"+f\"(c1), \"+f\"(c2), \"+f\"(c3) : \"l\"(desc), \"l\"(desc), \"r\"(1) : \"memory\"); "
+              "asm volatile(\"//@wgmma.commit_group.sync.aligned;\" ::: \"memory\"); "
+              "asm volatile(\"//@wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");"),
 }
 _MEMO: dict[str, tuple[str, ...]] = {}
 
@@ -52,8 +62,8 @@ def probe_source(name: str) -> str:
 
 
 def supported_mma(device: cl.Device, device_id: str) -> tuple[str, ...]:
-    """The instruction families whose probe kernel device compiles: "tf32" and "f16" (mma.sync), "cp_async";
-    () off NVIDIA's OpenCL."""
+    """The instruction families whose probe kernel device compiles: "tf32" and "f16" (mma.sync), "cp_async",
+    "wgmma" (Hopper, through miopy.ptx_patch); () off NVIDIA's OpenCL."""
     if "NVIDIA" not in device.platform.name.upper():
         return ()
     if device_id in _MEMO:
@@ -68,8 +78,16 @@ def supported_mma(device: cl.Device, device_id: str) -> tuple[str, ...]:
 
 
 def _compiles(device: cl.Device, source: str) -> bool:
+    """Whether source builds for device; with `//@` instructions (miopy.ptx_patch), whether its patched PTX does."""
     try:
-        cl.Program(cl.Context([device]), source).build()
+        context = cl.Context([device])
+        prg = cl.Program(context, source).build()
+        if ptx_patch.MARKER in source:
+            ptx = ptx_patch.patch(bytes(prg.get_info(cl.program_info.BINARIES)[0]).decode("utf-8", errors="replace"))
+            if ptx is None:
+                log.debug("PTX probe: the PTX has no sm_90 target to patch")
+                return False
+            cl.Program(context, [device], [ptx.encode()]).build()
     except (cl.Error, RuntimeError) as exc:
         log.debug("PTX mma probe failed to build: %s", str(exc).splitlines()[0] if str(exc) else exc)
         return False

@@ -14,7 +14,7 @@ ROOT = Path(miopy.__file__).parent
 # Families share a floor and never import each other; fusion builds on conv and activation; the ONNX runner
 # on every family; the CLI on everything. miopy/__init__ re-exports and stands above all.
 FLOORS = [
-    {"errors", "config", "log", "version", "lifeline", "sqlite_pages"},
+    {"errors", "config", "log", "version", "lifeline", "sqlite_pages", "ptx_patch"},
     {"tensor", "device", "reference"},
     {"kernel_cache", "db", "accuracy", "ptx_probe"},
     {"solver"},

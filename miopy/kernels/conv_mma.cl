@@ -79,12 +79,22 @@
  *   COL_OUT          1 (forward, one group, no split): the sums are backward-data's column matrix, fp32
  *                    [m][col] at PARTIAL_OFFSET in the workspace (y is not written) for col2im to gather: the
  *                    COL2IM mode of the solver, whose problem here is the 1x1 forward GEMM over dy (see mma.py)
+ *   WGMMA            1 (forward / backward-data with CHANNEL_BLOCKS, TRANSFORM_W, TRANSFORM_X, VECTOR_A, CP_ASYNC;
+ *                    Hopper): the multiply is Hopper's wgmma.mma_async, m64nN_BLK per warpgroup of four warps over
+ *                    its 64 rows of the tile, reading both operands from local memory through descriptors (no
+ *                    ldmatrix, no fragments in registers), written as PTX comments that miopy.ptx_patch makes
+ *                    live (the OpenCL compiler's target, sm_90, refuses them). WARPS_M = M_BLK / 16 (warp w
+ *                    owns rows 16w.. as an mma.sync warp of WARP_M 16 would: the epilogue is unchanged),
+ *                    WARPS_N = 1. Tiles are K-major rows of K_BLK elements, unpadded, swizzled as wgmma's 32-,
+ *                    64- or 128-byte modes read them (SW_AT); a step's wgmmas are waited for before its barrier.
+ *                    With MMA_EMULATE the same layout runs through the emulated mma.sync (tests).
  *   MIOPY_HALF       0 fp32 data with TF32 mma, 1 fp16 data with f16 mma
  *   MMA_EMULATE      1: no PTX; each mma is computed by the warp through local memory with the same
  *                    fragment layout and TF32 rounding (tests of the index mapping on any OpenCL device)
  */
 #include "types.h"
 #include "epilogue.h"
+#include "wgmma.h"
 
 #if !defined(DIRECTION) || !defined(M_BLK) || !defined(N_BLK) || !defined(K_BLK) || !defined(WARPS_M) \
     || !defined(WARPS_N) || !defined(STAGES) || !defined(CHANNEL_BLOCKS) || !defined(SPLIT)
@@ -119,6 +129,19 @@
 #endif
 #ifndef PAD_DY
 #define PAD_DY 0
+#endif
+#ifndef WGMMA
+#define WGMMA 0
+#endif
+#ifndef WGMMA_PROBE    /* benchmarks/wgmma_ab.py: 1 no proxy fence, 2 no copies in the loop, 3 no wgmma, 4 see there,
+                        * 6 no copies of B, 7 no copies of A */
+#define WGMMA_PROBE 0
+#endif
+#if WGMMA && (DIRECTION == 4 || !CHANNEL_BLOCKS || !TRANSFORM_W || !TRANSFORM_X || !VECTOR_A || !CP_ASYNC || LDMATRIX)
+#error "WGMMA: forward / backward-data with CHANNEL_BLOCKS, TRANSFORM_W, TRANSFORM_X, VECTOR_A, CP_ASYNC, no LDMATRIX"
+#endif
+#if WGMMA && (WARPS_N != 1 || M_BLK != 16 * WARPS_M || M_BLK % 64)
+#error "WGMMA: warpgroups of four warps own 64 rows each (WARPS_M = M_BLK / 16, WARPS_N = 1)"
 #endif
 #if PAD_DY && (DIRECTION != 4 || !MIOPY_HALF)
 #error "PAD_DY: fp16 backward-weights"
@@ -238,10 +261,30 @@ typedef uint raw_t;          /* TF32 bits */
 #endif
 
 /* Local tiles: element (kk, idx) of a slice. */
+#if WGMMA
+/* K-major rows of K_BLK elements (SW_ROW bytes: 32, 64 or 128), the 16-byte chunks of row r XOR-swizzled by address
+ * bits 7.. as wgmma's 32-, 64- and 128-byte swizzle modes read them (tiles 1024-byte aligned): a row's chunks, one
+ * global run, land in distinct banks (the no-swizzle core matrices put them 128 bytes apart, in one bank group:
+ * 1.7x slower copies on an H100, benchmarks/results/h100-wgmma-ab.json) */
+#define CORE_K (16 / (MIOPY_HALF ? 2 : 4))
+#define SW_ROW (K_BLK * (MIOPY_HALF ? 2 : 4))
+#if SW_ROW != 32 && SW_ROW != 64 && SW_ROW != 128
+#error "WGMMA: K_BLK rows of 32, 64 or 128 bytes (a swizzle mode)"
+#endif
+#define SW_MODE (SW_ROW == 128 ? 1 : SW_ROW == 64 ? 2 : 3)   /* the descriptor's layout type */
+#define SW_AT(kk, r) ((r) * K_BLK + ((((kk) / CORE_K) ^ (((r) * SW_ROW >> 7) & (SW_ROW / 16 - 1))) * CORE_K) \
+                      + (kk) % CORE_K)
+#define A_AT(kk, m) SW_AT(kk, m)
+#define A_TILE (M_BLK * K_BLK)
+#define B_AT(kk, n) SW_AT(kk, n)
+#define B_TILE (N_BLK * K_BLK)
+#else
 #define A_LD (K_BLK + PAD_K)
 #define A_AT(kk, m) ((m) * A_LD + (kk))
 #define A_TILE (M_BLK * A_LD)
-#if B_KK_FAST
+#endif
+#if WGMMA
+#elif B_KK_FAST
 #define B_LD (K_BLK + PAD_K)
 #define B_AT(kk, n) ((n) * B_LD + (kk))
 #define B_TILE (N_BLK * B_LD)
@@ -291,10 +334,11 @@ typedef src_t b_reg_t;
 #define B_COL_OF(t, j) (((t) % B_VSTEP + (j) * B_VSTEP) * B_VEC)
 #define B_NCOLS B_NVJ
 #elif TRANSFORM_X
-/* per work-item the vector at kk = (t % B_GROUPS) * B_VEC of columns B_COL_OF(t, j) */
+/* per work-item the vector at kk = B_KK_OF(t) of columns B_COL_OF(t, j) */
 #define B_GROUPS (K_BLK / B_VEC)
 #define B_VROWS (THREADS / B_GROUPS)
 #define B_REGS (N_BLK / B_VROWS)
+#define B_KK_OF(t) ((t) % B_GROUPS * B_VEC)
 #define B_COL_OF(t, j) ((t) / B_GROUPS + (j) * B_VROWS)
 #define B_NCOLS B_REGS
 #elif VECTOR_B
@@ -610,23 +654,24 @@ typedef float4 a_reg_t;
 #define A_GROUPS (K_BLK / A_VEC)           /* vectors across a slice's k */
 #define A_VROWS (THREADS / A_GROUPS)       /* rows m one pass fetches */
 #define A_REGS (M_BLK / A_VROWS)
+#define A_KK_OF(t) ((t) % A_GROUPS * A_VEC)
 #define A_COL_OF(t, j) ((t) / A_GROUPS + (j) * A_VROWS)
-/* Work-item t fetches k = (t % A_GROUPS) * A_VEC ... + A_VEC - 1 of rows A_COL_OF(t, j): all valid or none
+/* Work-item t fetches k = A_KK_OF(t) ... + A_VEC - 1 of rows A_COL_OF(t, j): all valid or none
  * (the solver checks that channel, plane and split sizes are multiples of A_VEC). */
 inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t* reg, __local raw_t* tile, int t,
                     int step, range_t kr)
 {
-    const inner_t in = inner_at(step, (t % A_GROUPS) * A_VEC, kr);
+    const inner_t in = inner_at(step, A_KK_OF(t), kr);
     const int row = a_row(in);
 #if A_PAIR_TAIL
-    const inner_t in1 = inner_at(step, (t % A_GROUPS) * A_VEC + 1, kr);
+    const inner_t in1 = inner_at(step, A_KK_OF(t) + 1, kr);
     const int row1 = a_row(in1);
 #endif
     #pragma unroll
     for (int j = 0; j < A_REGS; ++j) {
         const bool ok = a_cols[j] >= 0 && in.valid;
 #if A_PAIR_TAIL
-        __local raw_t* dst = tile + A_AT((t % A_GROUPS) * A_VEC, A_COL_OF(t, j));
+        __local raw_t* dst = tile + A_AT(A_KK_OF(t), A_COL_OF(t, j));
         const bool ok1 = a_cols[j] >= 0 && in1.valid;
         if (!ok || (ok1 && row1 == row + 1 && ((a_cols[j] + row) & 1) == 0)) {
             cp_async4(dst, a + (ok ? a_cols[j] + row : 0), ok);
@@ -635,9 +680,9 @@ inline void fetch_a(__global const src_t* restrict a, const int* a_cols, a_reg_t
             dst[1] = ok1 ? a[a_cols[j] + row1] : (src_t)0;
         }
 #elif A_PAIRS
-        cp_async4(tile + A_AT((t % A_GROUPS) * A_VEC, A_COL_OF(t, j)), a + (ok ? a_cols[j] + row : 0), ok);
+        cp_async4(tile + A_AT(A_KK_OF(t), A_COL_OF(t, j)), a + (ok ? a_cols[j] + row : 0), ok);
 #elif A_ASYNC
-        cp_async16(tile + A_AT((t % A_GROUPS) * A_VEC, A_COL_OF(t, j)), a + (ok ? a_cols[j] + row : 0), ok);
+        cp_async16(tile + A_AT(A_KK_OF(t), A_COL_OF(t, j)), a + (ok ? a_cols[j] + row : 0), ok);
 #else
         reg[j] = ok ? *(__global const a_reg_t*)(a + a_cols[j] + row) : (a_reg_t)(0);
 #endif
@@ -709,7 +754,7 @@ inline void fetch_b(__global const src_t* restrict b, const tap_t* b_cols, b_reg
                     int t, int step, range_t kr, uint* mask)
 {
     *mask = 0;
-    const int kk = (t % B_GROUPS) * B_VEC;
+    const int kk = B_KK_OF(t);
     const inner_t in = inner_at(step, kk, kr);
     const tap_t row = b_row(in);
     #pragma unroll
@@ -863,7 +908,7 @@ inline void stage_b(__local raw_t* b_tile, const b_reg_t* b_reg, int t, uint mas
 {
     #pragma unroll
     for (int j = 0; j < B_REGS; ++j)
-        *(__local uint4*)(b_tile + B_AT((t % B_GROUPS) * B_VEC, B_COL_OF(t, j))) = b_reg[j];
+        *(__local uint4*)(b_tile + B_AT(B_KK_OF(t), B_COL_OF(t, j))) = b_reg[j];
 }
 #elif VECTOR_B
 inline void stage_b(__local raw_t* b_tile, const b_reg_t* b_reg, int t, uint mask)
@@ -898,7 +943,7 @@ inline void stage(__local raw_t* a_tile, __local raw_t* b_tile, const a_reg_t* a
 #if VECTOR_A
     #pragma unroll
     for (int j = 0; j < A_REGS; ++j) {
-        __local uint4* at = (__local uint4*)(a_tile + A_AT((t % A_GROUPS) * A_VEC, A_COL_OF(t, j)));
+        __local uint4* at = (__local uint4*)(a_tile + A_AT(A_KK_OF(t), A_COL_OF(t, j)));
 #if MIOPY_HALF
         *at = a_reg[j];
 #else
@@ -1039,6 +1084,46 @@ inline void ldmatrix_x4_trans(uint* r, __local const raw_t* row)
 #endif
 #endif
 
+#if WGMMA && !MMA_EMULATE
+/* A swizzled K-major matrix descriptor: start address, leading byte offset 1 (unused within a swizzle row), stride
+ * byte offset (the next 8 rows: 8 x SW_ROW bytes), in 16-byte units; the swizzle mode */
+inline ulong sw_desc(__local const raw_t* p)
+{
+    return (ulong)((local_address(p) & 0x3FFFFu) >> 4) | (1ul << 16) | ((ulong)(8 * SW_ROW >> 4) << 32)
+           | ((ulong)SW_MODE << 62);
+}
+#if MIOPY_HALF
+#define WGMMA_OP CAT(WGMMA_F16_N, N_BLK)
+#else
+#define WGMMA_OP CAT(WGMMA_TF32_N, N_BLK)
+#endif
+#define WGMMA_HOLD CAT(WGMMA_HOLD_, N_BLK)
+/* The warpgroup's 64 rows (from wm, its first warp's) times the whole B tile: K_BLK / MMA_K wgmmas, waited for
+ * (the next step's copies may then overwrite the tiles once everyone has passed the barrier). */
+inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_tile, float* acc, int wm, int wn,
+                           int gid, int tig)
+{
+    __local const raw_t* a = a_tile + (wm & ~63) * K_BLK;
+    asm volatile("//@wgmma.fence.sync.aligned;" ::: "memory");
+    #pragma unroll
+    for (int kb = 0; kb < K_BLK; kb += MMA_K)
+        WGMMA_OP(acc, sw_desc(a + kb), sw_desc(b_tile + kb));
+    asm volatile("//@wgmma.commit_group.sync.aligned;" ::: "memory");
+#if WGMMA_PROBE == 4   /* benchmarks/wgmma_ab.py only: one group left in flight (a race: wrong sums) */
+    asm volatile("//@wgmma.wait_group.sync.aligned 1;" ::: "memory");
+#else
+    asm volatile("//@wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#endif
+    WGMMA_HOLD(acc);
+}
+/* cp.async's writes (the generic proxy) made visible to wgmma's reads (the async proxy) */
+#if WGMMA_PROBE == 1
+#define PROXY_FENCE() ((void)0)
+#else
+#define PROXY_FENCE() asm volatile("//@fence.proxy.async.shared::cta;" ::: "memory")
+#endif
+#else
+#define PROXY_FENCE() ((void)0)
 /* One staged slice: K_BLK / MMA_K sub-steps of TILES_M x TILES_N mmas per warp. */
 inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_tile, float* acc, int wm, int wn,
                            int gid, int tig EMU_PARAM)
@@ -1099,6 +1184,7 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
                 mma(acc + (i * TILES_N + j) * 4, a[i][0], a[i][1], a[i][2], a[i][3], b[j][0], b[j][1] EMU_ARG);
     }
 }
+#endif
 
 /* The workspace: the weight copy (TRANSFORM_W) first, then the split partials (fp32), 256-byte aligned */
 #if SPLIT > 1 || TRANSFORM_W || TRANSFORM_X || COL_OUT || PAD_DY
@@ -1219,7 +1305,7 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
 {
     /* one array, so STAGED_STORE's bands may use all of it (A_TILE is a multiple of 16 elements: B's tiles stay
      * 16-byte aligned, and 256-byte, so their banks are as in an array of their own) */
-    __local raw_t tiles[STAGES * (A_TILE + B_TILE)] __attribute__((aligned(16)));
+    __local raw_t tiles[STAGES * (A_TILE + B_TILE)] __attribute__((aligned(WGMMA ? 1024 : 16)));
     __local raw_t* const a_tiles = tiles;
     __local raw_t* const b_tiles = tiles + STAGES * A_TILE;
 #if MMA_EMULATE
@@ -1307,14 +1393,18 @@ void conv_mma(__global X_CONST DATA_T* restrict x, __global W_CONST DATA_T* rest
     int read = 0, write = STAGES - 1;
     for (int step = 0; step < steps; ++step) {
         cp_wait();
+        PROXY_FENCE();
         barrier(CLK_LOCAL_MEM_FENCE);
         const int next = step + STAGES - 1;
-        if (next < steps) {
-            fetch_a(a_src, a_cols, 0, a_tiles + write * A_TILE, t, next, kr);
-            fetch_b(b_src, b_cols, b_reg, b_tiles + write * B_TILE, t, next, kr, &b_mask);
+        if (next < steps && WGMMA_PROBE != 2) {
+            if (WGMMA_PROBE != 7)
+                fetch_a(a_src, a_cols, 0, a_tiles + write * A_TILE, t, next, kr);
+            if (WGMMA_PROBE != 6)
+                fetch_b(b_src, b_cols, b_reg, b_tiles + write * B_TILE, t, next, kr, &b_mask);
         }
         cp_commit();
-        multiply_slice(a_tiles + read * A_TILE, b_tiles + read * B_TILE, acc, wm, wn, gid, tig EMU_ARG);
+        if (WGMMA_PROBE != 3)
+            multiply_slice(a_tiles + read * A_TILE, b_tiles + read * B_TILE, acc, wm, wn, gid, tig EMU_ARG);
 #if !B_ASYNC
         if (next < steps)
             stage_b(b_tiles + write * B_TILE, b_reg, t, b_mask);

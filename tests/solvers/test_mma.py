@@ -43,6 +43,7 @@ from tests.helpers import run_solution
 SOLVER = ConvImplicitGemmMma()
 H100 = DeviceInfo("NVIDIA CUDA", "NVIDIA Corporation", "NVIDIA H100", "580", "ALL | GPU", 132, 48 << 10, 1024,
                   (1024, 1024, 64), 80 << 30, False, ptx_mma=("tf32", "f16", "cp_async"))
+HOPPER = dataclasses.replace(H100, ptx_mma=H100.ptx_mma + ("wgmma",))   # with the wgmma probe (miopy.ptx_patch)
 DTYPES = ("FP32", "FP16")
 
 
@@ -135,16 +136,16 @@ def test_probe_runs_once_per_device_then_memory_then_disk(tmp_path, monkeypatch)
     built = []
     monkeypatch.setattr(ptx_probe, "_compiles", lambda dev, source: built.append(source) or "m16n8k8" in source)
     assert ptx_probe.supported_mma(_FakeDevice(), "nv-1") == ("tf32",)
-    assert ptx_probe.supported_mma(_FakeDevice(), "nv-1") == ("tf32",) and len(built) == 3
+    assert ptx_probe.supported_mma(_FakeDevice(), "nv-1") == ("tf32",) and len(built) == 4
     monkeypatch.setattr(ptx_probe, "_MEMO", {})
-    assert ptx_probe.supported_mma(_FakeDevice(), "nv-1") == ("tf32",) and len(built) == 3
-    assert ptx_probe.supported_mma(_FakeDevice(), "nv-2") == ("tf32",) and len(built) == 6
+    assert ptx_probe.supported_mma(_FakeDevice(), "nv-1") == ("tf32",) and len(built) == 4
+    assert ptx_probe.supported_mma(_FakeDevice(), "nv-2") == ("tf32",) and len(built) == 8
 
 
 def test_a_refused_cp_async_probe_leaves_cp_async_points_invalid_with_the_reason(tmp_path, monkeypatch):
     monkeypatch.setenv("MIOPY_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(ptx_probe, "_MEMO", {})
-    monkeypatch.setattr(ptx_probe, "_compiles", lambda dev, source: "cp.async" not in source)
+    monkeypatch.setattr(ptx_probe, "_compiles", lambda dev, source: "cp.async" not in source and "wgmma" not in source)
     found = ptx_probe.supported_mma(_FakeDevice(), "nv-old")
     assert found == ("tf32", "f16") and "cp.async.wait_group" in ptx_probe.probe_source("cp_async")
     device = dataclasses.replace(H100, ptx_mma=found)
@@ -253,7 +254,7 @@ def test_pipeline_points_say_why():
     assert "copies A in pairs" in SOLVER.invalid_reason(half, in_place, H100)
     odd_plane = problem_of(Direction.BACKWARD_WEIGHTS, (2, 8, 9, 9, 16, 3, 3, 1, 1, 1, 1), "FP16")   # P*Q = 81
     point = {**SOLVER.default_params(odd_plane, H100), "CP_ASYNC": True, "STAGES": 2, "VECTOR_A": False,
-             "PAD_DY": False}
+             "PAD_DY": False, "WGMMA": False}
     assert SOLVER.invalid_reason(odd_plane, point, H100) is None      # pairs, the odd tail element by element
     assert "P*Q=81 is not a multiple of 8" in SOLVER.invalid_reason(odd_plane, {**point, "VECTOR_A": True}, H100)
     # cp.async moves the prefetch out of registers: a 128x128x64 fp32 slice over 4 warps is 128 copies a lane
@@ -317,10 +318,11 @@ def test_pruned_search_space_is_the_filtered_grid(monkeypatch):
 # -- the kernels' layout and index mapping, emulated (any OpenCL device) -----------------------------------
 ODD = (2, 6, 7, 9, 13, 3, 3, (1, 2), (2, 1), (1, 2), 1)   # ragged tiles, pad, stride, dilation
 def cfg(m_blk, n_blk, warps_m, warps_n, stages, blocks, split=1, transform=False, vector=False, k_blk=16,
-        cp_async=False, vector_b=0, transform_x=False, col2im=False, pad_dy=False) -> dict:
+        cp_async=False, vector_b=0, transform_x=False, col2im=False, pad_dy=False, wgmma=False) -> dict:
     return {"M_BLK": m_blk, "N_BLK": n_blk, "K_BLK": k_blk, "WARPS_M": warps_m, "WARPS_N": warps_n, "STAGES": stages,
             "CHANNEL_BLOCKS": blocks, "SPLIT": split, "TRANSFORM_W": transform, "LDMATRIX": False, "VECTOR_A": vector,
-            "CP_ASYNC": cp_async, "VECTOR_B": vector_b, "TRANSFORM_X": transform_x, "COL2IM": col2im, "PAD_DY": pad_dy}
+            "CP_ASYNC": cp_async, "VECTOR_B": vector_b, "TRANSFORM_X": transform_x, "COL2IM": col2im, "PAD_DY": pad_dy,
+            "WGMMA": wgmma}
 
 
 EMULATED = [  # (direction, params): one warp and two, one stage and two, channel blocks, the weight copy, a split
@@ -335,6 +337,68 @@ EMULATED = [  # (direction, params): one warp and two, one stage and two, channe
     (Direction.BACKWARD_WEIGHTS, cfg(16, 16, 1, 1, 2, False, vector=True, k_blk=32)),
 ]
 VECTOR_SHAPE = (2, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1)
+
+
+def wgmma_cfg(m_blk, n_blk, k_blk=16, stages=2, split=1) -> dict:
+    return cfg(m_blk, n_blk, m_blk // 64, 1, stages, True, split=split, transform=True, vector=True, k_blk=k_blk,
+               cp_async=True, transform_x=True, wgmma=True)
+
+
+# WGMMA's core-matrix tiles, its copies' work-item mapping and its warps (four per 64 rows) through the emulated
+# mma.sync: 64 rows of both GEMMs; ragged rows, channels past the slice, pad, stride, dilation
+WGMMA_SHAPE = (2, 64, 8, 8, 64, 3, 3, 1, 1, 1, 1)
+WGMMA_RAGGED = (2, 72, 7, 9, 72, 3, 3, (1, 2), (2, 1), (1, 2), 1)
+EMULATED_WGMMA = [
+    (Direction.FORWARD, WGMMA_SHAPE, wgmma_cfg(64, 64)),
+    (Direction.BACKWARD_DATA, WGMMA_SHAPE, wgmma_cfg(64, 32, k_blk=32, stages=3)),
+    (Direction.FORWARD, WGMMA_RAGGED, wgmma_cfg(128, 64, k_blk=32)),
+    (Direction.BACKWARD_DATA, WGMMA_RAGGED, wgmma_cfg(64, 64, split=2)),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("direction,shape,params", EMULATED_WGMMA,
+                         ids=[f"{d.name}-{i}" for i, (d, _, _) in enumerate(EMULATED_WGMMA)])
+def test_emulated_wgmma_layout_matches_float64_within_the_format_bound(handle, direction, shape, params, dtype):
+    problem = problem_of(direction, shape, dtype)
+    assert SOLVER.invalid_reason(problem, params, HOPPER) is None, SOLVER.invalid_reason(problem, params, HOPPER)
+    assert "wgmma" in SOLVER.invalid_reason(problem, params, H100)
+    t = host_tensors(problem, seed=4)
+    got = run_solution(handle, emulated(SOLVER.solution(problem, params)), problem, t)
+    check_within_bound(problem, t, got)
+
+
+def test_wgmma_defaults_where_the_h100_measured_them_faster():
+    """Forward / backward-data of 3x3 and larger filters over wide GEMMs take WGMMA on a device whose wgmma probe
+    passed (128x128 tiles in 3 stages where they make 4 waves, else 64x128 in 4); backward-weights, 1x1 filters,
+    narrow GEMMs and devices without the probe keep mma.sync."""
+    wide = (32, 256, 56, 56, 256, 3, 3, 1, 1, 1, 1)    # VGG-16 conv6: 1568 tiles of 128x128
+    small = (128, 256, 13, 13, 384, 3, 3, 1, 1, 1, 1)  # AlexNet conv3 (forward: 507 tiles)
+    for dtype in DTYPES:
+        for direction in (Direction.FORWARD, Direction.BACKWARD_DATA):
+            big = SOLVER.default_params(problem_of(direction, wide, dtype), HOPPER)
+            assert big["WGMMA"] and (big["M_BLK"], big["N_BLK"], big["STAGES"]) == (128, 128, 3)
+            assert not SOLVER.default_params(problem_of(direction, wide, dtype), H100)["WGMMA"]
+        narrow = SOLVER.default_params(problem_of(Direction.FORWARD, small, dtype), HOPPER)
+        assert narrow["WGMMA"] and (narrow["M_BLK"], narrow["N_BLK"], narrow["STAGES"]) == (64, 128, 4)
+        for other in (problem_of(Direction.BACKWARD_WEIGHTS, wide, dtype),
+                      problem_of(Direction.FORWARD, (32, 256, 56, 56, 256, 1, 1, 0, 1, 1, 1), dtype),
+                      problem_of(Direction.FORWARD, (2, 64, 8, 8, 64, 3, 3, 1, 1, 1, 1), dtype)):
+            assert not SOLVER.default_params(other, HOPPER)["WGMMA"]
+
+
+def test_wgmma_points_say_why():
+    problem = problem_of(Direction.FORWARD, (32, 256, 56, 56, 256, 3, 3, 1, 1, 1, 1))
+    point = SOLVER.default_params(problem, HOPPER)
+    assert point["WGMMA"] and SOLVER.invalid_reason(problem, point, HOPPER) is None
+    assert "WARPS_M" in SOLVER.invalid_reason(problem, {**point, "WARPS_M": 1}, HOPPER)
+    assert "no LDMATRIX" in SOLVER.invalid_reason(problem, {**point, "LDMATRIX": True}, HOPPER)
+    assert "N_BLK in" in SOLVER.invalid_reason(problem, {**point, "N_BLK": 16}, HOPPER)
+    assert "swizzle" in SOLVER.invalid_reason(problem, {**point, "K_BLK": 64, "STAGES": 2}, HOPPER)
+    wgrad = problem_of(Direction.BACKWARD_WEIGHTS, (32, 256, 56, 56, 256, 3, 3, 1, 1, 1, 1))
+    assert "forward and backward-data" in SOLVER.invalid_reason(wgrad, {**SOLVER.default_params(wgrad, HOPPER),
+                                                                        "WGMMA": True}, HOPPER)
+    assert all(not p["WGMMA"] for p in itertools.islice(SOLVER.search_space(problem, H100), 200))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -977,3 +1041,22 @@ def test_default_params_copy_x_where_the_h100_measured_it_faster():
         for dtype in DTYPES:
             assert not copied(direction, LAYERS[1], dtype)                       # 1x1
             assert not copied(direction, (32, 510, 28, 28, 510, 3, 3, 1, 1, 1, 1), dtype)   # 510 channels
+
+
+def test_wgmma_header_is_what_ptx_patch_generates():
+    """miopy/kernels/wgmma.h is generated: it must match ptx_patch.header() (regenerate it after changing either)."""
+    from pathlib import Path
+
+    from miopy import ptx_patch
+    path = Path(mma.__file__).resolve().parents[2] / "kernels" / ptx_patch.HEADER_FILE
+    assert path.read_text() == ptx_patch.header()
+    assert tuple(mma.WGMMA_N) == ptx_patch.SHAPES_N
+
+
+def test_ptx_patch_makes_marked_lines_live_only_on_an_sm90_target():
+    from miopy import ptx_patch
+    ptx = ".version 9.0\n.target sm_90, texmode_independent\n\t//@wgmma.fence.sync.aligned;\n\tbar.sync 0;\n"
+    out = ptx_patch.patch(ptx)
+    assert ".target sm_90a, texmode_independent" in out and "\twgmma.fence.sync.aligned;" in out and "//@" not in out
+    assert ptx_patch.patch(ptx.replace("sm_90", "sm_80")) is None      # no wgmma there: leave it to fail
+    assert ptx_patch.patch(ptx.replace("//@", "// ")) is None          # nothing to patch

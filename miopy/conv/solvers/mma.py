@@ -55,6 +55,8 @@ MMA_ROWS = 16                 # rows of one mma tile: COL2IM applies below this 
 TENSOR_CORE_TOLERANCE = 4 * 2.0**-11 * 32
 NEEDS_PTX = "needs NVIDIA OpenCL with PTX mma"
 CP_ASYNC_PROBE = "cp_async"   # the ptx_probe name of cp.async (global -> local copies, sm_80+)
+WGMMA_PROBE = "wgmma"         # ... of Hopper's wgmma (sm_90a, through miopy.ptx_patch)
+WGMMA_N = (32, 64, 128, 256)  # N_BLK values with a wgmma shape in miopy/kernels/wgmma.h (ptx_patch.SHAPES_N)
 
 
 def mma_k(dtype: DataType) -> int:
@@ -81,8 +83,24 @@ def b_kk_fast(params: Params, direction: Direction) -> bool:
     return (direction is Direction.BACKWARD_WEIGHTS) != bool(params["TRANSFORM_X"])
 
 
+def kernel_warps(params: Params) -> tuple[int, int]:
+    """The kernel's WARPS_M, WARPS_N: the params' own, or with WGMMA four warps of 16 rows per warpgroup."""
+    if params.get("WGMMA"):
+        return 4 * params["WARPS_M"], 1
+    return params["WARPS_M"], params["WARPS_N"]
+
+
+def threads_of(params: Params) -> int:
+    """Work-items of one work-group."""
+    warps_m, warps_n = kernel_warps(params)
+    return WARP * warps_m * warps_n
+
+
 def local_bytes(params: Params, dtype: DataType, direction: Direction) -> int:
-    """Local memory of one work-group: STAGES x (A tile + B tile), padded rows (see conv_mma.cl)."""
+    """Local memory of one work-group: STAGES x (A tile + B tile), padded rows (see conv_mma.cl); WGMMA's core
+    matrices are not padded."""
+    if params.get("WGMMA"):
+        return params["STAGES"] * (params["M_BLK"] + params["N_BLK"]) * params["K_BLK"] * dtype.itemsize
     pad_k, pad_n = (8, 8) if dtype is DataType.FLOAT16 else (4, 8)
     a_tile = params["M_BLK"] * (params["K_BLK"] + pad_k)
     if b_kk_fast(params, direction):
@@ -125,7 +143,7 @@ class ConvImplicitGemmMma(ConvSolver):
             "WARPS_M": (1, 2, 4), "WARPS_N": (1, 2, 4), "STAGES": (1, 2, 3, 4), "CHANNEL_BLOCKS": (False, True),
             "SPLIT": (1, 2, 4, 8, 16, 32, 64, 128, 256), "TRANSFORM_W": (False, True), "LDMATRIX": (False, True),
             "VECTOR_A": (False, True), "CP_ASYNC": (False, True), "VECTOR_B": (0, 2, 4, 8),
-            "TRANSFORM_X": (False, True), "COL2IM": (False, True), "PAD_DY": (False, True)}
+            "TRANSFORM_X": (False, True), "COL2IM": (False, True), "PAD_DY": (False, True), "WGMMA": (False, True)}
     param_doc = {
         "M_BLK": "work-group tile rows (output channels; input channels in backward-data)",
         "N_BLK": "work-group tile columns (output pixels; filter taps in backward-weights)",
@@ -158,6 +176,10 @@ class ConvImplicitGemmMma(ConvSolver):
                     "registers); needs the device's cp.async probe",
         "PAD_DY": "fp16 backward-weights over planes whose P*Q is not a multiple of 8: first copy dy with each plane "
                   "padded with zeros to one, so A is read as 16-byte vectors (and by cp.async) there too",
+        "WGMMA": "forward / backward-data on Hopper: Hopper's wgmma (through miopy.ptx_patch) instead of mma.sync, one "
+                 "m64nN_BLK per warpgroup of four warps reading both operands from local memory; WARPS_M counts "
+                 "the warpgroups (M_BLK = 64 x WARPS_M), WARPS_N = 1; needs CHANNEL_BLOCKS, TRANSFORM_W, "
+                 f"TRANSFORM_X, VECTOR_A, CP_ASYNC, no LDMATRIX, N_BLK in {WGMMA_N} and the device's wgmma probe",
         "COL2IM": "backward-data (one group, fewer than 16 input channels, a filter larger than 1x1) as a GEMM and "
                   "a gather: the column matrix "
                   "dcol = W^T dy (C*R*S x N*P*Q, fp32 in the workspace, within "
@@ -181,8 +203,8 @@ class ConvImplicitGemmMma(ConvSolver):
         if reason is None and params["COL2IM"]:
             return self._col2im_reason(problem, params, dev)
         if reason is None:
-            reason = (_pipeline_reason(problem, params, dev) or _warp_reason(problem, params)
-                      or _device_reason(problem, params, dev))
+            reason = (_wgmma_reason(problem, params, dev) or _pipeline_reason(problem, params, dev)
+                      or _warp_reason(problem, params) or _device_reason(problem, params, dev))
         return reason or _shape_reason(problem, params)
 
     def _col2im_reason(self, problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
@@ -212,6 +234,8 @@ class ConvImplicitGemmMma(ConvSolver):
         values["VECTOR_B"] = tuple(v for v in values["VECTOR_B"] if not v or _vector_b_fits(problem, v))
         if CP_ASYNC_PROBE not in dev.ptx_mma:
             values["CP_ASYNC"], values["STAGES"] = (False,), (1, 2)
+        if WGMMA_PROBE not in dev.ptx_mma or problem.direction is Direction.BACKWARD_WEIGHTS:
+            values["WGMMA"] = (False,)
         names = list(values)
         for point in itertools.product(*values.values()):
             params = dict(zip(names, point))
@@ -223,6 +247,8 @@ class ConvImplicitGemmMma(ConvSolver):
                     and problem.direction is not Direction.BACKWARD_WEIGHTS:
                 continue
             if params["TRANSFORM_X"] and params["VECTOR_B"]:
+                continue
+            if params["WGMMA"] and (params["LDMATRIX"] or params["WARPS_N"] > 1 or not params["TRANSFORM_X"]):
                 continue
             if self.is_valid(problem, params, dev):
                 yield params
@@ -238,7 +264,7 @@ class ConvImplicitGemmMma(ConvSolver):
         if not valid:
             return dict(SMALLEST)
         best = max(valid, key=lambda c: _score(problem, c, dev))
-        return _copied(problem, _narrow(problem, _pipelined(problem, best, dev), dev), dev)
+        return _hopper(problem, _copied(problem, _narrow(problem, _pipelined(problem, best, dev), dev), dev), dev)
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
         """Room for the transformed weights (TRANSFORM_W) and, where the problem allows TRANSFORM_X, the
@@ -273,6 +299,7 @@ class ConvImplicitGemmMma(ConvSolver):
                    "DIRECTION": int(problem.direction), **{name: params[name] for name in self.grid},
                    "PHASED": int(phased(problem)), "STAGED_STORE": staged_store(problem, params, col_out),
                    "SPLIT_CHUNK": chunk_of(problem, params), "COL_OUT": int(col_out)}
+        defines["WARPS_M"], defines["WARPS_N"] = kernel_warps(params)
         args = ("x", "w", "y") + (("workspace",) if split > 1 or params["TRANSFORM_W"] or params["TRANSFORM_X"]
                                   or col_out or params["PAD_DY"] else ())
         # the copies depend on the problem and on which copies there are, not on the tiles: one build serves every
@@ -302,7 +329,7 @@ class ConvImplicitGemmMma(ConvSolver):
                                          (round_up(pad_dy_bytes(problem) // 2, REDUCE_WG * 4),), (REDUCE_WG * 4,),
                                          ("y", "workspace")))
         spec = KernelSpec.make(KERNEL_FILE, "conv_mma", defines)
-        threads = WARP * params["WARPS_M"] * params["WARPS_N"]
+        threads = threads_of(params)
         global_size = (column_tiles(problem, params["N_BLK"]) * threads, -(-shape.m // params["M_BLK"]),
                        problem.groups * split * phases(problem))
         launches.append(KernelLaunch(spec, global_size, (threads, 1, 1), args))
@@ -323,7 +350,8 @@ def staged_store(problem: ConvProblem, params: Params, col_out: bool = False) ->
     p = problem
     if params["SPLIT"] > 1 or phased(p) or p.direction is Direction.BACKWARD_WEIGHTS and params["TRANSFORM_X"]:
         return 0
-    bands = params["WARPS_M"] * params["WARPS_N"] * 16 * (params["N_BLK"] // params["WARPS_N"] + 8) * 4
+    warps_m, warps_n = kernel_warps(params)
+    bands = warps_m * warps_n * 16 * (params["N_BLK"] // warps_n + 8) * 4
     if bands > local_bytes(params, p.dtype, p.direction):
         return 0    # the warps' bands (fp32, OUT_LD apart) do not fit the tiles they reuse
     run = {Direction.FORWARD: p.out_h * p.out_w, Direction.BACKWARD_DATA: p.in_h * p.in_w,
@@ -584,7 +612,7 @@ def _pipeline_reason(problem: ConvProblem, params: Params, dev: DeviceInfo) -> s
     if stages < 2:
         return "CP_ASYNC needs STAGES >= 2 (copies land in one buffer while another is multiplied)"
     if problem.dtype is DataType.FLOAT16 and not params["VECTOR_A"]:
-        threads = WARP * params["WARPS_M"] * params["WARPS_N"]
+        threads = threads_of(params)
         # backward-weights: pairs across an odd P*Q plane's end go element by element (A_PAIR_TAIL)
         reason = _vector_a_reason(problem, params, threads, vec=2,
                                   any_plane=problem.direction is Direction.BACKWARD_WEIGHTS)
@@ -596,7 +624,7 @@ def _pipeline_reason(problem: ConvProblem, params: Params, dev: DeviceInfo) -> s
 def _warp_reason(problem: ConvProblem, params: Params) -> str | None:
     """The tile against the warps and the mma shape, and a lane's registers."""
     m_blk, n_blk, k_blk = params["M_BLK"], params["N_BLK"], params["K_BLK"]
-    warps_m, warps_n = params["WARPS_M"], params["WARPS_N"]
+    warps_m, warps_n = kernel_warps(params)
     if m_blk % (16 * warps_m) or n_blk % (8 * warps_n):
         return f"{warps_m}x{warps_n} warps do not split a {m_blk}x{n_blk} tile into 16x8 mma tiles"
     if k_blk % mma_k(problem.dtype):
@@ -617,8 +645,28 @@ def _warp_reason(problem: ConvProblem, params: Params) -> str | None:
     return None
 
 
+def _wgmma_reason(problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
+    """Why WGMMA cannot run params (see WGMMA in conv_mma.cl), or None."""
+    if not params["WGMMA"]:
+        return None
+    if WGMMA_PROBE not in dev.ptx_mma:
+        return "WGMMA needs Hopper's wgmma (the device's probe through miopy.ptx_patch failed, or it is not NVIDIA's)"
+    if problem.direction is Direction.BACKWARD_WEIGHTS:
+        return "WGMMA: forward and backward-data"
+    needed = ("CHANNEL_BLOCKS", "TRANSFORM_W", "TRANSFORM_X", "VECTOR_A", "CP_ASYNC")
+    if not all(params[name] for name in needed) or params["LDMATRIX"]:
+        return f"WGMMA needs {', '.join(needed)} and no LDMATRIX"
+    if params["M_BLK"] != 64 * params["WARPS_M"] or params["WARPS_N"] != 1:
+        return "WGMMA: a warpgroup per 64 rows (M_BLK = 64 x WARPS_M) and WARPS_N = 1"
+    if params["N_BLK"] not in WGMMA_N:
+        return f"WGMMA: N_BLK in {WGMMA_N}"
+    if params["K_BLK"] * problem.dtype.itemsize not in (32, 64, 128):
+        return "WGMMA: K_BLK rows of 32, 64 or 128 bytes (a swizzle mode of wgmma's descriptors)"
+    return None
+
+
 def _device_reason(problem: ConvProblem, params: Params, dev: DeviceInfo) -> str | None:
-    threads = WARP * params["WARPS_M"] * params["WARPS_N"]
+    threads = threads_of(params)
     return (work_group_reason(dev, (threads,))
             or local_memory_reason(dev, local_bytes(params, problem.dtype, problem.direction)))
 
@@ -636,7 +684,7 @@ def _pow2_ceil(value: int) -> int:
 
 def _shape_reason(problem: ConvProblem, params: Params) -> str | None:
     """Tiles against the problem: whole fetch passes, no tile twice too big, SPLIT within bounds."""
-    shape, threads = gemm_shape(problem), WARP * params["WARPS_M"] * params["WARPS_N"]
+    shape, threads = gemm_shape(problem), threads_of(params)
     m_blk, n_blk, k_blk = params["M_BLK"], params["N_BLK"], params["K_BLK"]
     b_fits = bool(params["TRANSFORM_X"]) or _fetch_divides(k_blk, n_blk, threads, b_kk_fast(params, problem.direction))
     if not (_fetch_divides(k_blk, m_blk, threads, True) and b_fits):
@@ -739,7 +787,7 @@ def _vector_b_reason(problem: ConvProblem, params: Params, threads: int) -> str 
 # -- default params ---------------------------------------------------------------------------------------
 SMALLEST = {"M_BLK": 16, "N_BLK": 16, "K_BLK": 16, "WARPS_M": 1, "WARPS_N": 1, "STAGES": 1,
             "CHANNEL_BLOCKS": False, "SPLIT": 1, "TRANSFORM_W": False, "LDMATRIX": False, "VECTOR_A": False,
-            "CP_ASYNC": False, "VECTOR_B": 0, "TRANSFORM_X": False, "COL2IM": False, "PAD_DY": False}
+            "CP_ASYNC": False, "VECTOR_B": 0, "TRANSFORM_X": False, "COL2IM": False, "PAD_DY": False, "WGMMA": False}
 # (M_BLK, N_BLK, WARPS_M, WARPS_N): 64x64 warp tiles where the problem is large, down to one warp on 16x16
 _TILES = ((128, 128, 2, 2), (128, 128, 2, 4), (256, 128, 4, 2), (128, 256, 2, 4), (128, 64, 2, 2), (64, 128, 2, 2),
           (64, 64, 2, 2), (128, 32, 4, 1), (32, 128, 1, 4), (64, 32, 2, 1), (32, 64, 1, 2), (32, 32, 1, 1),
@@ -760,7 +808,7 @@ def _candidates(problem: ConvProblem, dev: DeviceInfo) -> list[Params]:
                     base = {"M_BLK": m, "N_BLK": n, "K_BLK": k, "WARPS_M": wm, "WARPS_N": wn, "STAGES": 2,
                             "CHANNEL_BLOCKS": cb, "SPLIT": s, "TRANSFORM_W": False, "LDMATRIX": False,
                             "VECTOR_A": False, "CP_ASYNC": False, "VECTOR_B": 0, "TRANSFORM_X": False,
-                            "COL2IM": False, "PAD_DY": False}
+                            "COL2IM": False, "PAD_DY": False, "WGMMA": False}
                     featured = _featured(problem, base, dev)
                     if problem.dtype is DataType.FLOAT16 or featured["STAGES"] == 2 or k == min(k_blks):
                         out.append(featured)   # fp32: one stage of 32 spilled or lost to two of 16 on the H100
@@ -883,6 +931,36 @@ def _copied(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
     return trial if wanted and ConvImplicitGemmMma().is_valid(problem, trial, dev) else params
 
 
+WGMMA_MIN_COLUMNS = 4096     # forward / backward-data GEMMs this wide (and filters over 1x1) take WGMMA by default
+WGMMA_WIDE_TILES = 4         # ... on 128x128 tiles in three stages where those make this many waves of compute units
+WGMMA_TILES = ({"M_BLK": 128, "N_BLK": 128, "WARPS_M": 2, "STAGES": 3},
+               {"M_BLK": 64, "N_BLK": 128, "WARPS_M": 1, "STAGES": 4})
+
+
+def _hopper(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
+    """WGMMA (Hopper's wgmma) where it measured faster on an H100 (benchmarks/results/h100-mma-variants-wgmma.json,
+    kernel time against the defaults before it): forward and backward-data of filters larger than 1x1 over GEMMs of
+    at least WGMMA_MIN_COLUMNS columns, with the copies of x / dy and of the weights, no split: 0.61-0.88x on all 32
+    such layer-directions of VGG-16, AlexNet and ResNet-50 timed, both data types. 128x128 tiles in three stages
+    where they make WGMMA_WIDE_TILES waves (VGG-16 conv6-8: 0.70-0.75x), else 64x128 in four (AlexNet's 13x13
+    layers, ResNet-50's 14x14: 0.61-0.82x). 1x1 layers and small GEMMs are not measured and keep mma.sync."""
+    p = problem
+    if WGMMA_PROBE not in dev.ptx_mma or p.direction is Direction.BACKWARD_WEIGHTS or p.r * p.s == 1 \
+            or params["COL2IM"] or gemm_shape(p).n // phases(p) < WGMMA_MIN_COLUMNS:
+        return params
+    shape = gemm_shape(p)
+    wide = -(-shape.m // 128) * column_tiles(p, 128) * phases(p) * p.groups >= WGMMA_WIDE_TILES * dev.compute_units
+    k_blk = 32 if p.dtype is DataType.FLOAT16 else 16
+    base = dict(params, WGMMA=True, WARPS_N=1, K_BLK=k_blk, SPLIT=1, CHANNEL_BLOCKS=True, TRANSFORM_W=True,
+                TRANSFORM_X=True, VECTOR_A=True, CP_ASYNC=True, LDMATRIX=False, VECTOR_B=0)
+    solver = ConvImplicitGemmMma()
+    for tile in (WGMMA_TILES if wide else WGMMA_TILES[1:]):
+        trial = dict(base, **tile)
+        if solver.is_valid(p, trial, dev):
+            return trial
+    return params
+
+
 def _score(problem: ConvProblem, params: Params, dev: DeviceInfo) -> float:
     """Rough throughput model: useful fraction of tiles and inner loop x wave quantisation x tile reuse."""
     shape = gemm_shape(problem)
@@ -893,8 +971,9 @@ def _score(problem: ConvProblem, params: Params, dev: DeviceInfo) -> float:
     k_size = inner_channels(problem) if params["CHANNEL_BLOCKS"] else shape.k
     k_fill = k_size / round_up(k_size, k_blk)
     groups = tiles_m * tiles_n * problem.groups * params["SPLIT"]
-    threads = WARP * params["WARPS_M"] * params["WARPS_N"]
-    sums, warp_m, warp_n = m_blk * n_blk // threads, m_blk // params["WARPS_M"], n_blk // params["WARPS_N"]
+    threads = threads_of(params)
+    warps_m, warps_n = kernel_warps(params)
+    sums, warp_m, warp_n = m_blk * n_blk // threads, m_blk // warps_m, n_blk // warps_n
     registers = sums + (m_blk + n_blk) * k_blk // threads + 48    # per lane, roughly
     lbytes = max(local_bytes(params, problem.dtype, problem.direction), 1)
     per_cu = max(1, min(65536 // (threads * registers), 4 * dev.local_mem_bytes // lbytes, 2048 // threads))
