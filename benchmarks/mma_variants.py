@@ -145,6 +145,7 @@ VARIANTS = {
                 "*directions": "W"},
     # backward-data of few input channels before COL2IM (the direct GEMM of C/G rows), and COL2IM's GEMM on other tiles
     # Hopper's wgmma (WGMMA): a warpgroup per 64 rows, both operands from local memory
+    "no-wg": {"*module": {"WGMMA_MIN_COLUMNS": 1 << 40}, "*directions": "FB"},   # the mma.sync defaults
     "wg-t128": {**WG, "STAGES": 2, "*tile": (128, 128, 2, 1)},
     "wg-t128-s3": {**WG, "STAGES": 3, "*tile": (128, 128, 2, 1)},
     "wg-t128x256": {**WG, "STAGES": 2, "*tile": (128, 256, 2, 1)},

@@ -33,10 +33,12 @@ PROBES = (0, 2, 3, 6, 7)
 
 
 def probed(solution, probe: int):
+    """The solution with WGMMA_PROBE=probe in its GEMM kernel."""
     if not probe:
         return solution
+    define = ("WGMMA_PROBE", str(probe))
     launches = tuple(dataclasses.replace(launch, spec=dataclasses.replace(
-        launch.spec, defines=tuple(sorted(launch.spec.defines + (("WGMMA_PROBE", str(probe)),)))))
+        launch.spec, defines=tuple(sorted(launch.spec.defines + (define,)))))
         if launch.spec.name == "conv_mma" else launch for launch in solution.launches)
     return dataclasses.replace(solution, launches=launches)
 

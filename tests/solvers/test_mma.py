@@ -315,6 +315,18 @@ def test_pruned_search_space_is_the_filtered_grid(monkeypatch):
             assert any(p["VECTOR_B"] == 4 for p in full) == (direction is not Direction.BACKWARD_WEIGHTS)
 
 
+def test_pruned_search_space_with_wgmma_is_the_filtered_grid(monkeypatch):
+    """With the wgmma probe, search_space's shortcuts for WGMMA points skip only invalid points."""
+    small = {**ConvImplicitGemmMma.grid, "M_BLK": (64,), "N_BLK": (64, 128), "K_BLK": (16,), "WARPS_M": (1, 2),
+             "WARPS_N": (1,), "SPLIT": (1,), "VECTOR_B": (0,), "PAD_DY": (False,), "COL2IM": (False,)}
+    monkeypatch.setattr(ConvImplicitGemmMma, "grid", small)
+    solver = ConvImplicitGemmMma()
+    for direction in (Direction.FORWARD, Direction.BACKWARD_DATA):
+        problem = problem_of(direction, (2, 64, 8, 8, 64, 3, 3, 1, 1, 1, 1))
+        full = list(Solver.search_space(solver, problem, HOPPER))
+        assert list(solver.search_space(problem, HOPPER)) == full and any(p["WGMMA"] for p in full)
+
+
 # -- the kernels' layout and index mapping, emulated (any OpenCL device) -----------------------------------
 ODD = (2, 6, 7, 9, 13, 3, 3, (1, 2), (2, 1), (1, 2), 1)   # ragged tiles, pad, stride, dilation
 def cfg(m_blk, n_blk, warps_m, warps_n, stages, blocks, split=1, transform=False, vector=False, k_blk=16,
@@ -370,8 +382,8 @@ def test_emulated_wgmma_layout_matches_float64_within_the_format_bound(handle, d
 
 def test_wgmma_defaults_where_the_h100_measured_them_faster():
     """Forward / backward-data of 3x3 and larger filters over wide GEMMs take WGMMA on a device whose wgmma probe
-    passed (128x128 tiles in 3 stages where they make 4 waves, else 64x128 in 4); backward-weights, 1x1 filters,
-    narrow GEMMs and devices without the probe keep mma.sync."""
+    passed (where 128x128 tiles make 4 waves: 128x128 in 3 stages over 2304 terms or more, else 128x64 in 4; else
+    64x128 in 4); backward-weights, 1x1 filters, narrow GEMMs and devices without the probe keep mma.sync."""
     wide = (32, 256, 56, 56, 256, 3, 3, 1, 1, 1, 1)    # VGG-16 conv6: 1568 tiles of 128x128
     small = (128, 256, 13, 13, 384, 3, 3, 1, 1, 1, 1)  # AlexNet conv3 (forward: 507 tiles)
     for dtype in DTYPES:
@@ -379,6 +391,9 @@ def test_wgmma_defaults_where_the_h100_measured_them_faster():
             big = SOLVER.default_params(problem_of(direction, wide, dtype), HOPPER)
             assert big["WGMMA"] and (big["M_BLK"], big["N_BLK"], big["STAGES"]) == (128, 128, 3)
             assert not SOLVER.default_params(problem_of(direction, wide, dtype), H100)["WGMMA"]
+        shallow = SOLVER.default_params(problem_of(Direction.FORWARD, (32, 128, 112, 112, 128, 3, 3, 1, 1, 1, 1),
+                                                   dtype), HOPPER)   # VGG-16 conv4: 1152 terms
+        assert shallow["WGMMA"] and (shallow["M_BLK"], shallow["N_BLK"], shallow["STAGES"]) == (128, 64, 4)
         narrow = SOLVER.default_params(problem_of(Direction.FORWARD, small, dtype), HOPPER)
         assert narrow["WGMMA"] and (narrow["M_BLK"], narrow["N_BLK"], narrow["STAGES"]) == (64, 128, 4)
         for other in (problem_of(Direction.BACKWARD_WEIGHTS, wide, dtype),

@@ -932,30 +932,36 @@ def _copied(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
 
 
 WGMMA_MIN_COLUMNS = 4096     # forward / backward-data GEMMs this wide (and filters over 1x1) take WGMMA by default
-WGMMA_WIDE_TILES = 4         # ... on 128x128 tiles in three stages where those make this many waves of compute units
-WGMMA_TILES = ({"M_BLK": 128, "N_BLK": 128, "WARPS_M": 2, "STAGES": 3},
-               {"M_BLK": 64, "N_BLK": 128, "WARPS_M": 1, "STAGES": 4})
+WGMMA_WIDE_TILES = 4         # ... on 128-row tiles where 128x128 ones make this many waves of compute units,
+WGMMA_DEEP = 2304            # ... 128x128 in 3 stages over inner dimensions this long, else 128x64 in 4
+WGMMA_TILES = {"deep": {"M_BLK": 128, "N_BLK": 128, "WARPS_M": 2, "STAGES": 3},
+               "shallow": {"M_BLK": 128, "N_BLK": 64, "WARPS_M": 2, "STAGES": 4},
+               "narrow": {"M_BLK": 64, "N_BLK": 128, "WARPS_M": 1, "STAGES": 4}}
 
 
 def _hopper(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
-    """WGMMA (Hopper's wgmma) where it measured faster on an H100 (benchmarks/results/h100-mma-variants-wgmma.json,
-    kernel time against the defaults before it): forward and backward-data of filters larger than 1x1 over GEMMs of
-    at least WGMMA_MIN_COLUMNS columns, with the copies of x / dy and of the weights, no split: 0.61-0.88x on all 32
-    such layer-directions of VGG-16, AlexNet and ResNet-50 timed, both data types. 128x128 tiles in three stages
-    where they make WGMMA_WIDE_TILES waves (VGG-16 conv6-8: 0.70-0.75x), else 64x128 in four (AlexNet's 13x13
-    layers, ResNet-50's 14x14: 0.61-0.82x). 1x1 layers and small GEMMs are not measured and keep mma.sync."""
+    """WGMMA (Hopper's wgmma) where it measured faster on an H100 (benchmarks/results/h100-mma-variants-wgmma.json
+    and -wgmma-rule.json, kernel time against the mma.sync defaults): forward and backward-data of filters larger
+    than 1x1 over GEMMs of at least WGMMA_MIN_COLUMNS columns, with the copies of x / dy and of the weights, no
+    split. Where 128x128 tiles make WGMMA_WIDE_TILES waves: 128x128 in 3 stages over inner dimensions of at least
+    WGMMA_DEEP (VGG-16 conv6-8, AlexNet conv2: 0.67-0.83x), 128x64 in 4 over shorter ones (VGG-16 conv3-5: 0.71-0.89x
+    fp16, 0.89-1.06x TF32, where 128x128 ran 1.0-1.33x); else 64x128 in 4 (AlexNet's 13x13 layers, ResNet-50's 28x28
+    and 14x14 3x3 layers, VGG-16 conv2: 0.61-0.97x). Exceptions measured near even: ResNet-50's stride-2 28x28 3x3
+    (mma.sync 0.94-0.96x of it) and Boda's b42 at N=5 fp16 (0.90x). 1x1 layers and small GEMMs are not measured and
+    keep mma.sync."""
     p = problem
     if WGMMA_PROBE not in dev.ptx_mma or p.direction is Direction.BACKWARD_WEIGHTS or p.r * p.s == 1 \
             or params["COL2IM"] or gemm_shape(p).n // phases(p) < WGMMA_MIN_COLUMNS:
         return params
     shape = gemm_shape(p)
     wide = -(-shape.m // 128) * column_tiles(p, 128) * phases(p) * p.groups >= WGMMA_WIDE_TILES * dev.compute_units
+    names = (("deep", "narrow") if shape.k >= WGMMA_DEEP else ("shallow", "narrow")) if wide else ("narrow",)
     k_blk = 32 if p.dtype is DataType.FLOAT16 else 16
     base = dict(params, WGMMA=True, WARPS_N=1, K_BLK=k_blk, SPLIT=1, CHANNEL_BLOCKS=True, TRANSFORM_W=True,
                 TRANSFORM_X=True, VECTOR_A=True, CP_ASYNC=True, LDMATRIX=False, VECTOR_B=0)
     solver = ConvImplicitGemmMma()
-    for tile in (WGMMA_TILES if wide else WGMMA_TILES[1:]):
-        trial = dict(base, **tile)
+    for name in names:
+        trial = dict(base, **WGMMA_TILES[name])
         if solver.is_valid(p, trial, dev):
             return trial
     return params
