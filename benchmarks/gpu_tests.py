@@ -5,6 +5,8 @@
 Each part is one pytest run on the default device (NVIDIA's OpenCL on the GPU machine, through
 benchmarks/gpu_tests.sh; PoCL here):
   suite   the whole test suite as CI runs it (-m "not slow and not bigmem"), the fault suite included
+  suite-mma, suite-rest   the same in two runs: tests/solvers/test_mma.py, and everything else (each fits a
+          device call where the whole suite no longer does)
   bigmem  tensors past 2^31 elements in every direction (-m bigmem; serially: each holds ~20 GB)
   slow    fuzzing at scale: 1000 bad inputs per public call (-m slow)
 Every part writes the fault suite's rows (MIOPY_RELIABILITY_REPORT) and its counts. DIR receives
@@ -31,10 +33,15 @@ sys.path.insert(0, str(ROOT))
 
 from tests.reliability import report  # noqa: E402
 
-PARTS = {
-    "suite": (["-m", "not slow and not bigmem"], True),
-    "bigmem": (["-m", "bigmem"], False),
-    "slow": (["-m", "slow"], True),
+SUITE = ["-m", "not slow and not bigmem"]
+MMA_TESTS = "tests/solvers/test_mma.py"
+PARTS = {   # name -> (pytest arguments, parallel)
+    "suite": ([*SUITE, "tests"], True),
+    # the suite in two calls (one outgrew a 600 s device call on an H100): the tensor-core tests, the rest
+    "suite-mma": ([*SUITE, MMA_TESTS], True),
+    "suite-rest": ([*SUITE, f"--ignore={MMA_TESTS}", "tests"], True),
+    "bigmem": (["-m", "bigmem", "tests"], False),
+    "slow": (["-m", "slow", "tests"], True),
 }
 COUNTS = ("passed", "failed", "skipped", "deselected", "errors", "xfailed", "xpassed")
 
@@ -51,9 +58,9 @@ def device() -> dict:
 
 def run_part(name: str, workers: int, out: Path, summary: Path, timeout: int) -> dict:
     """One pytest run; its counts, time, failed tests and command (its log kept as OUT/gpu-tests-<part>.log)."""
-    markers, parallel = PARTS[name]
+    arguments, parallel = PARTS[name]
     # -v names each result as it happens, so a run cut short by its timeout still says what failed
-    command = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", *markers, "tests"]
+    command = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", *arguments]
     env = dict(os.environ, MIOPY_RELIABILITY_REPORT=str(summary))
     if parallel and workers > 1:
         command += ["-n", str(workers)]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -23,14 +22,10 @@ from pathlib import Path
 import numpy as np
 import pyopencl as cl
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from miopy import ptx_patch  # noqa: E402
+
 M, N = 64, 16
-
-
-def patch_ptx(ptx: str) -> str:
-    """PTX comments `//@text` become `text`; the target gets Hopper's architecture-specific features (sm_90a)."""
-    out = re.sub(r"//@([^\n]*)", r"\1", ptx)
-    out = re.sub(r"^(\s*\.target\s+sm_90)\b(?!a)", r"\1a", out, flags=re.M)
-    return out
 
 
 def source(half: bool, lbo: int, sbo: int, k_total: int) -> str:
@@ -116,7 +111,7 @@ def run_case(ctx, queue, half: bool, lbo: int, sbo: int, k_total: int, rng) -> d
         case["front_end"] = str(exc)[:3000]
         return case
     case["ptx_header"] = header(ptx)
-    patched = patch_ptx(ptx)
+    patched = ptx_patch.patch(ptx) or ptx
     case["wgmma_lines"] = [line.strip() for line in patched.splitlines() if "wgmma" in line][:6]
     try:
         prg = cl.Program(ctx, [ctx.devices[0]], [patched.encode()]).build()

@@ -31,3 +31,13 @@ def test_a_part_cut_short_counts_the_results_that_reported(gpu_tests):
 def test_timed_out_output_is_decoded_text(gpu_tests):
     assert gpu_tests._text(b"[gw0] [ 1%] PASSED tests/a.py::t\n") == "[gw0] [ 1%] PASSED tests/a.py::t\n"
     assert gpu_tests._text(None) == "" and gpu_tests._text("x") == "x"
+
+
+def test_the_two_suite_parts_split_the_suite_at_the_tensor_core_tests(gpu_tests):
+    from pathlib import Path
+    mma_args, _ = gpu_tests.PARTS["suite-mma"]
+    rest_args, _ = gpu_tests.PARTS["suite-rest"]
+    whole, _ = gpu_tests.PARTS["suite"]
+    assert mma_args[:2] == rest_args[:2] == whole[:2]           # the same markers as the whole suite
+    assert (Path(gpu_tests.ROOT) / gpu_tests.MMA_TESTS).is_file()
+    assert mma_args[-1] == gpu_tests.MMA_TESTS and f"--ignore={gpu_tests.MMA_TESTS}" in rest_args
