@@ -72,8 +72,10 @@ from tensor_cores import (  # noqa: E402  # noqa: E402
 )
 
 LOG_LINES = 40
-WG = {"WGMMA": True, "LDMATRIX": False, "CP_ASYNC": True, "CHANNEL_BLOCKS": True, "TRANSFORM_W": True,
-      "TRANSFORM_X": True, "VECTOR_B": 0, "SPLIT": 1, "*directions": "FB"}
+# WGMMA's requirements (see _wgmma_reason in mma.py): the wg-* variants, benchmarks/wgmma_ab.py, wgmma_ptxas.py
+WG_PARAMS = {"WGMMA": True, "LDMATRIX": False, "CP_ASYNC": True, "CHANNEL_BLOCKS": True, "TRANSFORM_W": True,
+             "TRANSFORM_X": True, "VECTOR_A": True, "VECTOR_B": 0, "SPLIT": 1}
+WG = {**WG_PARAMS, "*directions": "FB"}
 # name -> overrides of the default params; "*" keys are instructions to _variant (see there)
 VARIANTS = {
     "cp2": {"CP_ASYNC": True, "STAGES": 2},

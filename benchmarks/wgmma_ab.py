@@ -19,14 +19,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from mma_variants import WG_PARAMS  # noqa: E402
 from tensor_cores import SOLVER, buffers, make, set_layers, tensors  # noqa: E402
 
 import miopy  # noqa: E402
 from miopy.conv.problem import Direction  # noqa: E402
 from miopy.plan import plan_of  # noqa: E402
 
-WG = {"WGMMA": True, "LDMATRIX": False, "CP_ASYNC": True, "CHANNEL_BLOCKS": True, "TRANSFORM_W": True,
-      "TRANSFORM_X": True, "VECTOR_B": 0, "SPLIT": 1, "VECTOR_A": True}
 TILES = {"t128": (128, 128, 2, 2), "t128-s3": (128, 128, 2, 3), "t64x128-s4": (64, 128, 1, 4),
          "t128x256": (128, 256, 2, 2), "t128x64-s4": (128, 64, 2, 4)}
 PROBES = (0, 2, 3, 6, 7)
@@ -76,7 +75,7 @@ def main() -> int:
                                            args.iters) for p in (0, 2, 3, 6, 7)}}
             for tile in args.tiles.split(","):
                 m, n, wm, stages = TILES[tile]
-                params = dict(default, **WG, M_BLK=m, N_BLK=n, WARPS_M=wm, WARPS_N=1, STAGES=stages)
+                params = dict(default, **WG_PARAMS, M_BLK=m, N_BLK=n, WARPS_M=wm, WARPS_N=1, STAGES=stages)
                 reason = SOLVER.invalid_reason(problem, params, handle.info)
                 if reason:
                     row[tile] = {"invalid": reason}

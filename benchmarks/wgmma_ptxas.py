@@ -22,10 +22,9 @@ from miopy.conv.problem import Direction  # noqa: E402
 from miopy.conv.solvers.mma import ConvImplicitGemmMma  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mma_variants import WG_PARAMS  # noqa: E402
 from tensor_cores import make, set_layers  # noqa: E402
 
-WG = {"WGMMA": True, "LDMATRIX": False, "CP_ASYNC": True, "CHANNEL_BLOCKS": True, "TRANSFORM_W": True,
-      "TRANSFORM_X": True, "VECTOR_B": 0, "SPLIT": 1, "VECTOR_A": True}
 TILES = {"t128": (128, 128, 2), "t128x256": (128, 256, 2), "t64x128": (64, 128, 1)}
 
 
@@ -45,7 +44,7 @@ def main() -> int:
         problem = make(Direction.FORWARD, dtype, shape)
         base = solver.default_params(problem, handle.info)
         for name, (m, n, wm) in TILES.items():
-            params = dict(base, **WG, M_BLK=m, N_BLK=n, WARPS_M=wm, WARPS_N=1, STAGES=2)
+            params = dict(base, **WG_PARAMS, M_BLK=m, N_BLK=n, WARPS_M=wm, WARPS_N=1, STAGES=2)
             entry = {"dtype": dtype, "tile": name, "params": params,
                      "invalid": solver.invalid_reason(problem, params, handle.info)}
             if entry["invalid"] is None:
