@@ -72,9 +72,7 @@ from tensor_cores import (  # noqa: E402  # noqa: E402
 )
 
 LOG_LINES = 40
-# WGMMA's requirements (see _wgmma_reason in mma.py): the wg-* variants, benchmarks/wgmma_ab.py, wgmma_ptxas.py
-WG_PARAMS = {"WGMMA": True, "LDMATRIX": False, "CP_ASYNC": True, "CHANNEL_BLOCKS": True, "TRANSFORM_W": True,
-             "TRANSFORM_X": True, "VECTOR_A": True, "VECTOR_B": 0, "SPLIT": 1}
+WG_PARAMS = mma.WGMMA_PARAMS   # the wg-* variants, benchmarks/wgmma_ab.py, wgmma_ptxas.py
 WG = {**WG_PARAMS, "*directions": "FB"}
 # name -> overrides of the default params; "*" keys are instructions to _variant (see there)
 VARIANTS = {

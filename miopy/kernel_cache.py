@@ -327,19 +327,11 @@ class KernelCache:
             prg = cl.Program(self.context, source).build(
                 spec.build_options(), devices=[self.device], cache_dir=False)  # type: ignore[arg-type]
             if self._nvidia and ptx_patch.MARKER in source:
-                prg = self._patched(prg, spec)
+                prg = ptx_patch.rebuilt(prg, self.device, spec.build_options()) or prg
         except cl.Error as exc:
             raise CompileError(f"{spec.file}:{spec.name} with '{spec.build_options()}' failed to build:\n"
                                f"{exc}") from exc
         return prg
-
-    def _patched(self, prg: cl.Program, spec: KernelSpec) -> cl.Program:
-        """prg rebuilt from its PTX with the `//@` instructions live (miopy.ptx_patch), where it holds any."""
-        binaries: Any = prg.get_info(cl.program_info.BINARIES)
-        ptx = ptx_patch.patch(bytes(binaries[0]).decode("utf-8", errors="replace"))
-        if ptx is None:
-            return prg
-        return cl.Program(self.context, [self.device], [ptx.encode()]).build(spec.build_options())
 
 
 def wrap_entry(key: str, payload: bytes) -> bytes:

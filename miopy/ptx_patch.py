@@ -14,6 +14,9 @@ out); tests check the file against it.
 from __future__ import annotations
 
 import re
+from typing import Any
+
+import pyopencl as cl
 
 MARKER = "//@"
 SHAPES_N = (32, 64, 128, 256)      # wgmma m64nNk columns the kernels use
@@ -30,6 +33,17 @@ def patch(ptx: str) -> str | None:
         return None
     out = re.sub(r"//@([^\n]*)", r"\1", ptx)
     return re.sub(r"^(\s*\.target\s+sm_90)\b(?!a)", r"\1a", out, flags=re.M)
+
+
+def rebuilt(prg: cl.Program, device: cl.Device, options: str = "") -> cl.Program | None:
+    """prg (built for device alone) built again from its PTX with the `//@` instructions live, or None where its PTX
+    has none (or no sm_90 target): the second build of a marked source on NVIDIA's OpenCL (kernel_cache,
+    ptx_probe)."""
+    binaries: Any = prg.get_info(cl.program_info.BINARIES)
+    ptx = patch(bytes(binaries[0]).decode("utf-8", errors="replace"))
+    if ptx is None:
+        return None
+    return cl.Program(prg.context, [device], [ptx.encode()]).build(options)
 
 
 def _mma(n: int, half: bool) -> str:

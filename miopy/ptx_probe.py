@@ -80,14 +80,10 @@ def supported_mma(device: cl.Device, device_id: str) -> tuple[str, ...]:
 def _compiles(device: cl.Device, source: str) -> bool:
     """Whether source builds for device; with `//@` instructions (miopy.ptx_patch), whether its patched PTX does."""
     try:
-        context = cl.Context([device])
-        prg = cl.Program(context, source).build()
-        if ptx_patch.MARKER in source:
-            ptx = ptx_patch.patch(bytes(prg.get_info(cl.program_info.BINARIES)[0]).decode("utf-8", errors="replace"))
-            if ptx is None:
-                log.debug("PTX probe: the PTX has no sm_90 target to patch")
-                return False
-            cl.Program(context, [device], [ptx.encode()]).build()
+        prg = cl.Program(cl.Context([device]), source).build()
+        if ptx_patch.MARKER in source and ptx_patch.rebuilt(prg, device) is None:
+            log.debug("PTX probe: the PTX has no sm_90 target to patch")
+            return False
     except (cl.Error, RuntimeError) as exc:
         log.debug("PTX mma probe failed to build: %s", str(exc).splitlines()[0] if str(exc) else exc)
         return False

@@ -282,9 +282,7 @@ typedef uint raw_t;          /* TF32 bits */
 #define A_LD (K_BLK + PAD_K)
 #define A_AT(kk, m) ((m) * A_LD + (kk))
 #define A_TILE (M_BLK * A_LD)
-#endif
-#if WGMMA
-#elif B_KK_FAST
+#if B_KK_FAST
 #define B_LD (K_BLK + PAD_K)
 #define B_AT(kk, n) ((n) * B_LD + (kk))
 #define B_TILE (N_BLK * B_LD)
@@ -292,6 +290,7 @@ typedef uint raw_t;          /* TF32 bits */
 #define B_LD (N_BLK + PAD_N)
 #define B_AT(kk, n) ((kk) * B_LD + (n))
 #define B_TILE (K_BLK * B_LD)
+#endif
 #endif
 
 /* How a work-item fetches a K_BLK x BLK slice (as in conv_direct_local.cl): the fast index varies across

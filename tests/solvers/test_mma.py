@@ -1060,10 +1060,9 @@ def test_default_params_copy_x_where_the_h100_measured_it_faster():
 
 def test_wgmma_header_is_what_ptx_patch_generates():
     """miopy/kernels/wgmma.h is generated: it must match ptx_patch.header() (regenerate it after changing either)."""
-    from pathlib import Path
-
     from miopy import ptx_patch
-    path = Path(mma.__file__).resolve().parents[2] / "kernels" / ptx_patch.HEADER_FILE
+    from miopy.kernel_cache import KERNEL_DIR
+    path = KERNEL_DIR / ptx_patch.HEADER_FILE
     assert path.read_text() == ptx_patch.header()
     assert tuple(mma.WGMMA_N) == ptx_patch.SHAPES_N
 
@@ -1075,3 +1074,13 @@ def test_ptx_patch_makes_marked_lines_live_only_on_an_sm90_target():
     assert ".target sm_90a, texmode_independent" in out and "\twgmma.fence.sync.aligned;" in out and "//@" not in out
     assert ptx_patch.patch(ptx.replace("sm_90", "sm_80")) is None      # no wgmma there: leave it to fail
     assert ptx_patch.patch(ptx.replace("//@", "// ")) is None          # nothing to patch
+
+
+def test_a_binary_without_ptx_is_not_rebuilt(handle):
+    """ptx_patch.rebuilt leaves a program whose binary is not sm_90 PTX alone (PoCL's, with the marker in its
+    source): kernel_cache keeps the first build."""
+    import pyopencl as cl
+
+    from miopy import ptx_patch
+    prg = cl.Program(handle.context, "__kernel void k(__global float* x) { x[0] = 3.0f; } /* //@ */").build()
+    assert ptx_patch.rebuilt(prg, handle.device) is None

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ... import ptx_patch
 from ...device import (
     SPLIT_WORKSPACE_CAP,
     DeviceInfo,
@@ -56,7 +57,7 @@ TENSOR_CORE_TOLERANCE = 4 * 2.0**-11 * 32
 NEEDS_PTX = "needs NVIDIA OpenCL with PTX mma"
 CP_ASYNC_PROBE = "cp_async"   # the ptx_probe name of cp.async (global -> local copies, sm_80+)
 WGMMA_PROBE = "wgmma"         # ... of Hopper's wgmma (sm_90a, through miopy.ptx_patch)
-WGMMA_N = (32, 64, 128, 256)  # N_BLK values with a wgmma shape in miopy/kernels/wgmma.h (ptx_patch.SHAPES_N)
+WGMMA_N = ptx_patch.SHAPES_N  # N_BLK values with a wgmma shape in miopy/kernels/wgmma.h
 
 
 def mma_k(dtype: DataType) -> int:
@@ -97,8 +98,8 @@ def threads_of(params: Params) -> int:
 
 
 def local_bytes(params: Params, dtype: DataType, direction: Direction) -> int:
-    """Local memory of one work-group: STAGES x (A tile + B tile), padded rows (see conv_mma.cl); WGMMA's core
-    matrices are not padded."""
+    """Local memory of one work-group: STAGES x (A tile + B tile), padded rows (see conv_mma.cl); WGMMA's swizzled
+    rows are not padded."""
     if params.get("WGMMA"):
         return params["STAGES"] * (params["M_BLK"] + params["N_BLK"]) * params["K_BLK"] * dtype.itemsize
     pad_k, pad_n = (8, 8) if dtype is DataType.FLOAT16 else (4, 8)
@@ -934,6 +935,9 @@ def _copied(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
 WGMMA_MIN_COLUMNS = 4096     # forward / backward-data GEMMs this wide (and filters over 1x1) take WGMMA by default
 WGMMA_WIDE_TILES = 4         # ... on 128-row tiles where 128x128 ones make this many waves of compute units,
 WGMMA_DEEP = 2304            # ... 128x128 in 3 stages over inner dimensions this long, else 128x64 in 4
+# what WGMMA points set besides the tile (its requirements, _wgmma_reason, and one split)
+WGMMA_PARAMS = {"WGMMA": True, "WARPS_N": 1, "SPLIT": 1, "CHANNEL_BLOCKS": True, "TRANSFORM_W": True,
+                "TRANSFORM_X": True, "VECTOR_A": True, "CP_ASYNC": True, "LDMATRIX": False, "VECTOR_B": 0}
 WGMMA_TILES = {"deep": {"M_BLK": 128, "N_BLK": 128, "WARPS_M": 2, "STAGES": 3},
                "shallow": {"M_BLK": 128, "N_BLK": 64, "WARPS_M": 2, "STAGES": 4},
                "narrow": {"M_BLK": 64, "N_BLK": 128, "WARPS_M": 1, "STAGES": 4}}
@@ -949,16 +953,14 @@ def _hopper(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
     and 14x14 3x3 layers, VGG-16 conv2: 0.61-0.97x). Exceptions measured near even: ResNet-50's stride-2 28x28 3x3
     (mma.sync 0.94-0.96x of it) and Boda's b42 at N=5 fp16 (0.90x). 1x1 layers and small GEMMs are not measured and
     keep mma.sync."""
-    p = problem
+    p, shape = problem, gemm_shape(problem)
     if WGMMA_PROBE not in dev.ptx_mma or p.direction is Direction.BACKWARD_WEIGHTS or p.r * p.s == 1 \
-            or params["COL2IM"] or gemm_shape(p).n // phases(p) < WGMMA_MIN_COLUMNS:
+            or params["COL2IM"] or shape.n // phases(p) < WGMMA_MIN_COLUMNS:
         return params
-    shape = gemm_shape(p)
     wide = -(-shape.m // 128) * column_tiles(p, 128) * phases(p) * p.groups >= WGMMA_WIDE_TILES * dev.compute_units
     names = (("deep", "narrow") if shape.k >= WGMMA_DEEP else ("shallow", "narrow")) if wide else ("narrow",)
     k_blk = 32 if p.dtype is DataType.FLOAT16 else 16
-    base = dict(params, WGMMA=True, WARPS_N=1, K_BLK=k_blk, SPLIT=1, CHANNEL_BLOCKS=True, TRANSFORM_W=True,
-                TRANSFORM_X=True, VECTOR_A=True, CP_ASYNC=True, LDMATRIX=False, VECTOR_B=0)
+    base = dict(params, **WGMMA_PARAMS, K_BLK=k_blk)
     solver = ConvImplicitGemmMma()
     for name in names:
         trial = dict(base, **WGMMA_TILES[name])
