@@ -74,6 +74,7 @@ from tensor_cores import (  # noqa: E402  # noqa: E402
 LOG_LINES = 40
 WG_PARAMS = mma.WGMMA_PARAMS   # the wg-* variants, benchmarks/wgmma_ab.py, wgmma_ptxas.py
 WG = {**WG_PARAMS, "*directions": "FB"}
+WGW = {**mma.WGMMA_W_PARAMS, "K_BLK": 32, "*pad_odd": True, "*directions": "W"}
 # name -> overrides of the default params; "*" keys are instructions to _variant (see there)
 VARIANTS = {
     "cp2": {"CP_ASYNC": True, "STAGES": 2},
@@ -152,6 +153,18 @@ VARIANTS = {
     "wg-t256x128": {**WG, "STAGES": 2, "*tile": (256, 128, 4, 1)},
     "wg-t128x64-s4": {**WG, "STAGES": 4, "*tile": (128, 64, 2, 1)},
     "wg-t64x128-s4": {**WG, "STAGES": 4, "*tile": (64, 128, 1, 1)},
+    # fp16 backward-weights on wgmma (B MN-major, wgmma's transposed B), the default's split ("*pad_odd": dy's padded
+    # copy over odd planes)
+    "wgw-t128-s3": {**WGW, "STAGES": 3, "*tile": (128, 128, 2, 1)},
+    "wgw-t128-s4": {**WGW, "STAGES": 4, "*tile": (128, 128, 2, 1)},
+    "wgw-t128-s3-split2x": {**WGW, "STAGES": 3, "*tile": (128, 128, 2, 1), "*split_scale": 2},
+    "wgw-t128-s3-splithalf": {**WGW, "STAGES": 3, "*tile": (128, 128, 2, 1), "*split_scale": 0.5},
+    "wgw-t128x64-s4": {**WGW, "STAGES": 4, "*tile": (128, 64, 2, 1)},
+    "wgw-t64x128-s4": {**WGW, "STAGES": 4, "*tile": (64, 128, 1, 1)},
+    "wgw-t128x256-s2": {**WGW, "STAGES": 2, "*tile": (128, 256, 2, 1)},
+    "wgw-t256x128-s2": {**WGW, "STAGES": 2, "*tile": (256, 128, 4, 1)},
+    # ... the defaults' rule (mma._hopper_wgrad) against mma.sync and other split targets
+    "wgw-before": {"*module": {"WGMMA_W": False}, "*directions": "W"},
     "col2im-before": {"*module": {"COL2IM_CHANNELS": 0}, "*directions": "B"},
     "col2im-t64": {"*tile": (64, 128, 2, 2), "*directions": "B"},
     "col2im-t128x64": {"*tile": (128, 64, 2, 2), "*directions": "B"},
@@ -189,13 +202,15 @@ def _variant(problem, info, base: dict, overrides: dict) -> tuple[dict | None, s
             for name, value in saved.items():
                 setattr(mma, name, value)
     wanted = {k: v for k, v in overrides.items() if not k.startswith("*")}
+    if overrides.get("*pad_odd"):
+        wanted["PAD_DY"] = mma.pad_dy_fits(problem)
     if "*split_scale" in overrides:
         wanted["SPLIT"] = max(1, int(base["SPLIT"] * overrides["*split_scale"]))
         if wanted["SPLIT"] == base["SPLIT"]:
             return None, f"SPLIT={base['SPLIT']} already"
     first = dict(base, **wanted)
     k_min = mma_k(problem.dtype)
-    k_blks = [k for k in SOLVER.grid["K_BLK"] if k_min <= k <= base["K_BLK"]][::-1]
+    k_blks = [k for k in SOLVER.grid["K_BLK"] if k_min <= k <= wanted.get("K_BLK", base["K_BLK"])][::-1]
     if overrides.get("*deeper"):
         k_blks = [k for k in SOLVER.grid["K_BLK"] if k > base["K_BLK"]]
     tiles = [(base["M_BLK"], base["N_BLK"], base["WARPS_M"], base["WARPS_N"])]

@@ -79,15 +79,18 @@
  *   COL_OUT          1 (forward, one group, no split): the sums are backward-data's column matrix, fp32
  *                    [m][col] at PARTIAL_OFFSET in the workspace (y is not written) for col2im to gather: the
  *                    COL2IM mode of the solver, whose problem here is the 1x1 forward GEMM over dy (see mma.py)
- *   WGMMA            1 (forward / backward-data with CHANNEL_BLOCKS, TRANSFORM_W, TRANSFORM_X, VECTOR_A, CP_ASYNC;
- *                    Hopper): the multiply is Hopper's wgmma.mma_async, m64nN_BLK per warpgroup of four warps over
- *                    its 64 rows of the tile, reading both operands from local memory through descriptors (no
- *                    ldmatrix, no fragments in registers), written as PTX comments that miopy.ptx_patch makes
- *                    live (the OpenCL compiler's target, sm_90, refuses them). WARPS_M = M_BLK / 16 (warp w
- *                    owns rows 16w.. as an mma.sync warp of WARP_M 16 would: the epilogue is unchanged),
- *                    WARPS_N = 1. Tiles are K-major rows of K_BLK elements, unpadded, swizzled as wgmma's 32-,
- *                    64- or 128-byte modes read them (SW_AT); a step's wgmmas are waited for before its barrier.
- *                    With MMA_EMULATE the same layout runs through the emulated mma.sync (tests).
+ *   WGMMA            1 (Hopper; forward / backward-data with CHANNEL_BLOCKS, TRANSFORM_W, TRANSFORM_X, VECTOR_A,
+ *                    CP_ASYNC; backward-weights with fp16 data, TRANSFORM_X, VECTOR_A, CP_ASYNC): the multiply is
+ *                    Hopper's wgmma.mma_async, m64nN_BLK per warpgroup of four warps over its 64 rows of the tile,
+ *                    reading both operands from local memory through descriptors (no ldmatrix, no fragments in
+ *                    registers), written as PTX comments that miopy.ptx_patch makes live (the OpenCL compiler's
+ *                    target, sm_90, refuses them). WARPS_M = M_BLK / 16 (warp w owns rows 16w.. as an mma.sync warp
+ *                    of WARP_M 16 would: the epilogue is unchanged), WARPS_N = 1. A's tiles (and B's forward /
+ *                    backward-data) are K-major rows of K_BLK elements, unpadded, swizzled as wgmma's 32-, 64- or
+ *                    128-byte modes read them (SW_AT); backward-weights' B, whose vectors run along the columns, is
+ *                    MN-major in blocks of 64 columns (B_AT) and read by wgmma's transposed B (16-bit types only).
+ *                    A step's wgmmas are waited for before its barrier. With MMA_EMULATE the same layout runs
+ *                    through the emulated mma.sync (tests).
  *   MIOPY_HALF       0 fp32 data with TF32 mma, 1 fp16 data with f16 mma
  *   MMA_EMULATE      1: no PTX; each mma is computed by the warp through local memory with the same
  *                    fragment layout and TF32 rounding (tests of the index mapping on any OpenCL device)
@@ -137,8 +140,11 @@
                         * 6 no copies of B, 7 no copies of A */
 #define WGMMA_PROBE 0
 #endif
-#if WGMMA && (DIRECTION == 4 || !CHANNEL_BLOCKS || !TRANSFORM_W || !TRANSFORM_X || !VECTOR_A || !CP_ASYNC || LDMATRIX)
+#if WGMMA && DIRECTION != 4 && (!CHANNEL_BLOCKS || !TRANSFORM_W || !TRANSFORM_X || !VECTOR_A || !CP_ASYNC || LDMATRIX)
 #error "WGMMA: forward / backward-data with CHANNEL_BLOCKS, TRANSFORM_W, TRANSFORM_X, VECTOR_A, CP_ASYNC, no LDMATRIX"
+#endif
+#if WGMMA && DIRECTION == 4 && (!MIOPY_HALF || !TRANSFORM_X || !VECTOR_A || !CP_ASYNC || LDMATRIX)
+#error "WGMMA: backward-weights with fp16 data, TRANSFORM_X, VECTOR_A, CP_ASYNC, no LDMATRIX"
 #endif
 #if WGMMA && (WARPS_N != 1 || M_BLK != 16 * WARPS_M || M_BLK % 64)
 #error "WGMMA: warpgroups of four warps own 64 rows each (WARPS_M = M_BLK / 16, WARPS_N = 1)"
@@ -271,12 +277,23 @@ typedef uint raw_t;          /* TF32 bits */
 #if SW_ROW != 32 && SW_ROW != 64 && SW_ROW != 128
 #error "WGMMA: K_BLK rows of 32, 64 or 128 bytes (a swizzle mode)"
 #endif
-#define SW_MODE (SW_ROW == 128 ? 1 : SW_ROW == 64 ? 2 : 3)   /* the descriptor's layout type */
-#define SW_AT(kk, r) ((r) * K_BLK + ((((kk) / CORE_K) ^ (((r) * SW_ROW >> 7) & (SW_ROW / 16 - 1))) * CORE_K) \
-                      + (kk) % CORE_K)
+#define SW_MODE(row_bytes) ((row_bytes) == 128 ? 1 : (row_bytes) == 64 ? 2 : 3)   /* the descriptor's layout type */
+/* element c of row r of a swizzled matrix of `len`-element rows of row_bytes bytes */
+#define SWIZZLED(c, r, len, row_bytes) ((r) * (len) + ((((c) / CORE_K) ^ (((r) * (row_bytes) >> 7) \
+                                         & ((row_bytes) / 16 - 1))) * CORE_K) + (c) % CORE_K)
+#define SW_AT(kk, r) SWIZZLED(kk, r, K_BLK, SW_ROW)
 #define A_AT(kk, m) SW_AT(kk, m)
 #define A_TILE (M_BLK * K_BLK)
+#if DIRECTION == 4
+/* backward-weights (fp16): B's vectors run along the columns, so B is MN-major for wgmma's transposed B: blocks
+ * of B_MN columns (rows of BN_ROW = 2 x B_MN bytes, 128 at most: a swizzle mode), each K_BLK rows deep; a
+ * descriptor's leading byte offset steps from block to block, its stride byte offset by 8 rows (see b_desc) */
+#define BN_ROW (N_BLK * 2 < 128 ? N_BLK * 2 : 128)
+#define B_MN (BN_ROW / 2)
+#define B_AT(kk, n) ((n) / B_MN * (K_BLK * B_MN) + SWIZZLED((n) % B_MN, kk, B_MN, BN_ROW))
+#else
 #define B_AT(kk, n) SW_AT(kk, n)
+#endif
 #define B_TILE (N_BLK * K_BLK)
 #else
 #define A_LD (K_BLK + PAD_K)
@@ -1089,11 +1106,22 @@ inline void ldmatrix_x4_trans(uint* r, __local const raw_t* row)
 inline ulong sw_desc(__local const raw_t* p)
 {
     return (ulong)((local_address(p) & 0x3FFFFu) >> 4) | (1ul << 16) | ((ulong)(8 * SW_ROW >> 4) << 32)
-           | ((ulong)SW_MODE << 62);
+           | ((ulong)SW_MODE(SW_ROW) << 62);
 }
-#if MIOPY_HALF
+#if DIRECTION == 4
+/* B MN-major (see B_AT): leading byte offset from one block of B_MN columns to the next, stride byte offset from 8
+ * rows to the next 8; a slice's k rows kb.. start kb rows into the first block */
+inline ulong b_desc(__local const raw_t* b_tile, int kb)
+{
+    return (ulong)((local_address(b_tile + kb * B_MN) & 0x3FFFFu) >> 4) | ((ulong)(K_BLK * BN_ROW >> 4) << 16)
+           | ((ulong)(8 * BN_ROW >> 4) << 32) | ((ulong)SW_MODE(BN_ROW) << 62);
+}
+#define WGMMA_OP CAT(WGMMA_F16T_N, N_BLK)
+#elif MIOPY_HALF
+#define b_desc(b_tile, kb) sw_desc((b_tile) + (kb))
 #define WGMMA_OP CAT(WGMMA_F16_N, N_BLK)
 #else
+#define b_desc(b_tile, kb) sw_desc((b_tile) + (kb))
 #define WGMMA_OP CAT(WGMMA_TF32_N, N_BLK)
 #endif
 #define WGMMA_HOLD CAT(WGMMA_HOLD_, N_BLK)
@@ -1106,7 +1134,7 @@ inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_t
     asm volatile("//@wgmma.fence.sync.aligned;" ::: "memory");
     #pragma unroll
     for (int kb = 0; kb < K_BLK; kb += MMA_K)
-        WGMMA_OP(acc, sw_desc(a + kb), sw_desc(b_tile + kb));
+        WGMMA_OP(acc, sw_desc(a + kb), b_desc(b_tile, kb));
     asm volatile("//@wgmma.commit_group.sync.aligned;" ::: "memory");
 #if WGMMA_PROBE == 4   /* benchmarks/wgmma_ab.py only: one group left in flight (a race: wrong sums) */
     asm volatile("//@wgmma.wait_group.sync.aligned 1;" ::: "memory");

@@ -380,6 +380,30 @@ def test_emulated_wgmma_layout_matches_float64_within_the_format_bound(handle, d
     check_within_bound(problem, t, got)
 
 
+def wgmma_w_cfg(m_blk, n_blk, k_blk=32, stages=3, split=1, pad_dy=False) -> dict:
+    return cfg(m_blk, n_blk, m_blk // 64, 1, stages, False, split=split, vector=True, k_blk=k_blk, cp_async=True,
+               transform_x=True, pad_dy=pad_dy, wgmma=True)
+
+
+# fp16 backward-weights: B MN-major (blocks of 64 columns in the 128-byte mode, 32 in the 64-byte one), A (dy) K-major;
+# even planes, and odd ones through dy's padded copy with ragged rows, pad and stride
+EMULATED_WGMMA_W = [
+    ((8, 64, 8, 8, 64, 3, 3, 1, 1, 1, 1), wgmma_w_cfg(64, 128, split=2)),
+    (WGMMA_SHAPE, wgmma_w_cfg(64, 32, stages=2)),
+    ((2, 64, 8, 8, 72, 3, 3, 1, 1, 1, 1), wgmma_w_cfg(128, 128, k_blk=16, stages=4)),
+    ((2, 16, 7, 9, 72, 3, 3, 1, (1, 2), 1, 1), wgmma_w_cfg(64, 64, k_blk=64, stages=2, pad_dy=True)),
+]
+
+
+@pytest.mark.parametrize("shape,params", EMULATED_WGMMA_W, ids=[str(i) for i in range(len(EMULATED_WGMMA_W))])
+def test_emulated_wgmma_backward_weights_matches_float64_within_the_format_bound(handle, shape, params):
+    problem = problem_of(Direction.BACKWARD_WEIGHTS, shape, DataType.FLOAT16)
+    assert SOLVER.invalid_reason(problem, params, HOPPER) is None, SOLVER.invalid_reason(problem, params, HOPPER)
+    t = host_tensors(problem, seed=5)
+    got = run_solution(handle, emulated(SOLVER.solution(problem, params)), problem, t)
+    check_within_bound(problem, t, got)
+
+
 def test_wgmma_defaults_where_the_h100_measured_them_faster():
     """Forward / backward-data of 3x3 and larger filters over wide GEMMs take WGMMA on a device whose wgmma probe
     passed (where 128x128 tiles make 4 waves: 128x128 in 3 stages over 2304 terms or more, else 128x64 in 4; else
@@ -396,10 +420,30 @@ def test_wgmma_defaults_where_the_h100_measured_them_faster():
         assert shallow["WGMMA"] and (shallow["M_BLK"], shallow["N_BLK"], shallow["STAGES"]) == (128, 64, 4)
         narrow = SOLVER.default_params(problem_of(Direction.FORWARD, small, dtype), HOPPER)
         assert narrow["WGMMA"] and (narrow["M_BLK"], narrow["N_BLK"], narrow["STAGES"]) == (64, 128, 4)
-        for other in (problem_of(Direction.BACKWARD_WEIGHTS, wide, dtype),
-                      problem_of(Direction.FORWARD, (32, 256, 56, 56, 256, 1, 1, 0, 1, 1, 1), dtype),
+        for other in (problem_of(Direction.FORWARD, (32, 256, 56, 56, 256, 1, 1, 0, 1, 1, 1), dtype),
                       problem_of(Direction.FORWARD, (2, 64, 8, 8, 64, 3, 3, 1, 1, 1, 1), dtype)):
             assert not SOLVER.default_params(other, HOPPER)["WGMMA"]
+
+
+def test_wgmma_backward_weights_defaults_where_the_h100_measured_them_faster():
+    """fp16 backward-weights with the channel-fastest copy takes WGMMA 128x128 tiles in 3 stages (64x128 for 64
+    output channels), dy's padded copy over odd planes of enough terms, and the split the time model finds fastest:
+    on the layers timed, the split that measured fastest (AlexNet conv3 4, conv2 16; VGG-16 conv2 128 on 64-row
+    tiles). TF32, 1x1 filters, odd planes of few terms (Boda's at N=5) and devices without the probe keep mma.sync."""
+    alexnet3 = problem_of(Direction.BACKWARD_WEIGHTS, (128, 256, 13, 13, 384, 3, 3, 1, 1, 1, 1), DataType.FLOAT16)
+    got = SOLVER.default_params(alexnet3, HOPPER)
+    assert got["WGMMA"] and got["PAD_DY"] and (got["M_BLK"], got["N_BLK"], got["STAGES"], got["SPLIT"]) == \
+        (128, 128, 3, 4)
+    assert not SOLVER.default_params(alexnet3, H100)["WGMMA"]
+    alexnet2 = problem_of(Direction.BACKWARD_WEIGHTS, (128, 96, 27, 27, 256, 5, 5, 2, 1, 1, 1), DataType.FLOAT16)
+    assert SOLVER.default_params(alexnet2, HOPPER)["SPLIT"] == 16
+    vgg2 = problem_of(Direction.BACKWARD_WEIGHTS, (32, 64, 224, 224, 64, 3, 3, 1, 1, 1, 1), DataType.FLOAT16)
+    got = SOLVER.default_params(vgg2, HOPPER)
+    assert got["WGMMA"] and not got["PAD_DY"] and (got["M_BLK"], got["N_BLK"], got["SPLIT"]) == (64, 128, 128)
+    for other in (problem_of(Direction.BACKWARD_WEIGHTS, (128, 256, 13, 13, 384, 3, 3, 1, 1, 1, 1)),
+                  problem_of(Direction.BACKWARD_WEIGHTS, (32, 256, 56, 56, 256, 1, 1, 0, 1, 1, 1), DataType.FLOAT16),
+                  problem_of(Direction.BACKWARD_WEIGHTS, (5, 384, 13, 13, 256, 3, 3, 1, 1, 1, 1), DataType.FLOAT16)):
+        assert not SOLVER.default_params(other, HOPPER)["WGMMA"]
 
 
 def test_wgmma_points_say_why():
@@ -411,8 +455,10 @@ def test_wgmma_points_say_why():
     assert "N_BLK in" in SOLVER.invalid_reason(problem, {**point, "N_BLK": 16}, HOPPER)
     assert "swizzle" in SOLVER.invalid_reason(problem, {**point, "K_BLK": 64, "STAGES": 2}, HOPPER)
     wgrad = problem_of(Direction.BACKWARD_WEIGHTS, (32, 256, 56, 56, 256, 3, 3, 1, 1, 1, 1))
-    assert "forward and backward-data" in SOLVER.invalid_reason(wgrad, {**SOLVER.default_params(wgrad, HOPPER),
-                                                                        "WGMMA": True}, HOPPER)
+    assert "fp16 data only" in SOLVER.invalid_reason(wgrad, {**wgmma_w_cfg(128, 128), "SPLIT": 4}, HOPPER)
+    wgrad = problem_of(Direction.BACKWARD_WEIGHTS, (32, 256, 56, 56, 256, 3, 3, 1, 1, 1, 1), DataType.FLOAT16)
+    assert SOLVER.invalid_reason(wgrad, {**wgmma_w_cfg(128, 128), "SPLIT": 4}, HOPPER) is None
+    assert "TRANSFORM_X" in SOLVER.invalid_reason(wgrad, {**wgmma_w_cfg(128, 128), "TRANSFORM_X": False}, HOPPER)
     assert all(not p["WGMMA"] for p in itertools.islice(SOLVER.search_space(problem, H100), 200))
 
 

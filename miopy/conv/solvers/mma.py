@@ -177,10 +177,11 @@ class ConvImplicitGemmMma(ConvSolver):
                     "registers); needs the device's cp.async probe",
         "PAD_DY": "fp16 backward-weights over planes whose P*Q is not a multiple of 8: first copy dy with each plane "
                   "padded with zeros to one, so A is read as 16-byte vectors (and by cp.async) there too",
-        "WGMMA": "forward / backward-data on Hopper: Hopper's wgmma (through miopy.ptx_patch) instead of mma.sync, one "
-                 "m64nN_BLK per warpgroup of four warps reading both operands from local memory; WARPS_M counts "
-                 "the warpgroups (M_BLK = 64 x WARPS_M), WARPS_N = 1; needs CHANNEL_BLOCKS, TRANSFORM_W, "
-                 f"TRANSFORM_X, VECTOR_A, CP_ASYNC, no LDMATRIX, N_BLK in {WGMMA_N} and the device's wgmma probe",
+        "WGMMA": "Hopper's wgmma (through miopy.ptx_patch) instead of mma.sync, one m64nN_BLK per warpgroup of four "
+                 "warps reading both operands from local memory; WARPS_M counts the warpgroups (M_BLK = 64 x "
+                 "WARPS_M), WARPS_N = 1; needs TRANSFORM_X, VECTOR_A, CP_ASYNC, no LDMATRIX, N_BLK in "
+                 f"{WGMMA_N} and the device's wgmma probe, and forward / backward-data CHANNEL_BLOCKS and "
+                 "TRANSFORM_W, backward-weights fp16 data (B is MN-major there: wgmma transposes it for fp16 only)",
         "COL2IM": "backward-data (one group, fewer than 16 input channels, a filter larger than 1x1) as a GEMM and "
                   "a gather: the column matrix "
                   "dcol = W^T dy (C*R*S x N*P*Q, fp32 in the workspace, within "
@@ -235,7 +236,8 @@ class ConvImplicitGemmMma(ConvSolver):
         values["VECTOR_B"] = tuple(v for v in values["VECTOR_B"] if not v or _vector_b_fits(problem, v))
         if CP_ASYNC_PROBE not in dev.ptx_mma:
             values["CP_ASYNC"], values["STAGES"] = (False,), (1, 2)
-        if WGMMA_PROBE not in dev.ptx_mma or problem.direction is Direction.BACKWARD_WEIGHTS:
+        if WGMMA_PROBE not in dev.ptx_mma or problem.direction is Direction.BACKWARD_WEIGHTS \
+                and problem.dtype is not DataType.FLOAT16:
             values["WGMMA"] = (False,)
         names = list(values)
         for point in itertools.product(*values.values()):
@@ -652,9 +654,11 @@ def _wgmma_reason(problem: ConvProblem, params: Params, dev: DeviceInfo) -> str 
         return None
     if WGMMA_PROBE not in dev.ptx_mma:
         return "WGMMA needs Hopper's wgmma (the device's probe through miopy.ptx_patch failed, or it is not NVIDIA's)"
-    if problem.direction is Direction.BACKWARD_WEIGHTS:
-        return "WGMMA: forward and backward-data"
-    needed = ("CHANNEL_BLOCKS", "TRANSFORM_W", "TRANSFORM_X", "VECTOR_A", "CP_ASYNC")
+    wgrad = problem.direction is Direction.BACKWARD_WEIGHTS
+    if wgrad and problem.dtype is not DataType.FLOAT16:
+        return "WGMMA: backward-weights with fp16 data only (its B is MN-major; wgmma transposes only 16-bit types)"
+    needed = ("TRANSFORM_X", "VECTOR_A", "CP_ASYNC") if wgrad else \
+        ("CHANNEL_BLOCKS", "TRANSFORM_W", "TRANSFORM_X", "VECTOR_A", "CP_ASYNC")
     if not all(params[name] for name in needed) or params["LDMATRIX"]:
         return f"WGMMA needs {', '.join(needed)} and no LDMATRIX"
     if params["M_BLK"] != 64 * params["WARPS_M"] or params["WARPS_N"] != 1:
@@ -938,6 +942,15 @@ WGMMA_DEEP = 2304            # ... 128x128 in 3 stages over inner dimensions thi
 # what WGMMA points set besides the tile (its requirements, _wgmma_reason, and one split)
 WGMMA_PARAMS = {"WGMMA": True, "WARPS_N": 1, "SPLIT": 1, "CHANNEL_BLOCKS": True, "TRANSFORM_W": True,
                 "TRANSFORM_X": True, "VECTOR_A": True, "CP_ASYNC": True, "LDMATRIX": False, "VECTOR_B": 0}
+WGMMA_W = True                # fp16 backward-weights on WGMMA by default (see _hopper_wgrad),
+WGMMA_W_PAD_MIN_TERMS = 4096    # ... over planes that need dy's padded copy where N*P*Q is this large;
+WGMMA_W_SLICE_US = (0.78, 0.42)   # ... its time model (_wgmma_w_us): a 32-deep slice of a work-group, alone on its
+WGMMA_W_CHUNK_SLICES = 12         # compute unit or beside others; slices' worth of time per work-group;
+WGMMA_W_PARTIAL_GBS = 1500        # GB/s writing and summing the split's partials; the sum's launch
+WGMMA_W_REDUCE_US = 3
+# ... in fp16 backward-weights (B MN-major: no weight copy or channel blocks there; the split stays the caller's)
+WGMMA_W_PARAMS = {"WGMMA": True, "WARPS_N": 1, "TRANSFORM_X": True, "VECTOR_A": True, "CP_ASYNC": True,
+                  "LDMATRIX": False, "VECTOR_B": 0}
 WGMMA_TILES = {"deep": {"M_BLK": 128, "N_BLK": 128, "WARPS_M": 2, "STAGES": 3},
                "shallow": {"M_BLK": 128, "N_BLK": 64, "WARPS_M": 2, "STAGES": 4},
                "narrow": {"M_BLK": 64, "N_BLK": 128, "WARPS_M": 1, "STAGES": 4}}
@@ -954,7 +967,9 @@ def _hopper(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
     (mma.sync 0.94-0.96x of it) and Boda's b42 at N=5 fp16 (0.90x). 1x1 layers and small GEMMs are not measured and
     keep mma.sync."""
     p, shape = problem, gemm_shape(problem)
-    if WGMMA_PROBE not in dev.ptx_mma or p.direction is Direction.BACKWARD_WEIGHTS or p.r * p.s == 1 \
+    if p.direction is Direction.BACKWARD_WEIGHTS:
+        return _hopper_wgrad(problem, params, dev)
+    if WGMMA_PROBE not in dev.ptx_mma or p.r * p.s == 1 \
             or params["COL2IM"] or shape.n // phases(p) < WGMMA_MIN_COLUMNS:
         return params
     wide = -(-shape.m // 128) * column_tiles(p, 128) * phases(p) * p.groups >= WGMMA_WIDE_TILES * dev.compute_units
@@ -967,6 +982,46 @@ def _hopper(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
         if solver.is_valid(p, trial, dev):
             return trial
     return params
+
+
+def _hopper_wgrad(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
+    """fp16 backward-weights on WGMMA where _copied chose the channel-fastest copy: 128x128 tiles (64x128 where K/G <=
+    64) in 3 stages of 32-deep slices; dy's padded copy where its planes are not a multiple of 8 elements (PAD_DY,
+    where N*P*Q >= WGMMA_W_PAD_MIN_TERMS: below, Boda's 980-term layers ran 1.5-2.6x slower than mma.sync); the
+    split _wgmma_w_us finds fastest. On an H100 (h100-mma-variants-wgmma-w.json: AlexNet conv2-5 and VGG-16 conv2-9
+    at the layer sets' batch, WGMMA tiles with the mma.sync default's split 0.65-0.84x of its time;
+    -wgmma-w-rule.json and -wgmma-w-split.json: the four layer sets, other splits)."""
+    p = problem
+    odd = pad_dy_fits(p)
+    if not WGMMA_W or WGMMA_PROBE not in dev.ptx_mma or p.dtype is not DataType.FLOAT16 \
+            or not params["TRANSFORM_X"] or odd and p.n * p.out_h * p.out_w < WGMMA_W_PAD_MIN_TERMS:
+        return params
+    tile = dict(WGMMA_TILES["narrow" if gemm_shape(p).m <= 64 else "deep"], K_BLK=32, STAGES=3, PAD_DY=odd)
+    splits = [s for s in ConvImplicitGemmMma.grid["SPLIT"] if s <= split_limit(p)]
+    solver = ConvImplicitGemmMma()
+    for split in sorted(splits, key=lambda s: _wgmma_w_us(p, dict(tile, SPLIT=s), dev)):
+        trial = dict(params, **WGMMA_W_PARAMS, **dict(tile, SPLIT=split))
+        if solver.is_valid(p, trial, dev):
+            return trial
+    return params
+
+
+def _wgmma_w_us(problem: ConvProblem, params: Params, dev: DeviceInfo) -> float:
+    """A WGMMA backward-weights kernel's time in microseconds as a function of its split, fitted on an H100 (the 67
+    timings of 28 layers in the three result files of _hopper_wgrad; it picks the fastest measured split on 26, on the
+    other two one 2% and 7% slower): the compute unit with the most work-groups runs them two at a time (one alone
+    is slower, WGMMA_W_SLICE_US), each over its chunk's 32-deep slices plus WGMMA_W_CHUNK_SLICES (pipeline fill,
+    epilogue);
+    then the split's fp32 partials are written and summed (WGMMA_W_PARTIAL_GBS, WGMMA_W_REDUCE_US)."""
+    shape = gemm_shape(problem)
+    split = params["SPLIT"]
+    groups = -(-shape.m // params["M_BLK"]) * column_tiles(problem, params["N_BLK"]) * problem.groups * split
+    per_cu = -(-groups // dev.compute_units)
+    slices = wgrad_terms(problem, params) / split / 32
+    us = per_cu * (slices + WGMMA_W_CHUNK_SLICES) * WGMMA_W_SLICE_US[min(per_cu, 2) - 1]
+    if split > 1:
+        us += split * shape.m * shape.n * problem.groups * 8 / (WGMMA_W_PARTIAL_GBS * 1e3) + WGMMA_W_REDUCE_US
+    return us
 
 
 def _score(problem: ConvProblem, params: Params, dev: DeviceInfo) -> float:
