@@ -65,6 +65,7 @@ from tensor_cores import (  # noqa: E402  # noqa: E402
     buffers,
     cudnn_ms,
     kernel_info,
+    limit_for,
     make,
     run_once,
     set_layers,
@@ -75,6 +76,7 @@ LOG_LINES = 40
 WG_PARAMS = mma.WGMMA_PARAMS   # the wg-* variants, benchmarks/wgmma_ab.py, wgmma_ptxas.py
 WG = {**WG_PARAMS, "*directions": "FB"}
 WGW = {**mma.WGMMA_W_PARAMS, "K_BLK": 32, "*pad_odd": True, "*directions": "W"}
+WGT = {**mma.WGMMA_W_PARAMS, "TRANSFORM_X": False, "PAD_DY": False, "K_BLK": 16, "*directions": "W"}
 # name -> overrides of the default params; "*" keys are instructions to _variant (see there)
 VARIANTS = {
     "cp2": {"CP_ASYNC": True, "STAGES": 2},
@@ -165,6 +167,13 @@ VARIANTS = {
     "wgw-t256x128-s2": {**WGW, "STAGES": 2, "*tile": (256, 128, 4, 1)},
     # ... the defaults' rule (mma._hopper_wgrad) against mma.sync and other split targets
     "wgw-before": {"*module": {"WGMMA_W": False}, "*directions": "W"},
+    # TF32 backward-weights on wgmma: B K-major, gathered from x in place (TF32 wgmma reads only K-major operands)
+    "wgt-t128-s3": {**WGT, "STAGES": 3, "*tile": (128, 128, 2, 1)},
+    "wgt-t128-s3-split2x": {**WGT, "STAGES": 3, "*tile": (128, 128, 2, 1), "*split_scale": 2},
+    "wgt-t128-s3-splithalf": {**WGT, "STAGES": 3, "*tile": (128, 128, 2, 1), "*split_scale": 0.5},
+    "wgt-t128x64-s4": {**WGT, "STAGES": 4, "*tile": (128, 64, 2, 1)},
+    "wgt-t64x128-s4": {**WGT, "STAGES": 4, "*tile": (64, 128, 1, 1)},
+    "tx-off": {"TRANSFORM_X": False, "*directions": "W"},
     "col2im-before": {"*module": {"COL2IM_CHANNELS": 0}, "*directions": "B"},
     "col2im-t64": {"*tile": (64, 128, 2, 2), "*directions": "B"},
     "col2im-t128x64": {"*tile": (128, 64, 2, 2), "*directions": "B"},
@@ -323,7 +332,7 @@ def run_row(handle, row: dict, built: dict, iters: int, deadline: float) -> dict
         out["cudnn_ms"] = cudnn_ms(problem, t, iters)
     except Exception as exc:  # noqa: BLE001
         out["cudnn_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
-    exact, limit = bound(problem, t)
+    exact, *limits = bound(problem, t)
     for v in row["variants"]:
         entry = {k: v[k] for k in v}
         out["variants"].append(entry)
@@ -337,6 +346,7 @@ def run_row(handle, row: dict, built: dict, iters: int, deadline: float) -> dict
         if errors:
             entry["build_error"] = log_head(errors[0])
             continue
+        limit = limit_for(problem, v["params"], limits)
         try:
             got, call = run_once(handle, problem, v["params"], t, bufs)
             got64 = got.astype(np.float64)

@@ -143,8 +143,8 @@
 #if WGMMA && DIRECTION != 4 && (!CHANNEL_BLOCKS || !TRANSFORM_W || !TRANSFORM_X || !VECTOR_A || !CP_ASYNC || LDMATRIX)
 #error "WGMMA: forward / backward-data with CHANNEL_BLOCKS, TRANSFORM_W, TRANSFORM_X, VECTOR_A, CP_ASYNC, no LDMATRIX"
 #endif
-#if WGMMA && DIRECTION == 4 && (!MIOPY_HALF || !TRANSFORM_X || !VECTOR_A || !CP_ASYNC || LDMATRIX)
-#error "WGMMA: backward-weights with fp16 data, TRANSFORM_X, VECTOR_A, CP_ASYNC, no LDMATRIX"
+#if WGMMA && DIRECTION == 4 && (!CP_ASYNC || LDMATRIX || (MIOPY_HALF ? !TRANSFORM_X || !VECTOR_A : TRANSFORM_X))
+#error "WGMMA: backward-weights with CP_ASYNC, no LDMATRIX; fp16 with TRANSFORM_X and VECTOR_A, TF32 without TRANSFORM_X"
 #endif
 #if WGMMA && (WARPS_N != 1 || M_BLK != 16 * WARPS_M || M_BLK % 64)
 #error "WGMMA: warpgroups of four warps own 64 rows each (WARPS_M = M_BLK / 16, WARPS_N = 1)"
@@ -284,7 +284,7 @@ typedef uint raw_t;          /* TF32 bits */
 #define SW_AT(kk, r) SWIZZLED(kk, r, K_BLK, SW_ROW)
 #define A_AT(kk, m) SW_AT(kk, m)
 #define A_TILE (M_BLK * K_BLK)
-#if DIRECTION == 4
+#if DIRECTION == 4 && TRANSFORM_X
 /* backward-weights (fp16): B's vectors run along the columns, so B is MN-major for wgmma's transposed B: blocks
  * of B_MN columns (rows of BN_ROW = 2 x B_MN bytes, 128 at most: a swizzle mode), each K_BLK rows deep; a
  * descriptor's leading byte offset steps from block to block, its stride byte offset by 8 rows (see b_desc) */
@@ -977,12 +977,17 @@ inline void stage(__local raw_t* a_tile, __local raw_t* b_tile, const a_reg_t* a
 }
 
 /* Fragments of operands copied by cp.async hold fp32 bits: rounded to TF32 as they are read (as to_raw does
- * on the register path), except A from the weight copy, which transform_weights rounded already. */
+ * on the register path), except A from the weight copy, which transform_weights rounded already. WGMMA (TF32
+ * backward-weights) reads such fp32 bits from local memory as the hardware does, dropping the low 13
+ * (truncation; rounding them in place first cost 27-35%, docs/tensor_cores.md): so does its emulation. */
 #define A_CONVERT (A_ASYNC && !MIOPY_HALF && !TRANSFORM_W)
 #define B_CONVERT (B_ASYNC && !MIOPY_HALF && !TRANSFORM_X)
-#if A_CONVERT || B_CONVERT
+#if (A_CONVERT || B_CONVERT) && WGMMA
+inline uint tf32_bits(uint v) { return v & 0xffffe000u; }
+#elif A_CONVERT || B_CONVERT
 inline uint tf32_bits(uint v) { return to_raw(as_float(v)); }
 #endif
+
 
 /* -- the mma and its fragments -------------------------------------------------------------------------
  * Lane = 4 * gid + tig. TF32 m16n8k8: a0 (row gid, k tig), a1 (gid+8, tig), a2 (gid, tig+4), a3 (gid+8,
@@ -1108,7 +1113,7 @@ inline ulong sw_desc(__local const raw_t* p)
     return (ulong)((local_address(p) & 0x3FFFFu) >> 4) | (1ul << 16) | ((ulong)(8 * SW_ROW >> 4) << 32)
            | ((ulong)SW_MODE(SW_ROW) << 62);
 }
-#if DIRECTION == 4
+#if DIRECTION == 4 && TRANSFORM_X
 /* B MN-major (see B_AT): leading byte offset from one block of B_MN columns to the next, stride byte offset from 8
  * rows to the next 8; a slice's k rows kb.. start kb rows into the first block */
 inline ulong b_desc(__local const raw_t* b_tile, int kb)

@@ -58,12 +58,15 @@ def host_tensors(problem: ConvProblem, seed: int) -> dict[str, np.ndarray]:
     return {r: rng.standard_normal(d.dims).astype(d.dtype.numpy) for r, d in problem.tensors().items()}
 
 
-def check_within_bound(problem: ConvProblem, t: dict[str, np.ndarray], got: np.ndarray) -> float:
-    """Assert got is within the format's elementwise bound of the float64 result; returns the worst fraction."""
+def check_within_bound(problem: ConvProblem, t: dict[str, np.ndarray], got: np.ndarray, params=None) -> float:
+    """Assert got is within the format's elementwise bound of the float64 result (TF32 operands truncated where
+    params say so); returns the worst fraction."""
     exact = reference.solve(problem, {r: a.astype(np.float64) for r, a in t.items()})
     magnitude = reference.solve(problem, {r: np.abs(a).astype(np.float64) for r, a in t.items()})
     half = problem.dtype is DataType.FLOAT16
     u_in, u_out = (0.0, 2.0**-11) if half else (2.0**-11, 0.0)
+    if params is not None and SOLVER.truncates_tf32(problem, params):
+        u_in = 2.0**-10
     terms = problem.reduction_length()
     limit = ((1 + u_out) * (2 * u_in + u_in**2 + (terms + 2) * 2.0**-23) * magnitude + u_out * np.abs(exact)
              + (2.0**-24 if half else 0.0))
@@ -321,10 +324,11 @@ def test_pruned_search_space_with_wgmma_is_the_filtered_grid(monkeypatch):
              "WARPS_N": (1,), "SPLIT": (1,), "VECTOR_B": (0,), "PAD_DY": (False,), "COL2IM": (False,)}
     monkeypatch.setattr(ConvImplicitGemmMma, "grid", small)
     solver = ConvImplicitGemmMma()
-    for direction in (Direction.FORWARD, Direction.BACKWARD_DATA):
-        problem = problem_of(direction, (2, 64, 8, 8, 64, 3, 3, 1, 1, 1, 1))
-        full = list(Solver.search_space(solver, problem, HOPPER))
-        assert list(solver.search_space(problem, HOPPER)) == full and any(p["WGMMA"] for p in full)
+    for direction in Direction:
+        for dtype in DTYPES:
+            problem = problem_of(direction, (8, 64, 8, 8, 64, 3, 3, 1, 1, 1, 1), dtype)
+            full = list(Solver.search_space(solver, problem, HOPPER))
+            assert list(solver.search_space(problem, HOPPER)) == full and any(p["WGMMA"] for p in full)
 
 
 # -- the kernels' layout and index mapping, emulated (any OpenCL device) -----------------------------------
@@ -380,9 +384,9 @@ def test_emulated_wgmma_layout_matches_float64_within_the_format_bound(handle, d
     check_within_bound(problem, t, got)
 
 
-def wgmma_w_cfg(m_blk, n_blk, k_blk=32, stages=3, split=1, pad_dy=False) -> dict:
-    return cfg(m_blk, n_blk, m_blk // 64, 1, stages, False, split=split, vector=True, k_blk=k_blk, cp_async=True,
-               transform_x=True, pad_dy=pad_dy, wgmma=True)
+def wgmma_w_cfg(m_blk, n_blk, k_blk=32, stages=3, split=1, pad_dy=False, tf32=False, vector=True) -> dict:
+    return cfg(m_blk, n_blk, m_blk // 64, 1, stages, False, split=split, vector=vector, k_blk=k_blk, cp_async=True,
+               transform_x=not tf32, pad_dy=pad_dy, wgmma=True)
 
 
 # fp16 backward-weights: B MN-major (blocks of 64 columns in the 128-byte mode, 32 in the 64-byte one), A (dy) K-major;
@@ -395,13 +399,24 @@ EMULATED_WGMMA_W = [
 ]
 
 
-@pytest.mark.parametrize("shape,params", EMULATED_WGMMA_W, ids=[str(i) for i in range(len(EMULATED_WGMMA_W))])
-def test_emulated_wgmma_backward_weights_matches_float64_within_the_format_bound(handle, shape, params):
-    problem = problem_of(Direction.BACKWARD_WEIGHTS, shape, DataType.FLOAT16)
+# TF32 backward-weights: B K-major, gathered from x in place (no channel-fastest copy), A by 16- or 4-byte copies
+EMULATED_WGMMA_W_TF32 = [
+    ((8, 16, 8, 8, 64, 3, 3, 1, 1, 1, 1), wgmma_w_cfg(64, 128, k_blk=16, stages=3, split=2, tf32=True)),
+    ((2, 16, 7, 9, 72, 3, 3, 1, (1, 2), 1, 1), wgmma_w_cfg(128, 64, k_blk=32, stages=2, tf32=True, vector=False)),
+]
+
+
+@pytest.mark.parametrize("shape,params,dtype",
+                         [(s, p, DataType.FLOAT16) for s, p in EMULATED_WGMMA_W]
+                         + [(s, p, DataType.FLOAT32) for s, p in EMULATED_WGMMA_W_TF32],
+                         ids=[f"fp16-{i}" for i in range(len(EMULATED_WGMMA_W))]
+                         + [f"tf32-{i}" for i in range(len(EMULATED_WGMMA_W_TF32))])
+def test_emulated_wgmma_backward_weights_matches_float64_within_the_format_bound(handle, shape, params, dtype):
+    problem = problem_of(Direction.BACKWARD_WEIGHTS, shape, dtype)
     assert SOLVER.invalid_reason(problem, params, HOPPER) is None, SOLVER.invalid_reason(problem, params, HOPPER)
     t = host_tensors(problem, seed=5)
     got = run_solution(handle, emulated(SOLVER.solution(problem, params)), problem, t)
-    check_within_bound(problem, t, got)
+    check_within_bound(problem, t, got, params)
 
 
 def test_wgmma_defaults_where_the_h100_measured_them_faster():
@@ -440,10 +455,26 @@ def test_wgmma_backward_weights_defaults_where_the_h100_measured_them_faster():
     vgg2 = problem_of(Direction.BACKWARD_WEIGHTS, (32, 64, 224, 224, 64, 3, 3, 1, 1, 1, 1), DataType.FLOAT16)
     got = SOLVER.default_params(vgg2, HOPPER)
     assert got["WGMMA"] and not got["PAD_DY"] and (got["M_BLK"], got["N_BLK"], got["SPLIT"]) == (64, 128, 128)
-    for other in (problem_of(Direction.BACKWARD_WEIGHTS, (128, 256, 13, 13, 384, 3, 3, 1, 1, 1, 1)),
-                  problem_of(Direction.BACKWARD_WEIGHTS, (32, 256, 56, 56, 256, 1, 1, 0, 1, 1, 1), DataType.FLOAT16),
-                  problem_of(Direction.BACKWARD_WEIGHTS, (5, 384, 13, 13, 256, 3, 3, 1, 1, 1, 1), DataType.FLOAT16)):
+    for other in (problem_of(Direction.BACKWARD_WEIGHTS, (32, 256, 56, 56, 256, 1, 1, 0, 1, 1, 1), DataType.FLOAT16),
+                  problem_of(Direction.BACKWARD_WEIGHTS, (5, 384, 13, 13, 256, 3, 3, 1, 1, 1, 1), DataType.FLOAT16),
+                  problem_of(Direction.BACKWARD_WEIGHTS, (5, 384, 13, 13, 256, 3, 3, 1, 1, 1, 1)),
+                  problem_of(Direction.BACKWARD_WEIGHTS, (32, 3, 224, 224, 64, 7, 7, 3, 2, 1, 1))):
         assert not SOLVER.default_params(other, HOPPER)["WGMMA"]
+
+
+def test_wgmma_tf32_backward_weights_gathers_b_in_place_and_truncates():
+    """TF32 backward-weights over enough terms and outputs takes WGMMA without the channel-fastest copy (its B would
+    be MN-major, which TF32 wgmma cannot read), 16-deep slices, and its error bound is truncation's."""
+    alexnet2 = problem_of(Direction.BACKWARD_WEIGHTS, (128, 96, 27, 27, 256, 5, 5, 2, 1, 1, 1))
+    got = SOLVER.default_params(alexnet2, HOPPER)
+    assert got["WGMMA"] and not got["TRANSFORM_X"] and (got["M_BLK"], got["N_BLK"], got["K_BLK"], got["STAGES"]) == \
+        (128, 128, 16, 3)
+    assert SOLVER.truncates_tf32(alexnet2, got) and not SOLVER.truncates_tf32(alexnet2, {**got, "WGMMA": False})
+    fp16 = problem_of(Direction.BACKWARD_WEIGHTS, (128, 96, 27, 27, 256, 5, 5, 2, 1, 1, 1), DataType.FLOAT16)
+    assert not SOLVER.truncates_tf32(fp16, SOLVER.default_params(fp16, HOPPER))
+    forward = problem_of(Direction.FORWARD, (32, 256, 56, 56, 256, 3, 3, 1, 1, 1, 1))
+    point = SOLVER.default_params(forward, HOPPER)
+    assert point["WGMMA"] and not SOLVER.truncates_tf32(forward, point)   # its copies round x and w
 
 
 def test_wgmma_points_say_why():
@@ -455,7 +486,8 @@ def test_wgmma_points_say_why():
     assert "N_BLK in" in SOLVER.invalid_reason(problem, {**point, "N_BLK": 16}, HOPPER)
     assert "swizzle" in SOLVER.invalid_reason(problem, {**point, "K_BLK": 64, "STAGES": 2}, HOPPER)
     wgrad = problem_of(Direction.BACKWARD_WEIGHTS, (32, 256, 56, 56, 256, 3, 3, 1, 1, 1, 1))
-    assert "fp16 data only" in SOLVER.invalid_reason(wgrad, {**wgmma_w_cfg(128, 128), "SPLIT": 4}, HOPPER)
+    assert "without TRANSFORM_X" in SOLVER.invalid_reason(wgrad, {**wgmma_w_cfg(128, 128), "SPLIT": 4}, HOPPER)
+    assert SOLVER.invalid_reason(wgrad, {**wgmma_w_cfg(128, 128, k_blk=16, tf32=True), "SPLIT": 4}, HOPPER) is None
     wgrad = problem_of(Direction.BACKWARD_WEIGHTS, (32, 256, 56, 56, 256, 3, 3, 1, 1, 1, 1), DataType.FLOAT16)
     assert SOLVER.invalid_reason(wgrad, {**wgmma_w_cfg(128, 128), "SPLIT": 4}, HOPPER) is None
     assert "TRANSFORM_X" in SOLVER.invalid_reason(wgrad, {**wgmma_w_cfg(128, 128), "TRANSFORM_X": False}, HOPPER)
@@ -999,7 +1031,7 @@ def test_tensor_cores_match_float64_within_the_format_bound(handle, direction, d
         points += [p for p in copied if SOLVER.is_valid(problem, p, handle.info)]
         t = host_tensors(problem, seed=i)
         for params in points:
-            check_within_bound(problem, t, run_solution(handle, SOLVER.solution(problem, params), problem, t))
+            check_within_bound(problem, t, run_solution(handle, SOLVER.solution(problem, params), problem, t), params)
 
 
 def test_tf32_find_ranks_tensor_cores_first_and_strict_never_offers_them(handle):

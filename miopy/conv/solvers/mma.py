@@ -236,8 +236,7 @@ class ConvImplicitGemmMma(ConvSolver):
         values["VECTOR_B"] = tuple(v for v in values["VECTOR_B"] if not v or _vector_b_fits(problem, v))
         if CP_ASYNC_PROBE not in dev.ptx_mma:
             values["CP_ASYNC"], values["STAGES"] = (False,), (1, 2)
-        if WGMMA_PROBE not in dev.ptx_mma or problem.direction is Direction.BACKWARD_WEIGHTS \
-                and problem.dtype is not DataType.FLOAT16:
+        if WGMMA_PROBE not in dev.ptx_mma:
             values["WGMMA"] = (False,)
         names = list(values)
         for point in itertools.product(*values.values()):
@@ -251,7 +250,8 @@ class ConvImplicitGemmMma(ConvSolver):
                 continue
             if params["TRANSFORM_X"] and params["VECTOR_B"]:
                 continue
-            if params["WGMMA"] and (params["LDMATRIX"] or params["WARPS_N"] > 1 or not params["TRANSFORM_X"]):
+            if params["WGMMA"] and (params["LDMATRIX"] or params["WARPS_N"] > 1 or not params["TRANSFORM_X"]
+                                    and problem.direction is not Direction.BACKWARD_WEIGHTS):
                 continue
             if self.is_valid(problem, params, dev):
                 yield params
@@ -268,6 +268,14 @@ class ConvImplicitGemmMma(ConvSolver):
             return dict(SMALLEST)
         best = max(valid, key=lambda c: _score(problem, c, dev))
         return _hopper(problem, _copied(problem, _narrow(problem, _pipelined(problem, best, dev), dev), dev), dev)
+
+    @staticmethod
+    def truncates_tf32(problem: ConvProblem, params: Params) -> bool:
+        """Whether params' kernel hands fp32 operands to the tensor cores unrounded, so they are truncated to TF32
+        (WGMMA in TF32 backward-weights: cp.async copies dy and x straight into local memory, where wgmma reads
+        them; see docs/tensor_cores.md, Accuracy): their error bound has u_in = 2^-10, not 2^-11."""
+        return bool(params.get("WGMMA")) and problem.dtype is DataType.FLOAT32 \
+            and problem.direction is Direction.BACKWARD_WEIGHTS
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
         """Room for the transformed weights (TRANSFORM_W) and, where the problem allows TRANSFORM_X, the
@@ -655,9 +663,11 @@ def _wgmma_reason(problem: ConvProblem, params: Params, dev: DeviceInfo) -> str 
     if WGMMA_PROBE not in dev.ptx_mma:
         return "WGMMA needs Hopper's wgmma (the device's probe through miopy.ptx_patch failed, or it is not NVIDIA's)"
     wgrad = problem.direction is Direction.BACKWARD_WEIGHTS
-    if wgrad and problem.dtype is not DataType.FLOAT16:
-        return "WGMMA: backward-weights with fp16 data only (its B is MN-major; wgmma transposes only 16-bit types)"
-    needed = ("TRANSFORM_X", "VECTOR_A", "CP_ASYNC") if wgrad else \
+    half = problem.dtype is DataType.FLOAT16
+    if wgrad and not half and params["TRANSFORM_X"]:
+        return ("WGMMA: TF32 backward-weights without TRANSFORM_X (the copy's B is MN-major; wgmma transposes only "
+                "16-bit types)")
+    needed = (("TRANSFORM_X", "VECTOR_A", "CP_ASYNC") if half else ("CP_ASYNC",)) if wgrad else \
         ("CHANNEL_BLOCKS", "TRANSFORM_W", "TRANSFORM_X", "VECTOR_A", "CP_ASYNC")
     if not all(params[name] for name in needed) or params["LDMATRIX"]:
         return f"WGMMA needs {', '.join(needed)} and no LDMATRIX"
@@ -942,10 +952,13 @@ WGMMA_DEEP = 2304            # ... 128x128 in 3 stages over inner dimensions thi
 # what WGMMA points set besides the tile (its requirements, _wgmma_reason, and one split)
 WGMMA_PARAMS = {"WGMMA": True, "WARPS_N": 1, "SPLIT": 1, "CHANNEL_BLOCKS": True, "TRANSFORM_W": True,
                 "TRANSFORM_X": True, "VECTOR_A": True, "CP_ASYNC": True, "LDMATRIX": False, "VECTOR_B": 0}
-WGMMA_W = True                # fp16 backward-weights on WGMMA by default (see _hopper_wgrad),
-WGMMA_W_PAD_MIN_TERMS = 4096    # ... over planes that need dy's padded copy where N*P*Q is this large;
-WGMMA_W_SLICE_US = (0.78, 0.42)   # ... its time model (_wgmma_w_us): a 32-deep slice of a work-group, alone on its
-WGMMA_W_CHUNK_SLICES = 12         # compute unit or beside others; slices' worth of time per work-group;
+WGMMA_W = True                # backward-weights on WGMMA by default (see _hopper_wgrad),
+WGMMA_W_PAD_MIN_TERMS = 4096    # ... fp16 over planes that need dy's padded copy where N*P*Q is this large;
+WGMMA_W_TF32_MIN_TERMS = 6272    # ... TF32 where N*P*Q is this large (ResNet-50's 14x14 stage at N=32)
+WGMMA_W_TF32_MIN_OUTPUTS = 32768   # ... and the weight gradient has this many elements per group
+# its time model (_wgmma_w_us): a slice's microseconds, the work-group alone on its compute unit or beside others
+WGMMA_W_SLICE_US = {DataType.FLOAT16: (0.78, 0.42), DataType.FLOAT32: (0.60, 0.44)}
+WGMMA_W_CHUNK_SLICES = {DataType.FLOAT16: 12, DataType.FLOAT32: 14}   # slices' worth of time per work-group
 WGMMA_W_PARTIAL_GBS = 1500        # GB/s writing and summing the split's partials; the sum's launch
 WGMMA_W_REDUCE_US = 3
 # ... in fp16 backward-weights (B MN-major: no weight copy or channel blocks there; the split stays the caller's)
@@ -985,40 +998,58 @@ def _hopper(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
 
 
 def _hopper_wgrad(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
-    """fp16 backward-weights on WGMMA where _copied chose the channel-fastest copy: 128x128 tiles (64x128 where K/G <=
-    64) in 3 stages of 32-deep slices; dy's padded copy where its planes are not a multiple of 8 elements (PAD_DY,
-    where N*P*Q >= WGMMA_W_PAD_MIN_TERMS: below, Boda's 980-term layers ran 1.5-2.6x slower than mma.sync); the
-    split _wgmma_w_us finds fastest. On an H100 (h100-mma-variants-wgmma-w.json: AlexNet conv2-5 and VGG-16 conv2-9
-    at the layer sets' batch, WGMMA tiles with the mma.sync default's split 0.65-0.84x of its time;
-    -wgmma-w-rule.json and -wgmma-w-split.json: the four layer sets, other splits)."""
+    """Backward-weights on WGMMA: 128x128 tiles in 3 stages (64x128 where K/G <= 64: 3 stages fp16, 4 TF32), the
+    split _wgmma_w_us finds fastest.
+    - fp16 where _copied chose the channel-fastest copy (B MN-major): 32-deep slices; dy's padded copy where its
+      planes are not a multiple of 8 elements (PAD_DY), where N*P*Q >= WGMMA_W_PAD_MIN_TERMS (below, Boda's 980-term
+      layers ran 1.5-2.6x slower than mma.sync). h100-mma-variants-wgmma-w.json (AlexNet conv2-5 and VGG-16 conv2-9
+      at the layer sets' batch: WGMMA with the mma.sync default's split 0.65-0.84x of its time), -wgmma-w-rule.json
+      and -wgmma-w-split.json (the four layer sets, other splits).
+    - TF32 over at least WGMMA_W_TF32_MIN_TERMS terms and WGMMA_W_TF32_MIN_OUTPUTS outputs: B K-major, gathered
+      from x in place (TF32 wgmma reads no MN-major operand), 16-deep slices; dy and x reach the tensor cores
+      truncated to TF32 (truncates_tf32). h100-mma-variants-wgmma-w-tf32.json (AlexNet, VGG-16, ResNet-50): the
+      best WGMMA split ran 0.59-0.85x of the mma.sync default on AlexNet, VGG-16 and ResNet-50's 3x3 and 1x1 layers
+      but a few small 1x1 ones (0.87-1.01x); Boda's layers at N=5 (N*P*Q 245-3920 or few outputs) ran up to 2x
+      slower with it (-wgmma-w-tf32-rounded.json, where the slices were still rounded in place)."""
     p = problem
+    half = p.dtype is DataType.FLOAT16
     odd = pad_dy_fits(p)
-    if not WGMMA_W or WGMMA_PROBE not in dev.ptx_mma or p.dtype is not DataType.FLOAT16 \
-            or not params["TRANSFORM_X"] or odd and p.n * p.out_h * p.out_w < WGMMA_W_PAD_MIN_TERMS:
+    if not WGMMA_W or WGMMA_PROBE not in dev.ptx_mma:
         return params
-    tile = dict(WGMMA_TILES["narrow" if gemm_shape(p).m <= 64 else "deep"], K_BLK=32, STAGES=3, PAD_DY=odd)
+    if half and (not params["TRANSFORM_X"] or odd and p.n * p.out_h * p.out_w < WGMMA_W_PAD_MIN_TERMS):
+        return params
+    shape = gemm_shape(p)
+    if not half and (p.n * p.out_h * p.out_w < WGMMA_W_TF32_MIN_TERMS or shape.m * shape.n < WGMMA_W_TF32_MIN_OUTPUTS):
+        return params
+    narrow = shape.m <= 64
+    tile = dict(WGMMA_TILES["narrow" if narrow else "deep"], K_BLK=32 if half else 16)
+    tile.update({"STAGES": 3, "PAD_DY": odd} if half else {"TRANSFORM_X": False, "PAD_DY": False})
+    if half or not narrow:
+        tile["STAGES"] = 3
     splits = [s for s in ConvImplicitGemmMma.grid["SPLIT"] if s <= split_limit(p)]
     solver = ConvImplicitGemmMma()
     for split in sorted(splits, key=lambda s: _wgmma_w_us(p, dict(tile, SPLIT=s), dev)):
-        trial = dict(params, **WGMMA_W_PARAMS, **dict(tile, SPLIT=split))
-        if solver.is_valid(p, trial, dev):
-            return trial
+        for vector in (True, False):
+            trial = {**params, **WGMMA_W_PARAMS, **tile, "SPLIT": split, "VECTOR_A": vector}
+            if solver.is_valid(p, trial, dev):
+                return trial
     return params
 
 
 def _wgmma_w_us(problem: ConvProblem, params: Params, dev: DeviceInfo) -> float:
-    """A WGMMA backward-weights kernel's time in microseconds as a function of its split, fitted on an H100 (the 67
-    timings of 28 layers in the three result files of _hopper_wgrad; it picks the fastest measured split on 26, on the
-    other two one 2% and 7% slower): the compute unit with the most work-groups runs them two at a time (one alone
-    is slower, WGMMA_W_SLICE_US), each over its chunk's 32-deep slices plus WGMMA_W_CHUNK_SLICES (pipeline fill,
-    epilogue);
-    then the split's fp32 partials are written and summed (WGMMA_W_PARTIAL_GBS, WGMMA_W_REDUCE_US)."""
+    """A WGMMA backward-weights kernel's time in microseconds as a function of its split, fitted on an H100 per data
+    type (fp16: 67 timings of 28 layers in the three fp16 result files of _hopper_wgrad, the fastest measured split on
+    26, on the other two one 2% and 7% slower; TF32: 88 of 34 layers, the fastest on 29, on the others 0-3% slower):
+    the compute unit with the most work-groups runs them two at a time (one alone is slower: WGMMA_W_SLICE_US, a
+    slice of K_BLK terms), each over its chunk's slices plus WGMMA_W_CHUNK_SLICES (pipeline fill, epilogue); then
+    the split's fp32 partials are written and summed (WGMMA_W_PARTIAL_GBS, WGMMA_W_REDUCE_US)."""
     shape = gemm_shape(problem)
     split = params["SPLIT"]
     groups = -(-shape.m // params["M_BLK"]) * column_tiles(problem, params["N_BLK"]) * problem.groups * split
     per_cu = -(-groups // dev.compute_units)
-    slices = wgrad_terms(problem, params) / split / 32
-    us = per_cu * (slices + WGMMA_W_CHUNK_SLICES) * WGMMA_W_SLICE_US[min(per_cu, 2) - 1]
+    slices = wgrad_terms(problem, params) / split / params["K_BLK"]
+    alone, shared = WGMMA_W_SLICE_US[problem.dtype]
+    us = per_cu * (slices + WGMMA_W_CHUNK_SLICES[problem.dtype]) * (alone if per_cu == 1 else shared)
     if split > 1:
         us += split * shape.m * shape.n * problem.groups * 8 / (WGMMA_W_PARTIAL_GBS * 1e3) + WGMMA_W_REDUCE_US
     return us
