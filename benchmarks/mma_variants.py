@@ -155,6 +155,9 @@ VARIANTS = {
     "wg-t256x128": {**WG, "STAGES": 2, "*tile": (256, 128, 4, 1)},
     "wg-t128x64-s4": {**WG, "STAGES": 4, "*tile": (128, 64, 2, 1)},
     "wg-t64x128-s4": {**WG, "STAGES": 4, "*tile": (64, 128, 1, 1)},
+    "wg-t128-s3-splitk2": {**WG, "STAGES": 3, "SPLIT": 2, "*tile": (128, 128, 2, 1)},
+    "wg-t128-s3-splitk4": {**WG, "STAGES": 3, "SPLIT": 4, "*tile": (128, 128, 2, 1)},
+    "wg-t128x64-s4-splitk2": {**WG, "STAGES": 4, "SPLIT": 2, "*tile": (128, 64, 2, 1)},
     # fp16 backward-weights on wgmma (B MN-major, wgmma's transposed B), the default's split ("*pad_odd": dy's padded
     # copy over odd planes)
     "wgw-t128-s3": {**WGW, "STAGES": 3, "*tile": (128, 128, 2, 1)},

@@ -462,6 +462,18 @@ def test_wgmma_backward_weights_defaults_where_the_h100_measured_them_faster():
         assert not SOLVER.default_params(other, HOPPER)["WGMMA"]
 
 
+def test_wgmma_backward_data_of_strided_1x1_filters():
+    """Backward-data of 1x1 filters at stride 2 takes WGMMA 64x128 tiles in 4 stages whatever its width (ResNet-50's
+    downsampling layers); at stride 1 and without the wgmma probe it keeps mma.sync."""
+    for dtype in DTYPES:
+        strided = problem_of(Direction.BACKWARD_DATA, (32, 1024, 14, 14, 2048, 1, 1, 0, 2, 1, 1), dtype)
+        got = SOLVER.default_params(strided, HOPPER)
+        assert got["WGMMA"] and (got["M_BLK"], got["N_BLK"], got["STAGES"]) == (64, 128, 4)
+        assert not SOLVER.default_params(strided, H100)["WGMMA"]
+        plain = problem_of(Direction.BACKWARD_DATA, (32, 1024, 14, 14, 2048, 1, 1, 0, 1, 1, 1), dtype)
+        assert not SOLVER.default_params(plain, HOPPER)["WGMMA"]
+
+
 def test_wgmma_tf32_backward_weights_gathers_b_in_place_and_truncates():
     """TF32 backward-weights over enough terms and outputs takes WGMMA without the channel-fastest copy (its B would
     be MN-major, which TF32 wgmma cannot read), 16-deep slices, and its error bound is truncation's."""

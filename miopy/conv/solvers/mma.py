@@ -977,11 +977,18 @@ def _hopper(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
     WGMMA_DEEP (VGG-16 conv6-8, AlexNet conv2: 0.67-0.83x), 128x64 in 4 over shorter ones (VGG-16 conv3-5: 0.71-0.89x
     fp16, 0.89-1.06x TF32, where 128x128 ran 1.0-1.33x); else 64x128 in 4 (AlexNet's 13x13 layers, ResNet-50's 28x28
     and 14x14 3x3 layers, VGG-16 conv2: 0.61-0.97x). Exceptions measured near even: ResNet-50's stride-2 28x28 3x3
-    (mma.sync 0.94-0.96x of it) and Boda's b42 at N=5 fp16 (0.90x). 1x1 layers and small GEMMs are not measured and
-    keep mma.sync."""
+    (mma.sync 0.94-0.96x of it) and Boda's b42 at N=5 fp16 (0.90x). Backward-data of 1x1 filters at stride > 1
+    takes 64x128 in 4 whatever its width: ResNet-50's three downsampling 1x1 layers 0.59-0.86x, but l3.down fp16
+    1.20x (h100-mma-variants-wgmma-b-strided.json). Other 1x1 layers and small GEMMs
+    are not measured and keep mma.sync."""
     p, shape = problem, gemm_shape(problem)
     if p.direction is Direction.BACKWARD_WEIGHTS:
         return _hopper_wgrad(problem, params, dev)
+    if WGMMA_PROBE in dev.ptx_mma and p.direction is Direction.BACKWARD_DATA and p.r * p.s == 1 \
+            and (p.stride_h > 1 or p.stride_w > 1) and not params["COL2IM"]:
+        k_blk = 32 if p.dtype is DataType.FLOAT16 else 16
+        trial = dict(params, **WGMMA_PARAMS, **WGMMA_TILES["narrow"], K_BLK=k_blk)
+        return trial if ConvImplicitGemmMma().is_valid(p, trial, dev) else params
     if WGMMA_PROBE not in dev.ptx_mma or p.r * p.s == 1 \
             or params["COL2IM"] or shape.n // phases(p) < WGMMA_MIN_COLUMNS:
         return params
