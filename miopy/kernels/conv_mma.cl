@@ -80,15 +80,17 @@
  *                    [m][col] at PARTIAL_OFFSET in the workspace (y is not written) for col2im to gather: the
  *                    COL2IM mode of the solver, whose problem here is the 1x1 forward GEMM over dy (see mma.py)
  *   WGMMA            1 (Hopper; forward / backward-data with CHANNEL_BLOCKS, TRANSFORM_W, TRANSFORM_X, VECTOR_A,
- *                    CP_ASYNC; backward-weights with fp16 data, TRANSFORM_X, VECTOR_A, CP_ASYNC): the multiply is
+ *                    CP_ASYNC; backward-weights with CP_ASYNC, fp16 with TRANSFORM_X and VECTOR_A, TF32 without
+ *                    TRANSFORM_X, its operands then truncated to TF32, see tf32_bits): the multiply is
  *                    Hopper's wgmma.mma_async, m64nN_BLK per warpgroup of four warps over its 64 rows of the tile,
  *                    reading both operands from local memory through descriptors (no ldmatrix, no fragments in
  *                    registers), written as PTX comments that miopy.ptx_patch makes live (the OpenCL compiler's
  *                    target, sm_90, refuses them). WARPS_M = M_BLK / 16 (warp w owns rows 16w.. as an mma.sync warp
  *                    of WARP_M 16 would: the epilogue is unchanged), WARPS_N = 1. A's tiles (and B's forward /
  *                    backward-data) are K-major rows of K_BLK elements, unpadded, swizzled as wgmma's 32-, 64- or
- *                    128-byte modes read them (SW_AT); backward-weights' B, whose vectors run along the columns, is
- *                    MN-major in blocks of 64 columns (B_AT) and read by wgmma's transposed B (16-bit types only).
+ *                    128-byte modes read them (SW_AT); backward-weights' B from the channel-fastest copy, whose
+ *                    vectors run along the columns, is MN-major in blocks of 64 columns (B_AT) and read by wgmma's
+ *                    transposed B (16-bit types only).
  *                    A step's wgmmas are waited for before its barrier. With MMA_EMULATE the same layout runs
  *                    through the emulated mma.sync (tests).
  *   MIOPY_HALF       0 fp32 data with TF32 mma, 1 fp16 data with f16 mma
@@ -979,7 +981,8 @@ inline void stage(__local raw_t* a_tile, __local raw_t* b_tile, const a_reg_t* a
 /* Fragments of operands copied by cp.async hold fp32 bits: rounded to TF32 as they are read (as to_raw does
  * on the register path), except A from the weight copy, which transform_weights rounded already. WGMMA (TF32
  * backward-weights) reads such fp32 bits from local memory as the hardware does, dropping the low 13
- * (truncation; rounding them in place first cost 27-35%, docs/tensor_cores.md): so does its emulation. */
+ * (truncation; rounding the landed slices in place cost 1.22x geomean, docs/tensor_cores.md, Accuracy): so does
+ * its emulation. */
 #define A_CONVERT (A_ASYNC && !MIOPY_HALF && !TRANSFORM_W)
 #define B_CONVERT (B_ASYNC && !MIOPY_HALF && !TRANSFORM_X)
 #if (A_CONVERT || B_CONVERT) && WGMMA
@@ -987,7 +990,6 @@ inline uint tf32_bits(uint v) { return v & 0xffffe000u; }
 #elif A_CONVERT || B_CONVERT
 inline uint tf32_bits(uint v) { return to_raw(as_float(v)); }
 #endif
-
 
 /* -- the mma and its fragments -------------------------------------------------------------------------
  * Lane = 4 * gid + tig. TF32 m16n8k8: a0 (row gid, k tig), a1 (gid+8, tig), a2 (gid, tig+4), a3 (gid+8,
@@ -1122,12 +1124,13 @@ inline ulong b_desc(__local const raw_t* b_tile, int kb)
            | ((ulong)(8 * BN_ROW >> 4) << 32) | ((ulong)SW_MODE(BN_ROW) << 62);
 }
 #define WGMMA_OP CAT(WGMMA_F16T_N, N_BLK)
-#elif MIOPY_HALF
-#define b_desc(b_tile, kb) sw_desc((b_tile) + (kb))
-#define WGMMA_OP CAT(WGMMA_F16_N, N_BLK)
 #else
 #define b_desc(b_tile, kb) sw_desc((b_tile) + (kb))
+#if MIOPY_HALF
+#define WGMMA_OP CAT(WGMMA_F16_N, N_BLK)
+#else
 #define WGMMA_OP CAT(WGMMA_TF32_N, N_BLK)
+#endif
 #endif
 #define WGMMA_HOLD CAT(WGMMA_HOLD_, N_BLK)
 /* The warpgroup's 64 rows (from wm, its first warp's) times the whole B tile: K_BLK / MMA_K wgmmas, waited for

@@ -179,9 +179,10 @@ class ConvImplicitGemmMma(ConvSolver):
                   "padded with zeros to one, so A is read as 16-byte vectors (and by cp.async) there too",
         "WGMMA": "Hopper's wgmma (through miopy.ptx_patch) instead of mma.sync, one m64nN_BLK per warpgroup of four "
                  "warps reading both operands from local memory; WARPS_M counts the warpgroups (M_BLK = 64 x "
-                 "WARPS_M), WARPS_N = 1; needs TRANSFORM_X, VECTOR_A, CP_ASYNC, no LDMATRIX, N_BLK in "
-                 f"{WGMMA_N} and the device's wgmma probe, and forward / backward-data CHANNEL_BLOCKS and "
-                 "TRANSFORM_W, backward-weights fp16 data (B is MN-major there: wgmma transposes it for fp16 only)",
+                 f"WARPS_M), WARPS_N = 1; needs CP_ASYNC, no LDMATRIX, N_BLK in {WGMMA_N} and the device's wgmma "
+                 "probe; forward / backward-data also CHANNEL_BLOCKS, TRANSFORM_W, TRANSFORM_X and VECTOR_A; "
+                 "backward-weights TRANSFORM_X and VECTOR_A with fp16 data (B MN-major: wgmma transposes 16-bit "
+                 "types only), no TRANSFORM_X with TF32 (B K-major, its operands truncated to TF32)",
         "COL2IM": "backward-data (one group, fewer than 16 input channels, a filter larger than 1x1) as a GEMM and "
                   "a gather: the column matrix "
                   "dcol = W^T dy (C*R*S x N*P*Q, fp32 in the workspace, within "
@@ -946,6 +947,7 @@ def _copied(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
     return trial if wanted and ConvImplicitGemmMma().is_valid(problem, trial, dev) else params
 
 
+WGMMA_ROW_BYTES = 64         # WGMMA defaults' slices: rows of 64 bytes (K_BLK 32 fp16, 16 TF32)
 WGMMA_MIN_COLUMNS = 4096     # forward / backward-data GEMMs this wide (and filters over 1x1) take WGMMA by default
 WGMMA_WIDE_TILES = 4         # ... on 128-row tiles where 128x128 ones make this many waves of compute units,
 WGMMA_DEEP = 2304            # ... 128x128 in 3 stages over inner dimensions this long, else 128x64 in 4
@@ -961,7 +963,7 @@ WGMMA_W_SLICE_US = {DataType.FLOAT16: (0.78, 0.42), DataType.FLOAT32: (0.60, 0.4
 WGMMA_W_CHUNK_SLICES = {DataType.FLOAT16: 12, DataType.FLOAT32: 14}   # slices' worth of time per work-group
 WGMMA_W_PARTIAL_GBS = 1500        # GB/s writing and summing the split's partials; the sum's launch
 WGMMA_W_REDUCE_US = 3
-# ... in fp16 backward-weights (B MN-major: no weight copy or channel blocks there; the split stays the caller's)
+# ... in backward-weights (no weight copy or channel blocks there; TF32 drops TRANSFORM_X; the split is chosen apart)
 WGMMA_W_PARAMS = {"WGMMA": True, "WARPS_N": 1, "TRANSFORM_X": True, "VECTOR_A": True, "CP_ASYNC": True,
                   "LDMATRIX": False, "VECTOR_B": 0}
 WGMMA_TILES = {"deep": {"M_BLK": 128, "N_BLK": 128, "WARPS_M": 2, "STAGES": 3},
@@ -982,21 +984,20 @@ def _hopper(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Params:
     1.20x (h100-mma-variants-wgmma-b-strided.json). Other 1x1 layers and small GEMMs
     are not measured and keep mma.sync."""
     p, shape = problem, gemm_shape(problem)
+    if WGMMA_PROBE not in dev.ptx_mma:
+        return params
     if p.direction is Direction.BACKWARD_WEIGHTS:
         return _hopper_wgrad(problem, params, dev)
-    if WGMMA_PROBE in dev.ptx_mma and p.direction is Direction.BACKWARD_DATA and p.r * p.s == 1 \
-            and (p.stride_h > 1 or p.stride_w > 1) and not params["COL2IM"]:
-        k_blk = 32 if p.dtype is DataType.FLOAT16 else 16
-        trial = dict(params, **WGMMA_PARAMS, **WGMMA_TILES["narrow"], K_BLK=k_blk)
-        return trial if ConvImplicitGemmMma().is_valid(p, trial, dev) else params
-    if WGMMA_PROBE not in dev.ptx_mma or p.r * p.s == 1 \
-            or params["COL2IM"] or shape.n // phases(p) < WGMMA_MIN_COLUMNS:
+    base = dict(params, **WGMMA_PARAMS, K_BLK=WGMMA_ROW_BYTES // p.dtype.itemsize)
+    solver = ConvImplicitGemmMma()
+    if p.direction is Direction.BACKWARD_DATA and p.r * p.s == 1 and (p.stride_h > 1 or p.stride_w > 1) \
+            and not params["COL2IM"]:
+        trial = dict(base, **WGMMA_TILES["narrow"])
+        return trial if solver.is_valid(p, trial, dev) else params
+    if p.r * p.s == 1 or params["COL2IM"] or shape.n // phases(p) < WGMMA_MIN_COLUMNS:
         return params
     wide = -(-shape.m // 128) * column_tiles(p, 128) * phases(p) * p.groups >= WGMMA_WIDE_TILES * dev.compute_units
     names = (("deep", "narrow") if shape.k >= WGMMA_DEEP else ("shallow", "narrow")) if wide else ("narrow",)
-    k_blk = 32 if p.dtype is DataType.FLOAT16 else 16
-    base = dict(params, **WGMMA_PARAMS, K_BLK=k_blk)
-    solver = ConvImplicitGemmMma()
     for name in names:
         trial = dict(base, **WGMMA_TILES[name])
         if solver.is_valid(p, trial, dev):
@@ -1018,19 +1019,17 @@ def _hopper_wgrad(problem: ConvProblem, params: Params, dev: DeviceInfo) -> Para
       best WGMMA split ran 0.59-0.85x of the mma.sync default on AlexNet, VGG-16 and ResNet-50's 3x3 and 1x1 layers
       but a few small 1x1 ones (0.87-1.01x); Boda's layers at N=5 (N*P*Q 245-3920 or few outputs) ran up to 2x
       slower with it (-wgmma-w-tf32-rounded.json, where the slices were still rounded in place)."""
-    p = problem
-    half = p.dtype is DataType.FLOAT16
-    odd = pad_dy_fits(p)
-    if not WGMMA_W or WGMMA_PROBE not in dev.ptx_mma:
+    p, shape = problem, gemm_shape(problem)
+    half, odd, terms = p.dtype is DataType.FLOAT16, pad_dy_fits(p), p.n * p.out_h * p.out_w   # odd: fp16 only
+    if not WGMMA_W:
         return params
-    if half and (not params["TRANSFORM_X"] or odd and p.n * p.out_h * p.out_w < WGMMA_W_PAD_MIN_TERMS):
+    if half and (not params["TRANSFORM_X"] or odd and terms < WGMMA_W_PAD_MIN_TERMS):
         return params
-    shape = gemm_shape(p)
-    if not half and (p.n * p.out_h * p.out_w < WGMMA_W_TF32_MIN_TERMS or shape.m * shape.n < WGMMA_W_TF32_MIN_OUTPUTS):
+    if not half and (terms < WGMMA_W_TF32_MIN_TERMS or shape.m * shape.n < WGMMA_W_TF32_MIN_OUTPUTS):
         return params
     narrow = shape.m <= 64
-    tile = dict(WGMMA_TILES["narrow" if narrow else "deep"], K_BLK=32 if half else 16)
-    tile.update({"STAGES": 3, "PAD_DY": odd} if half else {"TRANSFORM_X": False, "PAD_DY": False})
+    tile = dict(WGMMA_TILES["narrow" if narrow else "deep"], K_BLK=WGMMA_ROW_BYTES // p.dtype.itemsize, PAD_DY=odd,
+                TRANSFORM_X=half)
     if half or not narrow:
         tile["STAGES"] = 3
     splits = [s for s in ConvImplicitGemmMma.grid["SPLIT"] if s <= split_limit(p)]
