@@ -2,13 +2,15 @@
 tuning's final check, ``miopy-driver -V`` and the tests.
 
 The measure is Boda's hybrid error max |a - e| / (1 + |e|) against the float64 answer e computed from the
-same (already rounded) inputs (miopy.reference.max_error). The bound is the stored output's rounding (the
+same (already rounded) inputs (max_error). The bound is the stored output's rounding (the
 dtype's unit roundoff: 2^-11 for FP16) plus the arithmetic's bound: Boda's 1e-3 for an fp32 sum, or a
 solver's own (Winograd's transforms round more), raised to the math mode's (TF32 rounds both operands of
 each product to 10 mantissa bits), growing like a random walk of rounding errors with the number of terms
 summed into each output once that passes BASE_REDUCTION. See docs/fp16.md and docs/find_and_tuning.md.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from .tensor import STRICT, DataType
 
@@ -33,3 +35,12 @@ def problem_tolerance(problem, solver_bound: float | None = None) -> float:
     """tolerance() for a family's problem: its dtype, reduction_length() and math_mode (strict when the
     problem has none)."""
     return tolerance(problem.dtype, problem.reduction_length(), getattr(problem, "math_mode", STRICT), solver_bound)
+
+
+def max_error(actual, expected) -> float:
+    """Largest |actual - expected| / (1 + |expected|): the hybrid relative/absolute error of Boda."""
+    actual, expected = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
+    if actual.size == 0:
+        return 0.0
+    err = np.abs(actual - expected) / (1.0 + np.abs(expected))
+    return float(np.nan_to_num(err, nan=np.inf).max())

@@ -34,15 +34,15 @@ import numpy as np
 import pyopencl as cl
 
 from . import compile_pool, config, db
+from .accuracy import max_error
 from .device import allocation_reason
 from .errors import BadParam, MiopyError, NotSupported, check
 from .handle import Handle
 from .kernel_cache import KernelSpec
 from .log import warn_once
 from .plan import Plan, check_fits, checked_solution, solution_plan
-from .reference import max_error, strided_view
 from .solver import Params, Problem, Solver, ceil_div
-from .tensor import STRICT, DataType, as_int
+from .tensor import STRICT, DataType, as_int, strided_view
 from .version import __version__
 
 logger = logging.getLogger(__name__)

@@ -245,3 +245,9 @@ def _validate_strides(dims: tuple[int, ...], strides: tuple[int, ...]) -> None:
             continue
         check(strides[i] >= span, "strides", f"strides {strides} make elements of dims {dims} overlap")
         span = strides[i] * dims[i]
+
+
+def strided_view(flat: np.ndarray, dims, strides) -> np.ndarray:
+    """The logical tensor of dims laid out in flat by element strides."""
+    byte_strides = tuple(s * flat.itemsize for s in strides)
+    return np.lib.stride_tricks.as_strided(flat, shape=tuple(dims), strides=byte_strides)

@@ -6,7 +6,7 @@ import pyopencl as cl
 
 from miopy.batchnorm.problem import BatchNormProblem, BnDirection
 from miopy.plan import Plan, operands
-from miopy.reference import strided_view
+from miopy.tensor import strided_view
 
 EPSILON, FACTOR = 1e-3, 0.3
 FORWARD = {"alpha": 1.0, "beta": 0.0, "epsilon": EPSILON, "factor": FACTOR}

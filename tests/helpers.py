@@ -9,6 +9,7 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
+from miopy.accuracy import max_error
 from miopy.accuracy import tolerance as format_tolerance
 from miopy.conv import reference
 from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction
@@ -107,7 +108,7 @@ def check_solution(handle, solver, problem: ConvProblem, params, seed: int = 0) 
     """Run solver with params on problem against the float64 reference; returns the error (asserts tol)."""
     t = random_tensors(problem, seed)
     got = run_solution(handle, solver.solution(problem, params), problem, t)
-    err = reference.max_error(got, expected(problem, t))
+    err = max_error(got, expected(problem, t))
     tol = tolerance(solver, problem)
     assert err <= tol, f"{solver.id} {params} on {problem.key()}: error {err:.3g} > {tol}"
     return err

@@ -4,9 +4,9 @@ import pytest
 
 import miopy
 from miopy import ActivationMode, BadParam, TensorDesc
+from miopy.accuracy import max_error
 from miopy.activation import activation_backward, activation_forward
-from miopy.conv import reference
-from miopy.reference.activation import backward_reference, derivative_reference, forward_reference
+from miopy.activation.reference import backward_reference, derivative_reference, forward_reference
 
 ALPHA, BETA, GAMMA = 1.3, 0.8, 1.7   # power: (1.3 + 0.8 x)^1.7 is 0 for x below -1.625, so both branches run
 TOLERANCE = 1e-5                     # hybrid |a-e|/(1+|e|); every formula is a few float32 operations
@@ -46,9 +46,9 @@ def test_forward_and_backward_match_float64(handle, mode):
         np.full(DIMS, np.nan, np.float32))
     activation_forward(handle, mode, ALPHA, BETA, GAMMA, desc, xa, desc, ya)
     y = ya.get()
-    assert reference.max_error(y, forward_reference(mode, x, ALPHA, BETA, GAMMA)) <= TOLERANCE
+    assert max_error(y, forward_reference(mode, x, ALPHA, BETA, GAMMA)) <= TOLERANCE
     activation_backward(handle, mode, ALPHA, BETA, GAMMA, desc, ya, desc, handle.to_device(dy), desc, xa, desc, dxa)
-    assert reference.max_error(dxa.get(), backward_reference(mode, dy, x, ALPHA, BETA, GAMMA)) <= TOLERANCE
+    assert max_error(dxa.get(), backward_reference(mode, dy, x, ALPHA, BETA, GAMMA)) <= TOLERANCE
 
 
 def test_strided_and_in_place(handle):
@@ -60,7 +60,7 @@ def test_strided_and_in_place(handle):
     buf = handle.to_device(host)
     activation_forward(handle, "tanh", ALPHA, BETA, GAMMA, strided, buf, strided, buf)   # in place
     got = np.lib.stride_tricks.as_strided(buf.get(), DIMS, view.strides)
-    assert reference.max_error(got, forward_reference("tanh", x, ALPHA, BETA, GAMMA)) <= TOLERANCE
+    assert max_error(got, forward_reference("tanh", x, ALPHA, BETA, GAMMA)) <= TOLERANCE
 
 
 def test_new_alpha_compiles_nothing(handle):
@@ -70,7 +70,7 @@ def test_new_alpha_compiles_nothing(handle):
     before = handle.cache_stats()["compiled"]
     activation_forward(handle, "leaky_relu", 0.3, 0, 0, desc, xa, desc, ya)
     assert handle.cache_stats()["compiled"] == before
-    assert reference.max_error(ya.get(), forward_reference("leaky_relu", xa.get(), 0.3)) <= TOLERANCE
+    assert max_error(ya.get(), forward_reference("leaky_relu", xa.get(), 0.3)) <= TOLERANCE
 
 
 @pytest.mark.parametrize("field,call", [

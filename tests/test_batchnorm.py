@@ -6,6 +6,7 @@ import pytest
 
 import miopy
 from miopy import BadParam, MiopyError, TensorDesc
+from miopy.accuracy import max_error
 from miopy.batchnorm import (
     REGISTRY,
     BatchNormMode,
@@ -19,9 +20,8 @@ from miopy.batchnorm import (
     derive_bn_tensor_descriptor,
     native_batch_norm,
 )
+from miopy.batchnorm import reference as ref
 from miopy.batchnorm.reference import reference_outputs
-from miopy.reference import batchnorm as ref
-from miopy.reference import max_error
 from tests.bn_helpers import EPSILON, FACTOR, random_host, run, views
 
 SPATIAL, PER_ACTIVATION = BatchNormMode.SPATIAL, BatchNormMode.PER_ACTIVATION

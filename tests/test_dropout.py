@@ -6,6 +6,7 @@ import pytest
 
 import miopy
 from miopy import BadParam, NotSupported, TensorDesc
+from miopy.accuracy import max_error
 from miopy.dropout import (
     REGISTRY,
     DropoutDirection,
@@ -21,9 +22,9 @@ from miopy.dropout import (
     restore_dropout_descriptor,
     set_dropout_descriptor,
 )
+from miopy.dropout import reference as ref
 from miopy.plan import Plan, operands
-from miopy.reference import dropout as ref
-from miopy.reference import max_error, strided_view
+from miopy.tensor import strided_view
 
 TOLERANCE = {"FP32": 1e-6, "FP16": 1e-3}
 NHWC = (5 * 7 * 3, 1, 7 * 3, 3)   # (2, 3, 5, 7) channels-last

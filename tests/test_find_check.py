@@ -6,7 +6,7 @@ import math
 import pytest
 
 from miopy import Direction, NotSupported, db
-from miopy.accuracy import tolerance
+from miopy.accuracy import max_error, tolerance
 from miopy.conv import registry
 from miopy.conv.solvers.naive import ConvDirectNaive
 from miopy.find import find_problem
@@ -165,7 +165,6 @@ def test_the_device_comparison_is_max_error(handle, dtype):
     import pyopencl as cl
 
     from miopy.find import AccuracyCheck
-    from miopy.reference import max_error
     problem = make_problem(Direction.FORWARD, 2, 3, 9, 11, 5, 3, 3, pad=1, dtype=dtype)
     check = AccuracyCheck(handle, problem, 0)
     role = problem.outputs()[0]

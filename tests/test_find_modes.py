@@ -6,6 +6,7 @@ import pytest
 
 import miopy
 from miopy import BadParam, ConvDesc, Direction, TensorDesc, db
+from miopy.accuracy import max_error
 from miopy.conv import api, heuristic, reference, registry
 from miopy.conv.solver import ConvSolver as Solver
 from miopy.find import compile_solution, find_problem, get_solutions
@@ -136,7 +137,7 @@ def test_immediate_mode_ranks_and_compiles_without_running(fresh_dbs, handle):
     compiled = handle.cache_stats()["compiled"]
     miopy.convolution_forward(handle, xd, handle.to_device(x), wd, handle.to_device(w), conv, yd, y, algo=record)
     assert handle.cache_stats()["compiled"] == compiled
-    assert reference.max_error(y.get(), reference.conv_forward(x, w, (1, 1))) < 1e-4
+    assert max_error(y.get(), reference.conv_forward(x, w, (1, 1))) < 1e-4
     find_problem(handle, problem, timer=CountingTimer(), store=True)
     assert get_solutions(handle, problem).from_db
 
@@ -155,7 +156,7 @@ def test_call_without_algo_uses_the_find_db_record(fresh_dbs, handle, monkeypatc
     miopy.convolution_forward(handle, problem.x, handle.to_device(x), problem.w, handle.to_device(w), problem.conv,
                               problem.y, y)
     assert handle.chosen[problem.key()].measured
-    assert reference.max_error(y.get(), reference.conv_forward(x, w)) < 1e-4
+    assert max_error(y.get(), reference.conv_forward(x, w)) < 1e-4
 
 
 def _fake(algorithm: str, sid: str) -> Solver:

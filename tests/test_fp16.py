@@ -14,15 +14,16 @@ import pytest
 
 import miopy
 from miopy import ActivationMode, BadParam, ConvDesc, Direction, FusionPlan, OperatorArgs, TensorDesc, db
+from miopy.accuracy import max_error
 from miopy.accuracy import tolerance as format_tolerance
 from miopy.activation import activation_backward, activation_forward
+from miopy.activation.reference import backward_reference, forward_reference
 from miopy.conv import reference, registry
 from miopy.conv.functional import conv2d, conv_transpose2d
 from miopy.conv.problem import OUTPUT_ROLE, map_problem
 from miopy.conv.solvers import im2col_gemm
 from miopy.find import find_problem, get_solutions, params_for
 from miopy.fusion.epilogue import Epilogue, apply_reference
-from miopy.reference.activation import backward_reference, forward_reference
 from tests.helpers import (
     DEFAULT_TOLERANCE,
     check_solution,
@@ -80,7 +81,7 @@ def test_descriptor_api_blends_in_fp16(handle, direction):
                                            algo=algo, alpha=alpha, beta=beta)
     want = alpha * reference.solve(problem, host) + beta * host[out].astype(np.float64)
     tol = _bound(registry.get(algo.solver_id).tolerance or DEFAULT_TOLERANCE, roundings=2)  # result, then blend
-    assert reference.max_error(dev[out].get(), want) <= tol
+    assert max_error(dev[out].get(), want) <= tol
 
 
 def test_transpose_forward_in_fp16(handle):
@@ -92,7 +93,7 @@ def test_transpose_forward_in_fp16(handle):
     y = _poisoned(handle, y_desc.dims)
     miopy.convolution_forward(handle, x_desc, handle.to_device(x), w_desc, handle.to_device(w), conv, y_desc, y)
     want = reference.transpose_forward(x, w, (1, 1), (2, 2), output_padding=(1, 1))
-    assert y.dtype == HALF and reference.max_error(y.get(), want) <= _bound(1e-3)
+    assert y.dtype == HALF and max_error(y.get(), want) <= _bound(1e-3)
 
 
 def test_functional_layer_takes_float16_arrays(handle):
@@ -100,10 +101,10 @@ def test_functional_layer_takes_float16_arrays(handle):
     x, w, wt = _rand(rng, (2, 3, 8, 8)), _rand(rng, (4, 3, 3, 3)), _rand(rng, (3, 2, 3, 3))
     y = conv2d(handle.to_device(x), handle.to_device(w), stride=2, padding=1, handle=handle)
     assert y.dtype == HALF and y.shape == (2, 4, 4, 4)
-    assert reference.max_error(y.get(), reference.conv_forward(x, w, (1, 1), (2, 2))) <= _bound(1e-3)
+    assert max_error(y.get(), reference.conv_forward(x, w, (1, 1), (2, 2))) <= _bound(1e-3)
     yt = conv_transpose2d(handle.to_device(x), handle.to_device(wt), padding=1, handle=handle)
     assert yt.dtype == HALF
-    assert reference.max_error(yt.get(), reference.transpose_forward(x, wt, (1, 1))) <= _bound(1e-3)
+    assert max_error(yt.get(), reference.transpose_forward(x, wt, (1, 1))) <= _bound(1e-3)
 
 
 def test_fp32_records_never_serve_fp16(fresh_dbs, handle, monkeypatch):
@@ -175,7 +176,7 @@ def test_every_epilogue_hook_in_fp16(handle, solver):
     conv = reference.conv_forward(t["x"], t["w"], problem.conv.pad, problem.conv.stride, problem.conv.dilation,
                                   problem.groups)
     want = apply_reference(epilogue, conv, {**host, **scalars})
-    assert reference.max_error(got, want) <= tolerance(solver, problem) * 4   # batch norm scales the sum's error
+    assert max_error(got, want) <= tolerance(solver, problem) * 4   # batch norm scales the sum's error
 
 
 def test_fusion_plan_resnet_tail_in_fp16(handle):
@@ -200,7 +201,7 @@ def test_fusion_plan_resnet_tail_in_fp16(handle):
     want = apply_reference(epilogue, reference.conv_forward(x, w, (1, 1)),
                            {"bias": bias, **bn, "bn_epsilon": 1e-5, "z": z, "z_alpha": 1.0, "activ_alpha": 1.0,
                             "activ_beta": 1.0, "activ_gamma": 1.0})
-    assert reference.max_error(y.get(), want) <= _bound(1e-3)
+    assert max_error(y.get(), want) <= _bound(1e-3)
 
 
 def test_fusion_parameter_dtypes_are_checked(handle):
@@ -223,13 +224,13 @@ def test_activation_forward_and_backward_in_fp16(handle, mode):
     xa, ya, dxa = handle.to_device(x), _poisoned(handle, dims), _poisoned(handle, dims)
     activation_forward(handle, mode, alpha, beta, gamma, desc, xa, desc, ya)
     y = ya.get()
-    assert reference.max_error(y, forward_reference(mode, x, alpha, beta, gamma)) <= _bound(1e-5)
+    assert max_error(y, forward_reference(mode, x, alpha, beta, gamma)) <= _bound(1e-5)
     activation_backward(handle, mode, alpha, beta, gamma, desc, ya, desc, handle.to_device(dy), desc, xa, desc, dxa)
     # y is an input of the backward: where MIOpen's formula reads it, the reference reads the same FP16 y
     by_y = _BACKWARD_FROM_Y.get(mode)
     want = (backward_reference(mode, dy, x, alpha, beta, gamma) if by_y is None
             else by_y(*(a.astype(np.float64) for a in (dy, x, y)), alpha, beta, gamma))
-    assert reference.max_error(dxa.get(), want) <= _bound(1e-5)
+    assert max_error(dxa.get(), want) <= _bound(1e-5)
 
 
 _BACKWARD_FROM_Y = {   # MIOpen's backward formulas of the modes that use y = f(x) (kernels/activation.h)

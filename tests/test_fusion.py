@@ -16,6 +16,7 @@ from miopy import (
     OperatorArgs,
     TensorDesc,
 )
+from miopy.accuracy import max_error
 from miopy.conv import reference, registry
 from miopy.conv.solvers.naive import ConvDirectNaive
 from miopy.errors import CompileError
@@ -113,7 +114,7 @@ def test_supported_combination_matches_reference(handle, name):
     assert choice.solver_id == first.id and choice.time_ms == 0.0
     x, host = _host_values(0, x_desc, plan)
     got, expected = _run_and_expect(handle, plan, ops, host, x)
-    assert reference.max_error(got, expected) <= _choice_tolerance(choice)
+    assert max_error(got, expected) <= _choice_tolerance(choice)
 
 
 def test_resnet_layer_compiles_once_and_runs_three_argument_sets(handle):
@@ -135,7 +136,7 @@ def test_resnet_layer_compiles_once_and_runs_three_argument_sets(handle):
         plan.execute(xa, ya, args)
         compiled = compiled if compiled is not None else handle.cache_stats()["compiled"]
         expected = np.maximum(reference.conv_forward(x, w, (1, 1)) + bias, 0.0)
-        assert reference.max_error(ya.get(), expected) <= _choice_tolerance(choice)
+        assert max_error(ya.get(), expected) <= _choice_tolerance(choice)
     assert handle.cache_stats()["compiled"] == compiled
 
 
@@ -147,7 +148,7 @@ def test_new_scalars_and_operands_compile_nothing(handle):
         x, host = _host_values(seed, X_DESC, plan)
         got, expected = _run_and_expect(handle, plan, ops, host, x)
         before = before if before is not None else handle.cache_stats()["compiled"]
-        assert reference.max_error(got, expected) <= _choice_tolerance(choice)
+        assert max_error(got, expected) <= _choice_tolerance(choice)
     assert handle.cache_stats()["compiled"] == before
 
 
@@ -254,7 +255,7 @@ def test_solver_epilogue_hook_matches_reference(handle, solver):
     got = run_solution(handle, solver.solution(problem, params, epilogue), problem, t, extra)
     expected = apply_reference(epilogue, reference.conv_forward(t["x"], t["w"], problem.conv.pad, problem.conv.stride,
                                                                 problem.conv.dilation, problem.groups), host)
-    assert reference.max_error(got, expected) <= _tolerance(solver)
+    assert max_error(got, expected) <= _tolerance(solver)
 
 
 def test_epilogue_defines_args_and_key_are_structure_only():
@@ -341,7 +342,7 @@ def test_conv_bias_activation_forward_caches_its_plan(handle):
         pre = reference.conv_forward(x, w, CONV.pad) + bias
         # the plan times the candidates and picks one (math mode strict: no tensor cores)
         loosest = max(_tolerance(s) for s in registry.ALL if not getattr(s, "tensor_cores", False))
-        assert reference.max_error(ya.get(), np.where(pre > 0, pre, alpha * pre)) <= loosest
+        assert max_error(ya.get(), np.where(pre > 0, pre, alpha * pre)) <= loosest
     assert handle.cache_stats()["compiled"] == before
 
 
@@ -350,4 +351,4 @@ def test_convolution_forward_bias_in_place(handle):
     y, bias = rng.standard_normal(BN_DESC.dims).astype(np.float32), rng.standard_normal((1, 5, 1, 1)).astype(np.float32)
     ya = handle.to_device(y)
     miopy.convolution_forward_bias(handle, TensorDesc("FP32", bias.shape), handle.to_device(bias), BN_DESC, ya)
-    assert reference.max_error(ya.get(), y.astype(np.float64) + bias) <= DEFAULT_TOLERANCE
+    assert max_error(ya.get(), y.astype(np.float64) + bias) <= DEFAULT_TOLERANCE

@@ -6,16 +6,18 @@ import pkgutil
 from pathlib import Path
 
 import miopy
+from miopy.families import FAMILIES
 from miopy.solver import Solver, registries
 
 ROOT = Path(miopy.__file__).parent
 
 # Floors from the bottom: a module may import modules of lower floors, and modules of its own package.
-# Families share a floor and never import each other; fusion builds on conv and activation; the ONNX runner
-# on every family; the CLI on everything. miopy/__init__ re-exports and stands above all.
+# The families (miopy.families.FAMILIES) share one floor: a family imports no other family but those its entry
+# in the list needs. The ONNX runner builds on every family; the CLI on everything. miopy/__init__ re-exports
+# and stands above all.
 FLOORS = [
-    {"errors", "config", "log", "version", "lifeline", "sqlite_pages", "ptx_patch"},
-    {"tensor", "device", "reference"},
+    {"errors", "config", "log", "version", "lifeline", "sqlite_pages", "ptx_patch", "families"},
+    {"tensor", "device"},
     {"kernel_cache", "db", "accuracy", "ptx_probe"},
     {"solver"},
     {"gemm", "pointwise", "plan"},
@@ -23,8 +25,7 @@ FLOORS = [
     {"compile_pool"},
     {"find"},
     {"tuning"},
-    {"activation", "conv", "pooling", "batchnorm", "softmax", "tensor_ops", "lrn", "dropout"},
-    {"fusion"},
+    {f.name for f in FAMILIES},
     {"onnx", "distributed"},
     {"cli"},
 ]
@@ -71,17 +72,26 @@ def test_every_top_level_module_has_a_floor():
 
 def test_imports_point_down():
     upward = []
+    needs = {f.name: set(f.needs) for f in FAMILIES}
     for path, module in _modules():
         if module == "miopy":
             continue
         own = _top(module)
         for target in _imports(path, module):
             other = _top(target)
-            if other == own or other not in FLOOR:
+            if other == own or other not in FLOOR or other in needs.get(own, ()):
                 continue
             if FLOOR[other] >= FLOOR[own]:
                 upward.append(f"{module} imports {target} (floor {FLOOR[other]} >= {FLOOR[own]})")
     assert not upward, "\n".join(upward)
+
+
+def test_family_needs_name_earlier_families():
+    """A family needs only families listed before it, so the needs form no circle."""
+    seen: set[str] = set()
+    for family in FAMILIES:
+        assert set(family.needs) <= seen, f"{family.name} needs {set(family.needs) - seen}, not listed before it"
+        seen.add(family.name)
 
 
 def test_every_solver_class_is_registered():
@@ -107,3 +117,15 @@ def _subclasses(cls):
     for sub in cls.__subclasses__():
         yield sub
         yield from _subclasses(sub)
+
+
+def test_top_level_names_come_from_one_place_each():
+    """Each name miopy re-exports comes from one family (or the shared machinery) and hides no package."""
+    seen: dict[str, str] = {}
+    for family in FAMILIES:
+        for name in family.exports:
+            assert name not in seen, f"{name} is exported by {family.name} and {seen[name]}"
+            assert name not in {f.name for f in FAMILIES}, f"{family.name} exports {name}, a family's name"
+            assert getattr(miopy, name) is getattr(family.module(), name)
+            seen[name] = family.name
+    assert not set(seen) & (set(miopy.__all__) - set(seen)), "a family's name shadows the shared machinery's"

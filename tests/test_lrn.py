@@ -7,6 +7,7 @@ import pytest
 
 import miopy
 from miopy import BadParam, TensorDesc
+from miopy.accuracy import max_error
 from miopy.lrn import (
     LRNDesc,
     LRNMode,
@@ -17,11 +18,11 @@ from miopy.lrn import (
     lrn_forward,
     lrn_workspace_size,
 )
+from miopy.lrn import reference as ref
 from miopy.lrn.problem import Direction
 from miopy.lrn.registry import REGISTRY
 from miopy.plan import plan_of
-from miopy.reference import lrn as ref
-from miopy.reference import max_error, strided_view
+from miopy.tensor import strided_view
 
 TOLERANCE = {"FP32": 1e-5, "FP16": 3e-3}   # hybrid |a-e|/(1+|e|)
 ALPHA, BETA, K = 0.9, 0.75, 1.5            # a large alpha, so the window sum matters

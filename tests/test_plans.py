@@ -8,6 +8,7 @@ import pytest
 
 import miopy
 from miopy import BadParam, ConvDesc, Direction, TensorDesc, db
+from miopy.accuracy import max_error
 from miopy.conv import reference, registry
 from miopy.conv.problem import ConvProblem, map_problem
 from miopy.find import AlgoPerf
@@ -69,7 +70,7 @@ def test_plan_of_each_solver_matches_reference(handle, solver, direction):
     assert plan.fields == names
     plan.run(**dict(zip(names, (dev["x"], dev["w"], dev["y"]))))
     got = dev[out_role].get()
-    err = reference.max_error(got, _expected(direction, conv, host, xd, wd))
+    err = max_error(got, _expected(direction, conv, host, xd, wd))
     tol = reference.tolerance(solver, problem) / (1 if getattr(solver, "tensor_cores", False) else 10)
     assert err <= tol, f"{solver.id} {direction.name}: error {err:.2e}"
 
@@ -91,7 +92,7 @@ def test_transpose_plans_match_reference(handle, direction):
     host[out][...] = np.nan
     dev = {role: handle.to_device(a) for role, a in host.items()}
     plan.run_values((dev["x"], dev["w"], dev["y"]))
-    assert reference.max_error(dev[out].get(), want) < 1e-4
+    assert max_error(dev[out].get(), want) < 1e-4
 
 
 # -- bad input ---------------------------------------------------------------------------------------------
@@ -162,7 +163,7 @@ def test_alpha_beta_blend_through_the_plan(handle, forward_plan):
     y = handle.to_device(prior)
     plan.run(x=x, w=w, y=y, alpha=0.5, beta=2.0)
     want = 0.5 * reference.conv_forward(x.get(), w.get(), (1, 1)) + 2.0 * prior
-    assert reference.max_error(y.get(), want) < 1e-4
+    assert max_error(y.get(), want) < 1e-4
 
 
 # -- warm calls --------------------------------------------------------------------------------------------
@@ -247,11 +248,11 @@ def test_captured_pass_replays_with_new_input(handle):
         miopy.activation_forward(handle, "relu", 1.0, 1.0, 1.0, hd, h, hd, h)
         out = miopy.conv2d(h, w2, handle=handle)
     assert len(seq) == 3
-    assert reference.max_error(out.get(), expected(x.get())) < 1e-4
+    assert max_error(out.get(), expected(x.get())) < 1e-4
     fresh = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
     x.set(fresh)
     out.fill(np.nan)
     seq.replay()
-    assert reference.max_error(out.get(), expected(fresh)) < 1e-4
+    assert max_error(out.get(), expected(fresh)) < 1e-4
     with pytest.raises(miopy.LaunchError), handle.capture(), handle.capture():
         pass

@@ -7,6 +7,7 @@ import pytest
 
 import miopy
 from miopy import BadParam, MiopyError, NotSupported, TensorDesc
+from miopy.accuracy import max_error
 from miopy.plan import plan_of
 from miopy.pooling import (
     PoolingDesc,
@@ -22,10 +23,9 @@ from miopy.pooling import (
     pooling_forward,
     pooling_workspace_size,
 )
+from miopy.pooling import reference as ref
 from miopy.pooling.problem import Direction
 from miopy.pooling.registry import REGISTRY
-from miopy.reference import max_error
-from miopy.reference import pooling as ref
 
 TOLERANCE = {"FP32": 1e-5, "FP16": 2e-3}   # hybrid |a-e|/(1+|e|): window sums of a few float terms
 
@@ -196,7 +196,7 @@ def test_global_average_staged_every_grid_point(handle, dims, x_strides):
     problem = PoolingProblem.create(Direction.FORWARD, PoolingDesc("avg", dims[2:]), x_desc)
     assert solver.is_applicable(problem, handle.info)
     x = _random(x_desc.element_span, 11)
-    want = ref.pool_forward(miopy.reference.strided_view(x, dims, x_desc.strides), 1, dims[2:], (0, 0, 0, 0),
+    want = ref.pool_forward(miopy.tensor.strided_view(x, dims, x_desc.strides), 1, dims[2:], (0, 0, 0, 0),
                             dims[2:], False)[0]
     points = list(solver.search_space(problem, handle.info))
     assert solver.default_params(problem, handle.info) in points and len(points) >= 10
@@ -226,7 +226,7 @@ def test_global_average_backward_spreads_dy(handle, dims, x_strides, dtype):
         {"dx": dx.base_data, "dy": handle.to_device(dy).base_data})
     got = dx.get()
     want = np.broadcast_to(dy.astype(np.float64).reshape(dims[0], dims[1], 1, 1) / (dims[2] * dims[3]), dims)
-    view = lambda a: miopy.reference.strided_view(a, dims, dx_desc.strides)
+    view = lambda a: miopy.tensor.strided_view(a, dims, dx_desc.strides)
     assert max_error(view(got), want) <= TOLERANCE[dtype]
     mask = np.ones(got.size, bool)
     view(mask)[...] = False
@@ -276,10 +276,10 @@ def test_strided_descriptors(handle):
     y_desc = TensorDesc("FP32", out, (out[2] * out[3], out[0] * out[2] * out[3], out[3], 1))   # C N H W order
     x = _random(dims, 5)
     host = np.full(x_desc.element_span, np.nan, np.float32)
-    miopy.reference.strided_view(host, dims, x_desc.strides)[...] = x
+    miopy.tensor.strided_view(host, dims, x_desc.strides)[...] = x
     ya = _poisoned(handle, (y_desc.element_span,))
     pooling_forward(handle, desc, 1.0, x_desc, handle.to_device(host), 0.0, y_desc, ya)
-    got = miopy.reference.strided_view(ya.get(), out, y_desc.strides)
+    got = miopy.tensor.strided_view(ya.get(), out, y_desc.strides)
     assert max_error(got, _expected_forward(x, desc)[0]) <= TOLERANCE["FP32"]
 
 

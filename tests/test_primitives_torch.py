@@ -5,6 +5,7 @@ everywhere else."""
 import numpy as np
 import pytest
 
+from miopy.accuracy import max_error
 from miopy.lrn import local_response_norm, local_response_norm_backward
 from miopy.pooling import (
     adaptive_avg_pool2d,
@@ -14,7 +15,6 @@ from miopy.pooling import (
     max_pool2d,
     max_pool2d_backward,
 )
-from miopy.reference import max_error
 from miopy.softmax import log_softmax, log_softmax_backward_data, softmax, softmax_backward_data
 
 torch = pytest.importorskip("torch")

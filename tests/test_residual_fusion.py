@@ -17,6 +17,7 @@ from miopy import (
     TensorDesc,
     conv_bias_activation_forward,
 )
+from miopy.accuracy import max_error
 from miopy.conv import reference, registry
 from miopy.conv.solvers.naive import ConvDirectNaive
 from miopy.fusion.epilogue import Epilogue, apply_reference
@@ -48,7 +49,7 @@ def test_every_epilogue_hook_adds_z(handle, solver):
                        problem, t, extra)
     conv = reference.conv_forward(t["x"], t["w"], problem.conv.pad, problem.conv.stride, problem.conv.dilation,
                                   problem.groups)
-    assert reference.max_error(got, apply_reference(epilogue, conv, {**host, **scalars})) <= _tolerance(solver)
+    assert max_error(got, apply_reference(epilogue, conv, {**host, **scalars})) <= _tolerance(solver)
 
 
 def _resnet_tail(handle, x_desc, w_desc, conv):
@@ -81,7 +82,7 @@ def test_resnet_block_tail_compiles_once_and_runs_new_arguments(handle):
         plan.execute(xa, ya, args)
         compiled = compiled if compiled is not None else handle.cache_stats()["compiled"]
         bn = scale * (reference.conv_forward(x, w, (1, 1)) - mean) / np.sqrt(var + 1e-5) + shift
-        assert reference.max_error(ya.get(), np.maximum(bn + (1.0 + i) * z, 0)) <= _choice_tolerance(choice)
+        assert max_error(ya.get(), np.maximum(bn + (1.0 + i) * z, 0)) <= _choice_tolerance(choice)
     assert handle.cache_stats()["compiled"] == compiled
 
 
@@ -99,7 +100,7 @@ def test_batchnorm_add_activation_without_convolution(handle):
             .set_tensor_add(ops[1], handle.to_device(z), 0.5).set_activation_forward(ops[2], 1.0, 1.0))
     plan.execute(handle.to_device(x), y, args)
     expected = np.tanh(p[0] * (x - p[2]) / np.sqrt(p[3] + 1e-3) + p[1] + 0.5 * z)
-    assert reference.max_error(y.get(), expected) <= 1e-5
+    assert max_error(y.get(), expected) <= 1e-5
 
 
 def test_one_call_form_with_z(handle):
@@ -118,7 +119,7 @@ def test_one_call_form_with_z(handle):
     call(-1.0)
     assert handle.cache_stats()["compiled"] == before
     expected = np.maximum(reference.conv_forward(x, w, conv.pad, conv.stride) + b - z, 0)
-    assert reference.max_error(y.get(), expected) <= 1e-4
+    assert max_error(y.get(), expected) <= 1e-4
 
 
 def test_refusals(handle):

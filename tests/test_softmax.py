@@ -7,9 +7,8 @@ import pytest
 
 import miopy
 from miopy import BadParam, TensorDesc
+from miopy.accuracy import max_error
 from miopy.plan import plan_of
-from miopy.reference import max_error, strided_view
-from miopy.reference import softmax as ref
 from miopy.softmax import (
     SoftmaxAlgorithm,
     SoftmaxDesc,
@@ -22,8 +21,10 @@ from miopy.softmax import (
     softmax_backward_data,
     softmax_forward,
 )
+from miopy.softmax import reference as ref
 from miopy.softmax.problem import Direction
 from miopy.softmax.registry import REGISTRY
+from miopy.tensor import strided_view
 
 TOLERANCE = {"FP32": 2e-5, "FP16": 3e-3}   # hybrid |a-e|/(1+|e|)
 SHAPES = [(2, 5, 3, 4), (3, 40, 1, 1), (1, 3, 7, 9)]

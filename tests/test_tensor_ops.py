@@ -7,9 +7,9 @@ import pytest
 
 import miopy
 from miopy import BadParam, TensorDesc
+from miopy.accuracy import max_error
 from miopy.plan import Plan, operands
-from miopy.reference import max_error, strided_view
-from miopy.reference import tensor_ops as ref
+from miopy.tensor import strided_view
 from miopy.tensor_ops import (
     REGISTRY,
     TensorOp,
@@ -28,6 +28,7 @@ from miopy.tensor_ops import (
     transform_tensor_plan,
     unary_plan,
 )
+from miopy.tensor_ops import reference as ref
 
 TOLERANCE = {"FP32": 1e-6, "FP16": 1e-3}
 NHWC = lambda n, c, h, w: (h * w * c, 1, w * c, c)

@@ -3,8 +3,8 @@ training to at least 95% held-out accuracy (fewer epochs than the example's defa
 import numpy as np
 import pytest
 
-from miopy.reference import batchnorm as bn_ref
-from miopy.reference import conv as conv_ref
+from miopy.batchnorm import reference as bn_ref
+from miopy.conv import reference as conv_ref
 from tests.helpers import load_script
 
 

@@ -11,6 +11,10 @@ from .modes import BatchNormMode, derive_bn_tensor_descriptor
 from .problem import BatchNormProblem, BnDirection
 from .registry import REGISTRY
 
+# The names miopy re-exports (miopy.<name>); the rest stay miopy.batchnorm.<name>.
+TOP_LEVEL = ("BatchNormMode", "batch_norm", "batch_norm_backward", "batch_normalization_backward",
+            "batch_normalization_forward_inference", "batch_normalization_forward_training",
+            "derive_bn_tensor_descriptor", "native_batch_norm")
 __all__ = ["REGISTRY", "BatchNormMode", "BatchNormProblem", "BnDirection", "batch_norm", "batch_norm_backward",
            "batch_normalization_backward", "batch_normalization_forward_inference",
            "batch_normalization_forward_training", "batch_normalization_plan", "derive_bn_tensor_descriptor",

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 
 from .. import conv as api
+from ..accuracy import max_error
 from ..conv import registry
 from ..conv.problem import OUTPUT_ROLE, ConvDesc, Direction, directions, map_problem, same_padding
 from ..conv.reference import solve, tolerance
@@ -16,7 +17,6 @@ from ..conv.solver import ConvSolver
 from ..errors import MiopyError, check
 from ..handle import Handle
 from ..plan import check_fits
-from ..reference import max_error
 from ..tensor import MATH_MODES, TensorDesc
 from . import driver_bnorm, driver_dropout, driver_lrn, driver_pool, driver_softmax, driver_tensorop
 

@@ -12,10 +12,10 @@ from ..batchnorm import (
     batch_normalization_forward_training,
     derive_bn_tensor_descriptor,
 )
+from ..batchnorm import reference as ref
 from ..errors import BadParam
 from ..handle import Handle
-from ..reference import batchnorm as ref
-from ..reference import strided_view
+from ..tensor import strided_view
 from . import driver_common as common
 from .driver_common import LAYOUTS, add_dims, add_timing, data_desc, from_device, to_device
 

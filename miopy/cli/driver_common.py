@@ -9,10 +9,10 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pyopencl as cl
 
+from ..accuracy import max_error
 from ..errors import BadParam, MiopyError, check
 from ..handle import Handle
 from ..plan import check_fits
-from ..reference import max_error
 from ..tensor import TensorDesc, packed_strides
 
 

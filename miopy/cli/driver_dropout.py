@@ -12,9 +12,9 @@ from ..dropout import (
     dropout_get_states_size,
     set_dropout_descriptor,
 )
+from ..dropout import reference as ref
 from ..errors import BadParam
 from ..handle import Handle
-from ..reference import dropout as ref
 from ..tensor import TensorDesc
 from . import driver_common as common
 from .driver_common import add_timing, from_device, to_device

@@ -7,8 +7,8 @@ import numpy as np
 
 from ..handle import Handle
 from ..lrn import LRNDesc, LRNMode, lrn_backward, lrn_forward, lrn_workspace_size
+from ..lrn import reference as ref
 from ..lrn.problem import Direction, LRNProblem
-from ..reference import lrn as ref
 from ..tensor import TensorDesc
 from . import driver_common as common
 

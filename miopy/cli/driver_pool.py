@@ -7,8 +7,8 @@ import numpy as np
 
 from ..handle import Handle
 from ..pooling import PoolingDesc, PoolingMode, pooling_backward, pooling_forward, pooling_workspace_size
+from ..pooling import reference as ref
 from ..pooling.problem import Direction, PoolingProblem
-from ..reference import pooling as ref
 from ..tensor import TensorDesc
 from . import driver_common as common
 

@@ -6,8 +6,8 @@ import argparse
 import numpy as np
 
 from ..handle import Handle
-from ..reference import softmax as ref
 from ..softmax import SoftmaxAlgorithm, SoftmaxDesc, SoftmaxMode, softmax_backward, softmax_forward
+from ..softmax import reference as ref
 from ..softmax.problem import Direction, SoftmaxProblem
 from ..tensor import TensorDesc
 from . import driver_common as common

@@ -6,9 +6,9 @@ import argparse
 import numpy as np
 
 from ..handle import Handle
-from ..reference import tensor_ops as ref
 from ..tensor import TensorDesc
 from ..tensor_ops import TensorOp, op_tensor, scale_tensor, set_tensor
+from ..tensor_ops import reference as ref
 from . import driver_common as common
 from .driver_common import add_dims, add_timing, from_device, to_device
 

@@ -12,6 +12,9 @@ from .plan import (
     TensorAddOp,
 )
 
+# The names miopy re-exports (miopy.<name>); the rest stay miopy.fusion.<name>.
+TOP_LEVEL = ("ActivationForwardOp", "BatchNormInferenceOp", "BiasForwardOp", "ConvForwardOp", "FusionPlan",
+            "OperatorArgs", "TensorAddOp", "conv_bias_activation_forward", "convolution_forward_bias")
 __all__ = ["ActivationForwardOp", "BatchNormInferenceOp", "BatchNormMode", "BiasForwardOp", "ConvForwardOp",
            "Epilogue", "FusionPlan", "OperatorArgs", "TensorAddOp", "conv_bias_activation_forward",
            "convolution_forward_bias"]

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from ..activation import ActivationMode
+from ..activation.reference import forward_reference
 from ..batchnorm import BatchNormMode
 from ..errors import check
-from ..reference.activation import forward_reference
 
 BIAS_ROLES = ("bias",)
 BATCHNORM_ROLES = ("bn_scale", "bn_shift", "bn_mean", "bn_var", "bn_epsilon")

@@ -12,6 +12,9 @@ from .functional import (
 )
 from .problem import PoolingProblem
 
+# The names miopy re-exports (miopy.<name>); the rest stay miopy.pooling.<name>.
+TOP_LEVEL = ("PoolingDesc", "PoolingMode", "adaptive_avg_pool2d", "avg_pool2d", "max_pool2d", "pooling_backward",
+            "pooling_forward", "pooling_workspace_size")
 __all__ = ["PoolingDesc", "PoolingMode", "PoolingProblem", "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward",
            "avg_pool2d", "avg_pool2d_backward", "max_pool2d", "max_pool2d_backward", "pooling_backward",
            "pooling_forward", "pooling_output_desc", "pooling_workspace_size"]

@@ -2,25 +2,15 @@
 ranking puts one work-item per row first for many short rows."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-import numpy as np
-
-from ..reference import softmax as ref
 from ..solver import Registry, Solver
-from .problem import Direction, SoftmaxProblem
+from .problem import SoftmaxProblem
+from .reference import reference_outputs
 from .solvers.block_per_row import SoftmaxBlockPerRow
 from .solvers.item_per_row import SoftmaxItemPerRow
 
 MANY_ROWS = 4096   # enough rows to fill a GPU with one work-item each
-
-
-def reference_outputs(problem: SoftmaxProblem, tensors: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The registry's reference hook: {output role: float64 expected}."""
-    algo, mode = int(problem.desc.algorithm), int(problem.desc.mode)
-    if problem.direction is Direction.FORWARD:
-        return {"y": ref.softmax_forward(tensors["x"], algo, mode)}
-    return {"dx": ref.softmax_backward(tensors["y"], tensors["dy"], algo, mode)}
 
 
 def rank(problem: SoftmaxProblem, candidates: Sequence[Solver]) -> list[Solver]:

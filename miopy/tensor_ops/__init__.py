@@ -13,6 +13,8 @@ from .functional import add, div, fill, maximum, minimum, mul, scale
 from .problem import TensorOp, TensorOpProblem
 from .registry import REGISTRY
 
+# The names miopy re-exports (miopy.<name>); the rest stay miopy.tensor_ops.<name>.
+TOP_LEVEL = ("TensorOp", "op_tensor", "scale_tensor", "set_tensor", "transform_tensor")
 __all__ = ["REGISTRY", "TensorOp", "TensorOpProblem", "add", "div", "fill", "maximum", "minimum", "mul", "op_tensor",
            "op_tensor_plan", "scale", "scale_tensor", "set_tensor", "transform_tensor",
            "transform_tensor_plan", "unary_plan"]

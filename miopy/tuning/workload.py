@@ -12,12 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 import pyopencl as cl
 
+from ..accuracy import max_error
 from ..errors import MiopyError
 from ..find import HOST_CHECK_MAX_FLOPS, naive_plan, random_host, run_poisoned, tensor_bytes
 from ..handle import Handle
 from ..plan import Plan, check_fits
-from ..reference import max_error, strided_view
 from ..solver import Problem, Solver
+from ..tensor import strided_view
 
 logger = logging.getLogger(__name__)
 

@@ -8,8 +8,9 @@ import pytest
 
 import miopy
 from miopy import BadParam, ConvDesc, OutOfResources, TensorDesc
+from miopy.accuracy import max_error
 from miopy.conv import reference
-from miopy.reference import strided_view
+from miopy.tensor import strided_view
 
 NAIVE = miopy.ConvAlgoPerf("ConvDirectNaive", "naive", 1.0, 0, {"WG": 64})
 X_DESC = TensorDesc("FP32", (1, 4, 6, 6))   # with a 3x3 filter and pad 1, y has x's dims
@@ -91,7 +92,7 @@ def test_an_array_with_its_descriptors_strides_is_read_through_them(handle, repo
     miopy.convolution_forward(handle, desc, wide[:, :, :, ::2], W_DESC, handle.to_device(host["w"]), CONV, X_DESC,
                               y, algo=NAIVE)
     expect = reference.conv_forward(host["x"], host["w"], (1, 1), (1, 1))
-    assert reference.max_error(y.get(), expect) < 1e-4
+    assert max_error(y.get(), expect) < 1e-4
     report.tally(*LAYOUT)
 
 
@@ -103,7 +104,7 @@ def test_flat_storage_of_a_strided_tensor_is_accepted_a_packed_array_is_not(hand
     w = handle.to_device(host["w"])
     miopy.convolution_forward(handle, desc, handle.to_device(flat), W_DESC, w, CONV, X_DESC, y, algo=NAIVE)
     expect = reference.conv_forward(strided_view(flat, desc.dims, desc.strides), host["w"], (1, 1), (1, 1))
-    assert reference.max_error(y.get(), expect) < 1e-4
+    assert max_error(y.get(), expect) < 1e-4
     packed = handle.to_device(np.zeros(desc.dims, np.float32))   # dims as stated, but packed: ambiguous
     with pytest.raises(BadParam, match="layout"):
         miopy.convolution_forward(handle, desc, packed, W_DESC, w, CONV, X_DESC, y, algo=NAIVE)
@@ -150,7 +151,7 @@ def test_overlapping_sub_buffers_are_refused_disjoint_ones_run(handle, report):
     y_sub = big.base_data.get_sub_region(apart, nbytes)
     _call(handle, "forward", x_sub, w, y_sub)
     got = big.get()[apart // 4:apart // 4 + nbytes // 4].reshape(X_DESC.dims)
-    assert reference.max_error(got, reference.conv_forward(host["x"], host["w"], (1, 1), (1, 1))) < 1e-4
+    assert max_error(got, reference.conv_forward(host["x"], host["w"], (1, 1), (1, 1))) < 1e-4
     report.tally(*OVERLAP, repetitions=2)
 
 
@@ -163,7 +164,7 @@ def test_a_refused_call_between_good_ones_changes_nothing(handle, report):
         _call(handle, "forward", x, w, x)
     y2 = handle.to_device(np.full(X_DESC.dims, np.nan, np.float32))
     _call(handle, "forward", x, w, y2)
-    assert reference.max_error(y2.get(), expect) < 1e-4 and np.array_equal(x.get(), host["x"])
+    assert max_error(y2.get(), expect) < 1e-4 and np.array_equal(x.get(), host["x"])
     report.tally(*OVERLAP, repetitions=3)
 
 
@@ -266,7 +267,7 @@ def test_a_launch_that_runs_out_of_memory_leaves_the_output_and_the_handle_usabl
     monkeypatch.setattr(cl, "enqueue_nd_range_kernel", real)
     assert np.all(y.get() == POISON)
     _call(handle, "forward", x, w, y)
-    assert reference.max_error(y.get(), reference.conv_forward(host["x"], host["w"], (1, 1), (1, 1))) < 1e-4
+    assert max_error(y.get(), reference.conv_forward(host["x"], host["w"], (1, 1), (1, 1))) < 1e-4
     report.tally(*RUNTIME)
 
 

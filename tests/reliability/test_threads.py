@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import miopy
+from miopy.accuracy import max_error
 from miopy.conv import reference, registry
 from miopy.conv.problem import OUTPUT_ROLE, Direction
 from tests.helpers import make_problem
@@ -68,7 +69,7 @@ def _work(handle, case, index, barrier, failures):
         CALLS[direction](handle, *_arguments(problem, arrays), algo=algo, alpha=alpha, beta=beta)
         got = arrays[out_role].get(queue=handle.queue)
         expect = alpha * reference.solve(problem, host) + (beta * host[out_role] if beta else 0.0)
-        error = reference.max_error(got, expect)
+        error = max_error(got, expect)
         if not error <= tolerance:
             failures.append(f"case {index} ({solver_id} {direction.name}) iteration {i}: error {error:.3g}")
 

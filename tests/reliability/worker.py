@@ -38,6 +38,7 @@ import numpy as np
 
 import miopy
 from miopy import db, kernel_cache
+from miopy.accuracy import max_error
 from miopy.cli import driver, tune
 from miopy.conv import api, reference
 from miopy.conv.problem import Direction
@@ -105,7 +106,7 @@ def check_record(handle, problem: list[int], direction: Direction, record: miopy
     else:
         api.convolution_backward_weights(handle, yd, dev["y"], xd, dev["x"], conv, wd, dev["w"], algo=record)
         got, want = dev["w"], reference.conv_backward_weights(x, y, wd.dims, **geo)
-    err = reference.max_error(handle.to_host(got), want)
+    err = max_error(handle.to_host(got), want)
     assert err <= TOLERANCE, f"{record.solver_id} error {err:.2e}"
 
 

@@ -4,7 +4,8 @@ import dataclasses
 
 import pytest
 
-from miopy.conv import heuristic, reference, registry
+from miopy.accuracy import max_error
+from miopy.conv import heuristic, registry
 from miopy.conv.problem import Direction
 from miopy.conv.solvers.depthwise import ConvDepthwise, max_split
 from miopy.device import DeviceInfo
@@ -38,7 +39,7 @@ def test_backward_weights_split_is_deterministic(handle):
     t = random_tensors(problem, seed=5)
     first, second = (run_solution(handle, solution, problem, t) for _ in range(2))
     assert first.tobytes() == second.tobytes()
-    assert reference.max_error(first, expected(problem, t)) <= 1e-5
+    assert max_error(first, expected(problem, t)) <= 1e-5
 
 
 def test_backward_weights_long_reduction_stays_accurate(handle):

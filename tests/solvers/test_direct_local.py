@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from miopy.conv import reference
+from miopy.accuracy import max_error
 from miopy.conv.problem import Direction
 from miopy.conv.solvers.direct_local import ConvDirectLocal, gemm_shape, max_split
 from miopy.device import DeviceInfo
@@ -56,7 +56,7 @@ def test_grouped_backward_weights_split_is_deterministic(handle):
     t = random_tensors(problem, seed=3)
     first, second = (run_solution(handle, solution, problem, t) for _ in range(2))
     assert first.tobytes() == second.tobytes()
-    assert reference.max_error(first, expected(problem, t)) <= 1e-4
+    assert max_error(first, expected(problem, t)) <= 1e-4
 
 
 def test_workspace_does_not_depend_on_params(handle):

@@ -6,7 +6,7 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-from miopy.conv import reference
+from miopy.accuracy import max_error
 from miopy.conv.problem import Direction
 from miopy.conv.solvers import im2col_gemm
 from miopy.conv.solvers.gemm_1x1 import ConvGemm1x1
@@ -161,7 +161,7 @@ def test_backward_weights_is_bit_identical_across_runs(handle, solver, filter_si
     assert solver.is_valid(problem, params, handle.info), solver.invalid_reason(problem, params, handle.info)
     solution = solver.solution(problem, params)
     first = run_solution(handle, solution, problem, t)
-    assert reference.max_error(first, expected(problem, t)) < 1e-4
+    assert max_error(first, expected(problem, t)) < 1e-4
     for _ in range(2):
         assert np.array_equal(first, run_solution(handle, solution, problem, t))
 

@@ -8,6 +8,7 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
+from miopy.accuracy import max_error
 from miopy.activation import ActivationMode
 from miopy.conv import heuristic_model, reference, registry
 from miopy.conv.problem import Direction
@@ -84,7 +85,7 @@ def test_bias_relu_epilogue(handle, dtype, n):
                                   problem.groups)
     want = apply_reference(epilogue, conv, host)
     assert (want == 0).any() and (want > 0).any()     # the ReLU clips some outputs and keeps others
-    assert reference.max_error(got, want) <= tolerance(SOLVER, problem)
+    assert max_error(got, want) <= tolerance(SOLVER, problem)
 
 
 @pytest.mark.parametrize("n,c", [(16, 90), (33, 92), (64, 90)])

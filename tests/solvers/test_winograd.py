@@ -4,6 +4,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from miopy.accuracy import max_error
 from miopy.conv import reference
 from miopy.conv.problem import ConvDesc, ConvProblem, Direction
 from miopy.conv.solvers.winograd import ConvWinograd3x3F2, ConvWinograd3x3F4
@@ -55,9 +56,9 @@ def test_strided_tensors(handle, direction):
     got = run_solution(handle, solver.solution(problem, solver.default_params(problem, handle.info)), problem, t)
     view = lambda flat: np.lib.stride_tricks.as_strided(flat, x_desc.dims, [4 * s for s in x_desc.strides])
     if direction is Direction.FORWARD:
-        err = reference.max_error(got, reference.conv_forward(view(t["x"]), t["w"], pad=(1, 1)))
+        err = max_error(got, reference.conv_forward(view(t["x"]), t["w"], pad=(1, 1)))
     else:
-        err = reference.max_error(view(got), reference.conv_backward_data(t["y"], t["w"], x_desc.dims, pad=(1, 1)))
+        err = max_error(view(got), reference.conv_backward_data(t["y"], t["w"], x_desc.dims, pad=(1, 1)))
     assert err <= solver.tolerance
 
 

@@ -6,6 +6,7 @@ import pytest
 
 import miopy
 from miopy import ConvDesc, Direction, TensorDesc
+from miopy.accuracy import max_error
 from miopy.conv import heuristic, reference, registry
 from miopy.conv.problem import ConvProblem
 from miopy.conv.solvers import winograd
@@ -55,7 +56,7 @@ def test_split_partials_match_one_sum_and_repeat_bit_for_bit(handle, solver):
         params = {**base, "SPLIT": split}
         assert solver.is_valid(problem, params, handle.info), solver.invalid_reason(problem, params, handle.info)
         got = run_solution(handle, solver.solution(problem, params), problem, t)
-        err = reference.max_error(got, reference.conv_backward_weights(t["x"], t["y"], problem.w.dims, pad=(1, 1)))
+        err = max_error(got, reference.conv_backward_weights(t["x"], t["y"], problem.w.dims, pad=(1, 1)))
         assert err <= reference.tolerance(solver, problem), f"SPLIT={split}: error {err:.3g}"
         if split > 1:
             again = run_solution(handle, solver.solution(problem, params), problem, t)
@@ -158,7 +159,7 @@ def test_plan_warm_calls_compile_nothing(handle, monkeypatch):
     plan.run(x=dev_x, dw=dev_dw, dy=dev_dy)
     first = dev_dw.get()
     want = reference.conv_backward_weights(x, dy, wd.dims, pad=(1, 1))
-    assert reference.max_error(first, want) <= reference.tolerance(solver, problem)
+    assert max_error(first, want) <= reference.tolerance(solver, problem)
 
     def forbidden(*args, **kwargs):
         raise AssertionError("a warm plan run reached the kernel cache")
@@ -219,7 +220,7 @@ def test_strided_input_and_filter_gradient(handle):
     got = run_solution(handle, solver.solution(problem, solver.default_params(problem, handle.info)), problem, t)
     view = lambda flat, d: np.lib.stride_tricks.as_strided(flat, d.dims, [4 * s for s in d.strides])
     want = reference.conv_backward_weights(view(x, x_desc), dy, w_desc.dims, pad=(1, 1))
-    assert reference.max_error(view(got, w_desc), want) <= reference.tolerance(solver, problem)
+    assert max_error(view(got, w_desc), want) <= reference.tolerance(solver, problem)
     gaps = np.ones(w_desc.element_span, bool)
     gaps[view(np.arange(w_desc.element_span, dtype=np.float32), w_desc).ravel().astype(int)] = False
     assert np.isnan(got[gaps]).all()   # run_solution poisons the whole output span

@@ -8,7 +8,11 @@ MIOpen's and ONNX's pre is (n - 1) // 2, PyTorch's n // 2 (they differ for even 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
+
+from .problem import Direction, LRNProblem
 
 WITHIN, CROSS = 0, 1
 
@@ -56,3 +60,13 @@ def lrn_backward(dy, x, mode: int, n: int, alpha: float, beta: float, k: float, 
     scale = lrn_scale(x, mode, n, alpha, k, pre) if scale is None else np.asarray(scale, np.float64)
     terms = dy * x * scale ** (-beta - 1.0)
     return dy * scale ** -beta - 2.0 * alpha * beta / area * x * _window_sum(terms, axes, after, before)
+
+
+def reference_outputs(problem: LRNProblem, tensors: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The registry's reference hook: {output role: float64 expected} (the backward from the given scale)."""
+    d = problem.desc
+    geometry = (int(d.mode), d.n, d.alpha, d.beta, d.k, d.pre)
+    if problem.direction is Direction.FORWARD:
+        y, scale = lrn_forward(tensors["x"], *geometry)
+        return {"y": y, "scale": scale} if problem.save_scale else {"y": y}
+    return {"dx": lrn_backward(tensors["dy"], tensors["x"], *geometry, scale=tensors["scale"])}

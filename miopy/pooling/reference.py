@@ -7,9 +7,11 @@ Pads are (top, bottom, left, right); window and strides (h, w).
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import numpy as np
+
+from .problem import Direction, PoolingProblem
 
 MAX, AVERAGE, AVERAGE_INCLUSIVE = 0, 1, 2
 
@@ -85,3 +87,13 @@ def pool_backward(dy, x_shape, mode: int, window, pads, strides, ceil_mode: bool
             divisor = size if int(mode) == AVERAGE_INCLUSIVE else count
             dx[:, :, rows, cols] += (dy[:, :, oh, ow] / divisor)[:, :, None, None]
     return dx
+
+
+def reference_outputs(problem: PoolingProblem, tensors: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The registry's reference hook: {output role: float64 expected} (y forward, dx backward; the saved
+    indices are checked through the backward)."""
+    d = problem.desc
+    geometry = (int(d.mode), d.window, d.pads, d.strides, d.ceil_mode)
+    if problem.direction is Direction.FORWARD:
+        return {"y": pool_forward(tensors["x"], *geometry)[0]}
+    return {"dx": pool_backward(tensors["dy"], problem.x.dims, *geometry, indices=tensors.get("indices"))}

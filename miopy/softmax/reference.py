@@ -5,7 +5,11 @@ Algorithms by miopenSoftmaxAlgorithm_t's: 0 fast (no max subtracted), 1 accurate
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
+
+from .problem import Direction, SoftmaxProblem
 
 FAST, ACCURATE, LOG = 0, 1, 2
 INSTANCE, CHANNEL = 0, 1
@@ -36,3 +40,11 @@ def softmax_backward(y, dy, algorithm: int, mode: int) -> np.ndarray:
     if int(algorithm) == LOG:
         return dy - np.exp(y) * dy.sum(axis=axes, keepdims=True)
     return y * (dy - (dy * y).sum(axis=axes, keepdims=True))
+
+
+def reference_outputs(problem: SoftmaxProblem, tensors: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The registry's reference hook: {output role: float64 expected}."""
+    algo, mode = int(problem.desc.algorithm), int(problem.desc.mode)
+    if problem.direction is Direction.FORWARD:
+        return {"y": softmax_forward(tensors["x"], algo, mode)}
+    return {"dx": softmax_backward(tensors["y"], tensors["dy"], algo, mode)}
