@@ -148,7 +148,7 @@ def test_asymmetric_output_shape(h, r, pads, stride):
 
 
 def test_same_padding():
-    from miopy.conv.problem import same_padding
+    from miopy.conv.descriptor import same_padding
     assert same_padding((14, 14), (3, 3), 2) == (0, 1, 0, 1)          # MIOpen's --pad_mode same case
     assert same_padding((14, 14), (3, 3), 2, upper=False) == (1, 0, 1, 0)
     assert same_padding((7, 8), (3, 3), 1) == (1, 1, 1, 1)

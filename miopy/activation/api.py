@@ -14,7 +14,7 @@ from ..plan import Operand, Plan, memo_plan
 from ..pointwise import check_same_dims, pointwise_launch, scalar
 from ..solver import Solution
 from ..tensor import TensorDesc
-from .modes import ActivationMode
+from .descriptor import ActivationMode
 
 SCALARS = ("activ_alpha", "activ_beta", "activ_gamma")
 

@@ -6,8 +6,8 @@ from .api import (
     batch_normalization_forward_training,
     batch_normalization_plan,
 )
+from .descriptor import BatchNormMode, derive_bn_tensor_descriptor
 from .functional import batch_norm, batch_norm_backward, native_batch_norm
-from .modes import BatchNormMode, derive_bn_tensor_descriptor
 from .problem import BatchNormProblem, BnDirection
 from .registry import REGISTRY
 

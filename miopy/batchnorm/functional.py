@@ -13,7 +13,7 @@ from ..errors import BadParam, NotSupported, check
 from ..handle import Handle, handle_for
 from ..tensor import TensorDesc, as_flag
 from .api import batch_normalization_plan, epsilon_scalar, forward_scalars
-from .modes import BatchNormMode, derive_bn_tensor_descriptor
+from .descriptor import BatchNormMode, derive_bn_tensor_descriptor
 from .problem import BnDirection
 
 SPATIAL = BatchNormMode.SPATIAL

@@ -18,7 +18,7 @@ from ..device import INT_LIMIT
 from ..errors import BadParam, NotSupported, check
 from ..solver import Registry
 from ..tensor import DataType, TensorDesc
-from .modes import BatchNormMode, derive_bn_tensor_descriptor
+from .descriptor import BatchNormMode, derive_bn_tensor_descriptor
 
 
 class BnDirection(enum.Enum):

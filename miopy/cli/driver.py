@@ -11,7 +11,8 @@ import numpy as np
 from .. import conv as api
 from ..accuracy import max_error
 from ..conv import registry
-from ..conv.problem import OUTPUT_ROLE, ConvDesc, Direction, directions, map_problem, same_padding
+from ..conv.descriptor import ConvDesc, same_padding
+from ..conv.problem import OUTPUT_ROLE, Direction, directions, map_problem
 from ..conv.reference import solve, tolerance
 from ..conv.solver import ConvSolver
 from ..errors import MiopyError, check

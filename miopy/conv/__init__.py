@@ -8,8 +8,9 @@ from .api import (
                   find,
                   find_convolution,
 )
+from .descriptor import ConvDesc
 from .functional import conv2d, conv_transpose2d
-from .problem import ConvDesc, ConvProblem, Direction, map_problem
+from .problem import ConvProblem, Direction, map_problem
 from .registry import REGISTRY
 
 # The names miopy re-exports (miopy.<name>); the rest stay miopy.conv.<name>.

@@ -1,7 +1,6 @@
 """Dropout (MIOpen's miopenDropout*): seeded counter-based masks in a reserve space, inverted scaling;
 descriptor API, functional form (dropout, native_dropout, dropout_backward, Generator) and solvers."""
 from .api import (
-    DropoutDescriptor,
     dropout_backward,
     dropout_forward,
     dropout_get_reserve_space_size,
@@ -10,6 +9,7 @@ from .api import (
     restore_dropout_descriptor,
     set_dropout_descriptor,
 )
+from .descriptor import DropoutDescriptor
 from .functional import Generator, default_generator, dropout, native_dropout, native_dropout_backward
 from .problem import DropoutDirection, DropoutProblem
 from .registry import REGISTRY

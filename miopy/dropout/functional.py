@@ -9,7 +9,8 @@ import pyopencl.array as cl_array
 from ..errors import BadParam, check
 from ..handle import Handle, handle_for
 from ..tensor import TensorDesc, as_flag
-from .api import dropout_plan, rate_scalars, set_dropout_descriptor
+from .api import dropout_plan, set_dropout_descriptor
+from .descriptor import rate_scalars
 from .problem import STATE_BYTES, DropoutDirection
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..conv.problem import same_padding
+from ..conv.descriptor import same_padding
 from .errors import InvalidModel, UnsupportedOperator
 from .graph import Node
 

@@ -9,8 +9,9 @@ from .api import (
            transform_tensor_plan,
            unary_plan,
 )
+from .descriptor import TensorOp
 from .functional import add, div, fill, maximum, minimum, mul, scale
-from .problem import TensorOp, TensorOpProblem
+from .problem import TensorOpProblem
 from .registry import REGISTRY
 
 # The names miopy re-exports (miopy.<name>); the rest stay miopy.tensor_ops.<name>.

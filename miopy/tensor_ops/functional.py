@@ -15,7 +15,7 @@ from ..handle import Handle, handle_for
 from ..pointwise import scalar
 from ..tensor import TensorDesc, holds_bool
 from .api import op_tensor_plan, unary_plan
-from .problem import TensorOp
+from .descriptor import TensorOp
 
 
 def add(input: cl_array.Array, other: cl_array.Array, alpha: float = 1.0, handle: Handle | None = None

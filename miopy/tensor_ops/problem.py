@@ -2,30 +2,16 @@
 broadcast over A the way MIOpen allows: each of B's dims equals A's or is 1."""
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..device import INT_LIMIT
 from ..errors import NotSupported, check
 from ..solver import Registry
-from ..tensor import DataType, TensorDesc, enum_member
+from ..tensor import DataType, TensorDesc
+from .descriptor import TensorOp
 
 DTYPES = frozenset({DataType.FLOAT32, DataType.FLOAT16})
-
-
-class TensorOp(enum.IntEnum):
-    """miopenTensorOp_t: values 0 to 3 are MIOpen's; DIV is miopy's (MIOpen has no division)."""
-
-    ADD = 0   # alpha1 * a + alpha2 * b
-    MUL = 1   # (alpha1 * a) * (alpha2 * b)
-    MIN = 2   # min(alpha1 * a, alpha2 * b)
-    MAX = 3   # max(alpha1 * a, alpha2 * b)
-    DIV = 4   # (alpha1 * a) / (alpha2 * b)
-
-    @classmethod
-    def of(cls, value: TensorOp | int | str, field: str = "tensor_op") -> TensorOp:
-        return enum_member(cls, value, field, "tensor op")
 
 
 def check_data(field: str, desc, reference: TensorDesc | None = None, reference_field: str = "") -> TensorDesc:

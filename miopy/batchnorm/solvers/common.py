@@ -6,7 +6,7 @@ from typing import ClassVar
 from ...device import DeviceInfo, index_reason
 from ...solver import Solver, require, require_none
 from ...tensor import DataType, TensorDesc
-from ..modes import BatchNormMode
+from ..descriptor import BatchNormMode
 from ..problem import DATA_DTYPES, RUNNING_ROLES, SAVED_ROLES, BatchNormProblem, BnDirection
 
 ELEMENTWISE_WG = 256   # work-group of the element-wise passes

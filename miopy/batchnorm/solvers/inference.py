@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, round_up
-from ..modes import BatchNormMode
+from ..descriptor import BatchNormMode
 from ..problem import BatchNormProblem, BnDirection
 from .common import ELEMENTWISE_WG, INFERENCE_SCALARS, BatchNormSolver, data_defines
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ...device import DeviceInfo, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution
-from ..modes import BatchNormMode
+from ..descriptor import BatchNormMode
 from ..problem import BatchNormProblem, BnDirection
 from .common import BACKWARD_SCALARS, FORWARD_SCALARS, BatchNormSolver, data_defines, optional_roles, stat_defines
 

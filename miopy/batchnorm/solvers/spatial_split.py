@@ -6,7 +6,7 @@ import numpy as np
 from ...device import DeviceInfo, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
 from ...solver import Arg, KernelLaunch, Params, Solution, round_up
-from ..modes import BatchNormMode
+from ..descriptor import BatchNormMode
 from ..problem import BatchNormProblem, BnDirection
 from .common import (
     BACKWARD_SCALARS,

@@ -5,7 +5,8 @@ from ...device import DeviceInfo
 from ...kernel_cache import KernelSpec
 from ...pointwise import pointwise_defines
 from ...solver import KernelLaunch, Params, Solution, Solver, require, round_up
-from ..problem import DTYPES, TensorOp, TensorOpProblem
+from ..descriptor import TensorOp
+from ..problem import DTYPES, TensorOpProblem
 from .packed import SCALARS, WG, require_index_range
 
 

@@ -6,7 +6,8 @@ import numpy as np
 from ...device import DeviceInfo, index_reason
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, Solver, require, require_none, round_up
-from ..problem import DTYPES, TensorOp, TensorOpProblem
+from ..descriptor import TensorOp
+from ..problem import DTYPES, TensorOpProblem
 
 WG = 256
 SCALARS = ("alpha1", "alpha2", "beta")
