@@ -17,8 +17,8 @@ import time
 import numpy as np
 import pyopencl as cl
 
-from miopy.cli.driver import conv_arguments, descriptors
 from miopy.conv import reference
+from miopy.conv.driver import conv_arguments, descriptors
 from miopy.conv.problem import OUTPUT_ROLE, ConvProblem, Direction, directions, map_problem
 from miopy.conv.solvers.direct_local import ConvDirectLocal
 from miopy.errors import MiopyError

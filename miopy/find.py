@@ -40,8 +40,8 @@ from .errors import BadParam, MiopyError, NotSupported, check
 from .handle import Handle
 from .kernel_cache import KernelSpec
 from .log import warn_once
-from .plan import Plan, check_fits, checked_solution, solution_plan
-from .solver import Params, Problem, Solver, ceil_div
+from .plan import Operand, Plan, check_fits, checked_solution, solution_plan
+from .solver import Params, Problem, Solver, ceil_div, run_scalars
 from .tensor import STRICT, DataType, as_int, strided_view
 from .version import __version__
 
@@ -125,13 +125,9 @@ class AccuracyCheck:
 
     def __init__(self, handle: Handle, problem: Problem, workspace_bytes: int):
         self.handle, self.problem = handle, problem
-        self.host = random_host(problem, CHECK_SEED)
         check_fits(handle, {**tensor_bytes(problem), "workspace": workspace_bytes})
-        self.buffers: dict = {}
-        for role, host in self.host.items():
-            self.buffers[role] = handle.alloc(host.nbytes)
-            cl.enqueue_copy(handle.queue, self.buffers[role], host)
-        self.buffers["workspace"] = handle.alloc(workspace_bytes)
+        self.host = random_host(problem, CHECK_SEED)
+        self.buffers = upload(handle, problem, self.host, workspace_bytes)
         self.expected: dict[str, np.ndarray] | None = None
         self.expected_device: dict[str, cl.Buffer] = {}   # the naive solver's outputs, kept on the device
         self.reference_id: str | None = None   # the naive solver whose outputs are expected, if one
@@ -272,13 +268,21 @@ def random_host(problem: Problem, seed: int = 0) -> dict[str, np.ndarray]:
 
 
 def random_buffers(handle: Handle, problem: Problem, workspace_bytes: int, seed: int = CHECK_SEED) -> dict:
-    """Device buffers for every tensor of problem (random normal values) and a workspace."""
+    """Device buffers for every tensor of problem (random normal values), a workspace and the problem's
+    per-call scalars: what a plan of problem enqueues on."""
     check_fits(handle, {**tensor_bytes(problem), "workspace": workspace_bytes})
+    return upload(handle, problem, random_host(problem, seed), workspace_bytes)
+
+
+def upload(handle: Handle, problem: Problem, host: Mapping[str, np.ndarray], workspace_bytes: int) -> dict:
+    """Device copies of host (role -> array), a workspace of workspace_bytes and problem's run_scalars: the
+    bound arguments a plan of problem enqueues with."""
     out: dict = {}
-    for role, host in random_host(problem, seed).items():
-        out[role] = handle.alloc(host.nbytes)
-        cl.enqueue_copy(handle.queue, out[role], host)
+    for role, array in host.items():
+        out[role] = handle.alloc(array.nbytes)
+        cl.enqueue_copy(handle.queue, out[role], array)
     out["workspace"] = handle.alloc(workspace_bytes)
+    out.update(run_scalars(problem))
     return out
 
 
@@ -375,6 +379,16 @@ def get_solutions(handle: Handle, problem: Problem, workspace_limit: int | None 
     _check_arguments(handle, problem, workspace_limit, None)
     hit = _from_find_db(handle, problem, workspace_limit)
     return hit if hit is not None else _heuristic(handle, problem, workspace_limit)
+
+
+def immediate_plan(handle: Handle, problem: Problem, operands: Sequence[Operand], *, output: str | None = None,
+                   may_alias: Sequence[tuple[str, str]] = ()) -> Plan:
+    """The plan of the solution immediate mode picks for problem (the find DB's best, else the family's ranking,
+    with perf-DB params), running on operands: what a family's call builds the first time it meets a problem.
+    output is the operand alpha / beta blend into; may_alias the (written, read) pairs that may be one buffer."""
+    record = get_solutions(handle, problem)[0]
+    solution = checked_solution(handle, problem, record.solver_id, record.params)
+    return Plan(handle, solution, operands, blend_output=output, may_alias=may_alias, problem=problem)
 
 
 def compile_solution(handle: Handle, problem: Problem, solver_id: str) -> AlgoPerf:

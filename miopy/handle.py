@@ -27,7 +27,7 @@ import pyopencl.tools as cl_tools
 
 from . import config
 from .device import DeviceInfo, allocation_reason
-from .errors import DeviceNotFound, LaunchError, OutOfResources, check
+from .errors import BadParam, DeviceNotFound, LaunchError, OutOfResources, check
 from .kernel_cache import KernelCache
 from .log import warn_once
 from .plan import Sequence as PlanSequence
@@ -261,6 +261,15 @@ class Handle:
 
 _HANDLES: dict = {}
 _BY_QUEUE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()   # queue's cl handle -> its Handle
+
+
+def functional_handle(array: Any, field: str = "x", handle: Handle | None = None) -> Handle:
+    """The handle a functional call on array runs on: handle when given, else array's (handle_for); BadParam(field)
+    when array is not a pyopencl Array (checked with a handle too: the functional layers' memo keys read its
+    shape)."""
+    if not isinstance(array, cl_array.Array):
+        raise BadParam(field, f"expected a pyopencl Array, got {type(array).__name__}")
+    return handle if handle is not None else handle_for(array)
 
 
 def handle_for(array: cl_array.Array) -> Handle:

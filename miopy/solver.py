@@ -49,6 +49,10 @@ class Problem(Protocol):
     def reduction_length(self) -> int:
         """Terms summed into each output (1 for element-wise ops): scales the verification tolerance."""
 
+    # Optional: ``scalars() -> Mapping[str, scalar]``, the per-call kernel arguments its solutions take by role
+    # (dropout's rate, activation's alpha), with the values find, tuning and the tests bind (the values the
+    # family's reference hook answers for); see run_scalars.
+
 
 P = TypeVar("P")
 
@@ -83,6 +87,13 @@ class Solution:
     params: Params = field(hash=False)
     launches: tuple[KernelLaunch, ...]
     workspace_bytes: int = 0
+
+
+def run_scalars(problem: Problem) -> dict[str, Any]:
+    """The per-call scalar arguments problem's solutions take, by role, with the values to run them with (the
+    problem's optional ``scalars()``; none for most families)."""
+    scalars = getattr(problem, "scalars", None)
+    return dict(scalars()) if scalars is not None else {}
 
 
 def round_up(value: int, multiple: int) -> int:

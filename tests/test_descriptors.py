@@ -165,7 +165,8 @@ def test_asymmetric_key_and_driver_args():
     q = ConvProblem.create(1, TensorDesc("FP32", (1, 4, 14, 14)), TensorDesc("FP32", (8, 4, 3, 3)),
                            ConvDesc((1, 0, 1, 0), 2))
     assert p.key() == "4-14-14-3x3-8-7-7-1-0,1x0,1-2x2-1x1-0-NCHW-FP32-F" and p.key() != q.key()
-    from miopy.cli.driver import descriptors, parser
+    from miopy.cli.driver import parser
+    from miopy.conv.driver import descriptors
     args = parser().parse_args(["conv", *p.driver_args().split()])
     assert descriptors(args)[2] == p.conv
     same = parser().parse_args(["conv", "-H", "14", "-W", "14", "-u", "2", "-v", "2", "--pad_mode", "same"])

@@ -22,7 +22,7 @@ FLOORS = [
     {"solver"},
     {"gemm", "pointwise", "plan"},
     {"handle"},
-    {"compile_pool"},
+    {"compile_pool", "driver_common"},
     {"find"},
     {"tuning"},
     {f.name for f in FAMILIES},

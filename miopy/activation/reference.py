@@ -1,9 +1,11 @@
 """Float64 formulas of MIOpen's activation modes (by the modes' int values), forward and derivative."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
+
+from .problem import ActivationProblem, Direction
 
 EPSILON = 1e-6                 # power: (alpha + beta * x) at or below this gives 0 (as MIOpen)
 SOFTRELU_THRESHOLD = 50.0      # softrelu's derivative clamps x here before exp (as MIOpen)
@@ -78,3 +80,11 @@ def derivative_reference(mode, x, alpha: float = 1.0, beta: float = 1.0, gamma: 
 def backward_reference(mode, dy, x, alpha: float = 1.0, beta: float = 1.0, gamma: float = 1.0) -> np.ndarray:
     """dx = dy * f'(x) in float64."""
     return np.asarray(dy, np.float64) * derivative_reference(mode, x, alpha, beta, gamma)
+
+
+def reference_outputs(problem: ActivationProblem, tensors: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The registry's reference hook: {output role: float64 expected} for the problem's scalars()."""
+    alpha, beta, gamma = (float(v) for v in problem.scalars().values())
+    if problem.direction is Direction.FORWARD:
+        return {"y": forward_reference(problem.mode, tensors["x"], alpha, beta, gamma)}
+    return {"dx": backward_reference(problem.mode, tensors["dy"], tensors["x"], alpha, beta, gamma)}

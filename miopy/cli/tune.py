@@ -21,6 +21,8 @@ from pathlib import Path
 
 from .. import config, db
 from ..conv import networks, registry
+from ..conv.driver import COMMANDS as CONV_COMMANDS
+from ..conv.driver import conv_arguments, descriptors
 from ..conv.problem import ConvProblem, directions, map_problem
 from ..errors import BadParam, MiopyError, check
 from ..find import tensor_bytes
@@ -28,7 +30,6 @@ from ..handle import Handle
 from ..plan import check_fits
 from ..tuning import STRATEGIES, Compiler, SearchSpace, TuneOptions, TuneResult, tunable, tune_problem
 from ..tuning.tuner import default_budget
-from .driver import CONV_COMMANDS, conv_arguments, descriptors
 
 DRIVER_PREFIXES = tuple((program, command) for program in ("./bin/MIOpenDriver", "MIOpenDriver", "miopy-driver")
                         for command in CONV_COMMANDS)

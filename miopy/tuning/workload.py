@@ -14,7 +14,7 @@ import pyopencl as cl
 
 from ..accuracy import max_error
 from ..errors import MiopyError
-from ..find import HOST_CHECK_MAX_FLOPS, naive_plan, random_host, run_poisoned, tensor_bytes
+from ..find import HOST_CHECK_MAX_FLOPS, naive_plan, random_host, run_poisoned, tensor_bytes, upload
 from ..handle import Handle
 from ..plan import Plan, check_fits
 from ..solver import Problem, Solver
@@ -45,11 +45,7 @@ class Workload:
         self.handle, self.problem = handle, problem
         check_fits(handle, {**tensor_bytes(problem), "workspace": workspace_bytes})   # before any host data
         self.host = host_data(problem, seed)
-        self.buffers: dict = {}
-        for role, host in self.host.items():
-            self.buffers[role] = handle.alloc(host.nbytes)
-            cl.enqueue_copy(handle.queue, self.buffers[role], host)
-        self.buffers["workspace"] = handle.alloc(workspace_bytes)
+        self.buffers = upload(handle, problem, self.host, workspace_bytes)
         self.seed = seed
         self._expected: Expected | None = None
 

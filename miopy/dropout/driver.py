@@ -5,24 +5,24 @@ import argparse
 
 import numpy as np
 
-from ..dropout import (
+from .. import driver_common as common
+from ..driver_common import add_timing, from_device, to_device
+from ..errors import BadParam
+from ..handle import Handle
+from ..tensor import TensorDesc
+from . import reference as ref
+from .api import (
     dropout_backward,
     dropout_forward,
     dropout_get_reserve_space_size,
     dropout_get_states_size,
     set_dropout_descriptor,
 )
-from ..dropout import reference as ref
-from ..errors import BadParam
-from ..handle import Handle
-from ..tensor import TensorDesc
-from . import driver_common as common
-from .driver_common import add_timing, from_device, to_device
 
 TOLERANCE = {"FP32": 1e-6, "FP16": 1e-3}
 
 
-def add_parser(subparsers) -> None:
+def add_parsers(subparsers) -> None:
     p = subparsers.add_parser("dropout", help="dropout (MIOpenDriver dropout)")
     add = p.add_argument
     add("-F", "--forw", type=int, default=0, choices=(0, 1, 2), help="1 forward, 2 backward, 0 both")

@@ -5,17 +5,18 @@ import argparse
 
 import numpy as np
 
+from .. import driver_common as common
 from ..handle import Handle
-from ..pooling import PoolingDesc, PoolingMode, pooling_backward, pooling_forward, pooling_workspace_size
-from ..pooling import reference as ref
-from ..pooling.problem import Direction, PoolingProblem
 from ..tensor import TensorDesc
-from . import driver_common as common
+from . import reference as ref
+from .api import pooling_backward, pooling_forward, pooling_workspace_size
+from .descriptor import PoolingDesc, PoolingMode
+from .problem import Direction, PoolingProblem
 
 TOLERANCE = 1e-5   # hybrid error of window sums in float
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def add_parsers(subparsers) -> None:
     p = subparsers.add_parser("pool", help="run, time and verify a 2-D pooling")
     common.add_common(p, "pooling")
     add = p.add_argument
@@ -36,7 +37,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     add("-P", "--print", type=int, default=1, help="print the pooling dimensions")
     add("--ceil", type=int, default=0, help="1: PyTorch's ceil_mode")
     p.set_defaults(run=run)
-    return p
 
 
 def descriptors(a: argparse.Namespace) -> tuple[PoolingDesc, TensorDesc]:

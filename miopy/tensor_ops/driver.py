@@ -5,18 +5,19 @@ import argparse
 
 import numpy as np
 
+from .. import driver_common as common
+from ..driver_common import add_dims, add_timing, from_device, to_device
 from ..handle import Handle
 from ..tensor import TensorDesc
-from ..tensor_ops import TensorOp, op_tensor, scale_tensor, set_tensor
-from ..tensor_ops import reference as ref
-from . import driver_common as common
-from .driver_common import add_dims, add_timing, from_device, to_device
+from . import reference as ref
+from .api import op_tensor, scale_tensor, set_tensor
+from .descriptor import TensorOp
 
 OPS = ("SetTensor", "ScaleTensor", "Add", "Mul", "Min", "Max")   # -o values 0 .. 5, as MIOpenDriver
 TOLERANCE = {"FP32": 1e-6, "FP16": 1e-3}
 
 
-def add_parser(subparsers) -> None:
+def add_parsers(subparsers) -> None:
     p = subparsers.add_parser("tensorop", help="tensor operations (MIOpenDriver tensorop)")
     add = p.add_argument
     add("-F", "--forw", type=int, default=1, help="(not used, as in MIOpenDriver)")

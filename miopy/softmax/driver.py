@@ -5,17 +5,18 @@ import argparse
 
 import numpy as np
 
+from .. import driver_common as common
 from ..handle import Handle
-from ..softmax import SoftmaxAlgorithm, SoftmaxDesc, SoftmaxMode, softmax_backward, softmax_forward
-from ..softmax import reference as ref
-from ..softmax.problem import Direction, SoftmaxProblem
 from ..tensor import TensorDesc
-from . import driver_common as common
+from . import reference as ref
+from .api import softmax_backward, softmax_forward
+from .descriptor import SoftmaxAlgorithm, SoftmaxDesc, SoftmaxMode
+from .problem import Direction, SoftmaxProblem
 
 NAMES = {Direction.FORWARD: "Forward Softmax", Direction.BACKWARD: "Backward Softmax"}
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def add_parsers(subparsers) -> None:
     p = subparsers.add_parser("softmax", help="run, time and verify a softmax / log-softmax")
     common.add_common(p, "softmax")
     add = p.add_argument
@@ -24,7 +25,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     add("-a", "--algorithm", type=int, default=1, choices=(0, 1, 2), help="fast (0), accurate (1), logsoftmax (2)")
     add("-m", "--mode", type=int, default=1, choices=(0, 1), help="instance mode (0), channel mode (1)")
     p.set_defaults(run=run)
-    return p
 
 
 def run(args: argparse.Namespace) -> int:

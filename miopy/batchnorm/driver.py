@@ -5,25 +5,24 @@ import argparse
 
 import numpy as np
 
-from ..batchnorm import (
-    BatchNormMode,
-    batch_normalization_backward,
-    batch_normalization_forward_inference,
-    batch_normalization_forward_training,
-    derive_bn_tensor_descriptor,
-)
-from ..batchnorm import reference as ref
+from .. import driver_common as common
+from ..driver_common import LAYOUTS, add_dims, add_timing, data_desc, from_device, to_device
 from ..errors import BadParam
 from ..handle import Handle
 from ..tensor import strided_view
-from . import driver_common as common
-from .driver_common import LAYOUTS, add_dims, add_timing, data_desc, from_device, to_device
+from . import reference as ref
+from .api import (
+    batch_normalization_backward,
+    batch_normalization_forward_inference,
+    batch_normalization_forward_training,
+)
+from .descriptor import BatchNormMode, derive_bn_tensor_descriptor
 
 EPSILON, FACTOR = 1e-5, 0.1   # MIOpenDriver's epsilon and a PyTorch-like exponential average factor
 TOLERANCE = {"FP32": 1e-4, "FP16": 2e-3}
 
 
-def add_parser(subparsers) -> None:
+def add_parsers(subparsers) -> None:
     p = subparsers.add_parser("bnorm", help="batch normalisation (MIOpenDriver bnorm)")
     add = p.add_argument
     add("-F", "--forw", type=int, default=1, choices=(0, 1, 2), help="forward: 0 off, 1 training, 2 inference")

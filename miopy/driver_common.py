@@ -1,5 +1,5 @@
-"""What miopy-driver's primitive sub-commands share: MIOpenDriver's common flags, timing, verification
-lines and the error guard. A sub-command module exposes add_parser(subparsers) and run(args) -> int."""
+"""What the families' miopy-driver sub-commands share: MIOpenDriver's common flags, timing, verification lines and
+the error guard. A family's ``driver`` module exposes add_parsers(subparsers); each command sets run(args) -> int."""
 from __future__ import annotations
 
 import argparse
@@ -9,11 +9,11 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pyopencl as cl
 
-from ..accuracy import max_error
-from ..errors import BadParam, MiopyError, check
-from ..handle import Handle
-from ..plan import check_fits
-from ..tensor import TensorDesc, packed_strides
+from .accuracy import max_error
+from .errors import BadParam, MiopyError, check
+from .handle import Handle
+from .plan import check_fits
+from .tensor import TensorDesc, packed_strides
 
 
 def add_common(parser: argparse.ArgumentParser, what: str) -> None:
@@ -78,17 +78,23 @@ def fits(handle: Handle, tensors: Mapping[str, TensorDesc]) -> None:
     check_fits(handle, {name: desc.nbytes for name, desc in tensors.items()})
 
 
-def guarded(body: Callable[[Handle], bool], args: argparse.Namespace | None = None) -> int:
-    """Run body on a fresh handle: 0 when it verifies, 1 when it fails or raises a MiopyError. args' counts
-    are checked first."""
+def guarded(body: Callable[[Handle], bool], args: argparse.Namespace | None = None,
+            prepare: Callable[[], str] | None = None) -> int:
+    """Run body on a fresh handle: 0 when it verifies, 1 when it fails or raises a MiopyError (or the host runs
+    out of memory for the problem's data). prepare() (which validates the flags before any device work and
+    returns text for the device line) and args' counts are checked first."""
     try:
+        what = prepare() if prepare is not None else ""
         if args is not None:
             check_counts(args)
         handle = Handle()
-        print(f"miopy-driver: device {handle.info.name} ({handle.info.platform})")
+        print(f"miopy-driver: device {handle.info.name} ({handle.info.platform}){what}")
         ok = body(handle)
     except MiopyError as exc:
         print(f"miopy-driver: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print("miopy-driver: error: out of host memory for the problem's tensors", file=sys.stderr)
         return 1
     s = handle.cache_stats()
     print(f"kernel cache: compiled={s['compiled']} disk_hits={s['disk_hits']} memory_hits={s['memory_hits']}")

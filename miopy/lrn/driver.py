@@ -5,17 +5,18 @@ import argparse
 
 import numpy as np
 
+from .. import driver_common as common
 from ..handle import Handle
-from ..lrn import LRNDesc, LRNMode, lrn_backward, lrn_forward, lrn_workspace_size
-from ..lrn import reference as ref
-from ..lrn.problem import Direction, LRNProblem
 from ..tensor import TensorDesc
-from . import driver_common as common
+from . import reference as ref
+from .api import lrn_backward, lrn_forward, lrn_workspace_size
+from .descriptor import LRNDesc, LRNMode
+from .problem import Direction, LRNProblem
 
 TOLERANCE = 1e-5   # hybrid error of a window sum and a pow in float
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def add_parsers(subparsers) -> None:
     p = subparsers.add_parser("lrn", help="run, time and verify a local response normalisation")
     common.add_common(p, "LRN")
     add = p.add_argument
@@ -26,7 +27,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     add("-m", "--mode", choices=("within", "cross"), default="within", help="within-channel or cross-channel")
     add("-P", "--printconv", type=int, default=1, help="print the dimensions")
     p.set_defaults(run=run)
-    return p
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,1 @@
+"""Activation solvers, one file each (the registry in miopy.activation.registry orders them)."""
