@@ -12,9 +12,9 @@ from __future__ import annotations
 import pyopencl as cl
 
 from ..errors import BadParam, check
-from ..find import get_solutions
+from ..find import immediate_plan
 from ..handle import Handle
-from ..plan import Plan, checked_solution, memo_plan, operands
+from ..plan import Plan, memo_plan, operands
 from ..pointwise import scalar
 from ..tensor import TensorDesc
 from .problem import RUNNING_ROLES, SAVED_ROLES, BatchNormProblem, BnDirection
@@ -92,11 +92,9 @@ def _plan(handle: Handle, direction: BnDirection, mode, x_desc, y_desc, bn_desc,
     backward = direction is BnDirection.BACKWARD
     names = ("x_desc", "dx_desc" if backward else "y_desc", "bn_desc")
     problem = BatchNormProblem.create(direction, mode, x_desc, y_desc, bn_desc, dy_desc, running, saved, names)
-    record = get_solutions(handle, problem)[0]
-    solution = checked_solution(handle, problem, record.solver_id, record.params)
     in_place = dy_desc == y_desc if backward else x_desc == y_desc
     alias = [("dy", "dx") if backward else ("x", "y")] if in_place else []
-    return Plan(handle, solution, operands(problem.tensors(), problem.outputs()), may_alias=alias, problem=problem)
+    return immediate_plan(handle, problem, operands(problem.tensors(), problem.outputs()), may_alias=alias)
 
 
 def _checked(handle) -> Handle:

@@ -10,7 +10,7 @@ import numpy as np
 import pyopencl.array as cl_array
 
 from ..errors import BadParam, NotSupported, check
-from ..handle import Handle, handle_for
+from ..handle import Handle, functional_handle
 from ..tensor import TensorDesc, as_flag
 from .api import batch_normalization_plan, epsilon_scalar, forward_scalars
 from .descriptor import BatchNormMode, derive_bn_tensor_descriptor
@@ -35,7 +35,7 @@ def native_batch_norm(input: cl_array.Array, weight: cl_array.Array | None, bias
                       ) -> tuple[cl_array.Array, cl_array.Array | None, cl_array.Array | None]:
     """torch.native_batch_norm: (output, saved mean, saved inverse standard deviation); the saved pair is
     None in evaluation mode (or with save=False). The pair feeds batch_norm_backward."""
-    handle = _handle_of(input, "input", handle)
+    handle = functional_handle(input, "input", handle)
     training, save = as_flag(training, "training"), as_flag(save, "save")
     if not training:
         check(running_mean is not None and running_var is not None, "running_mean",
@@ -68,7 +68,7 @@ def batch_norm_backward(grad_output: cl_array.Array, input: cl_array.Array, weig
                         ) -> tuple[cl_array.Array, cl_array.Array, cl_array.Array]:
     """(grad_input, grad_weight, grad_bias) of training-mode batch_norm. With save_mean / save_invstd (from
     native_batch_norm) the forward's statistics are reused; without, they are recomputed from input."""
-    handle = _handle_of(input, "input", handle)
+    handle = functional_handle(input, "input", handle)
     if not (isinstance(grad_output, cl_array.Array) and grad_output.shape == input.shape):
         raise BadParam("grad_output", f"must be an array of the input's shape {input.shape}")
     if (save_mean is None) != (save_invstd is None):
@@ -100,13 +100,6 @@ def _cold(handle: Handle, direction: BnDirection, input, running: bool, saved: b
     plan = batch_normalization_plan(handle, direction, SPATIAL, x, x, param, dy, running, saved)
     c = dims[1]
     return plan, handle.to_device(np.ones(c, np.float32)), handle.to_device(np.zeros(c, np.float32))
-
-
-def _handle_of(array, field: str, handle: Handle | None = None) -> Handle:
-    """handle, else the array's; BadParam(field) when array is not a pyopencl Array."""
-    if not isinstance(array, cl_array.Array):
-        raise BadParam(field, f"expected a pyopencl Array, got {type(array).__name__}")
-    return handle if handle is not None else handle_for(array)
 
 
 def _dims(array, field: str) -> tuple[int, int, int, int]:

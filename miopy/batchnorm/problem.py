@@ -14,6 +14,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import numpy as np
+
 from ..device import INT_LIMIT
 from ..errors import BadParam, NotSupported, check
 from ..solver import Registry
@@ -32,6 +34,9 @@ SAVED_ROLES = ("saved_mean", "saved_inv_variance")
 ESTIMATED_ROLES = ("estimated_mean", "estimated_variance")
 DATA_DTYPES = frozenset({DataType.FLOAT32, DataType.FLOAT16})
 
+
+# epsilon and the running average's factor find, tuning and the tests run with (the reference hook's).
+CHECK_EPSILON, CHECK_FACTOR = 1e-5, 0.1
 
 @dataclass(frozen=True)
 class BatchNormProblem:
@@ -135,6 +140,22 @@ class BatchNormProblem:
         if self.direction is BnDirection.FORWARD_INFERENCE:
             return 1
         return self.count
+
+    def positive_roles(self) -> tuple[str, ...]:
+        """Inputs random data must keep positive: variances and the saved inverse standard deviation."""
+        return ("estimated_variance", "running_var", "saved_inv_variance")
+
+    def scalars(self) -> dict[str, np.float32]:
+        """The per-call arguments with the values find, tuning and the tests bind (no blending, CHECK_EPSILON and
+        CHECK_FACTOR): what the reference hook answers for."""
+        if self.direction is BnDirection.BACKWARD:
+            values = {"alpha_data": 1.0, "beta_data": 0.0, "alpha_param": 1.0, "beta_param": 0.0,
+                      "epsilon": CHECK_EPSILON}
+        elif self.direction is BnDirection.FORWARD_INFERENCE:
+            values = {"alpha": 1.0, "beta": 0.0, "epsilon": CHECK_EPSILON}
+        else:
+            values = {"alpha": 1.0, "beta": 0.0, "epsilon": CHECK_EPSILON, "factor": CHECK_FACTOR}
+        return {role: np.float32(value) for role, value in values.items()}
 
     # -- shape helpers -------------------------------------------------------------------------------
     @property

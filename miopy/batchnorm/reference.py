@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .problem import BatchNormProblem, BnDirection
+from .problem import CHECK_EPSILON, CHECK_FACTOR, BatchNormProblem, BnDirection
 
 
 def _axes(spatial: bool) -> tuple[int, ...]:
@@ -70,13 +70,8 @@ def backward(x, dy, scale, epsilon: float, spatial: bool, saved_mean=None,
     return {"dx": dx, "dscale": dscale, "dbias": dbias}
 
 
-# The numbers a problem does not carry: the hook answers for these (alpha 1, beta 0).
-DEFAULT_EPSILON = 1e-5
-DEFAULT_FACTOR = 0.1
-
-
-def reference_outputs(problem: BatchNormProblem, t: Mapping[str, np.ndarray], epsilon: float = DEFAULT_EPSILON,
-                      factor: float = DEFAULT_FACTOR) -> dict[str, np.ndarray]:
+def reference_outputs(problem: BatchNormProblem, t: Mapping[str, np.ndarray], epsilon: float = CHECK_EPSILON,
+                      factor: float = CHECK_FACTOR) -> dict[str, np.ndarray]:
     """{output role: float64 expected} for the tensors t (by role)."""
     if problem.direction is BnDirection.FORWARD_INFERENCE:
         return {"y": forward_inference(t["x"], t["scale"], t["bias"], t["estimated_mean"],

@@ -136,8 +136,6 @@ def _claimed(args, direction: Direction, x_desc, w_desc, conv) -> bool:
     return False
 
 
-
-
 def add_parsers(subparsers) -> None:
     """conv (FP32) and convfp16 (FP16), MIOpenDriver's flags."""
     for command, dtype in COMMANDS.items():

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import pyopencl.array as cl_array
 
-from ..errors import BadParam, check
-from ..handle import Handle, handle_for
+from ..errors import check
+from ..handle import Handle, functional_handle
 from ..plan import Plan, array_desc
 from ..tensor import holds_bool
 from .api import convolution_plan
-from .problem import ConvDesc, Direction
+from .descriptor import ConvDesc
+from .problem import Direction
 
-__all__ = ["conv2d", "conv_transpose2d", "handle_for"]
+__all__ = ["conv2d", "conv_transpose2d"]
 
 
 def conv2d(x: cl_array.Array, w: cl_array.Array, stride=1, padding=0, dilation=1, groups: int = 1,
@@ -30,10 +31,7 @@ def conv_transpose2d(x: cl_array.Array, w: cl_array.Array, stride=1, padding=0, 
 
 
 def _call(x, w, handle: Handle | None, geometry: tuple) -> cl_array.Array:
-    if handle is None:
-        if not isinstance(x, cl_array.Array):
-            raise BadParam("x", f"expected a pyopencl Array, got {type(x).__name__}")
-        handle = handle_for(x)
+    handle = functional_handle(x, "x", handle)
     try:
         key = ("conv2d", x.shape, x.dtype, w.shape, w.dtype, geometry, handle.math_mode)
         memo = None if holds_bool(geometry) else handle.plans.get(key)   # True would find stride 1's plan

@@ -179,7 +179,6 @@ class ConvProblem:
         return self.key()
 
 
-
 # Which problem tensor each direction writes.
 OUTPUT_ROLE = {Direction.FORWARD: "y", Direction.BACKWARD_DATA: "x", Direction.BACKWARD_WEIGHTS: "w"}
 # User-facing names of the forward roles x, w, y, per direction.

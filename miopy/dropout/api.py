@@ -15,9 +15,9 @@ import numpy as np
 import pyopencl as cl
 
 from ..errors import BadParam, check
-from ..find import get_solutions
+from ..find import immediate_plan
 from ..handle import Handle
-from ..plan import Plan, buffer_of, checked_solution, memo_plan, operands
+from ..plan import Plan, buffer_of, memo_plan, operands
 from ..tensor import TensorDesc, as_flag, as_int
 from .descriptor import SEED_LIMIT, DropoutDescriptor
 from .problem import STATE_BYTES, DropoutDirection, DropoutProblem
@@ -85,13 +85,11 @@ def dropout_plan(handle: Handle, direction: DropoutDirection, x_desc: TensorDesc
     threshold and scale (forward) or scale (backward)."""
     names = ("x_desc", "y_desc") if direction is DropoutDirection.FORWARD else ("dy_desc", "dx_desc")
     problem = DropoutProblem.create(direction, x_desc, y_desc, noise_shape, use_mask, state_evo, names)
-    record = get_solutions(handle, problem)[0]
-    solution = checked_solution(handle, problem, record.solver_id, record.params)
     data = ("x", "y") if direction is DropoutDirection.FORWARD else ("dy", "dx")
     alias = [data] if x_desc == y_desc else []
     # The byte buffers' ByteBufferDesc offer what a plan checks of a descriptor: nbytes and dtype.numpy.
     ops = operands(cast(dict[str, TensorDesc], problem.tensors()), problem.outputs())
-    return Plan(handle, solution, ops, may_alias=alias, problem=problem)
+    return immediate_plan(handle, problem, ops, may_alias=alias)
 
 
 def _reserve(reserve_space) -> None:

@@ -7,7 +7,7 @@ import numpy as np
 import pyopencl.array as cl_array
 
 from ..errors import BadParam, check
-from ..handle import Handle, handle_for
+from ..handle import Handle, functional_handle
 from ..tensor import TensorDesc, as_flag
 from .api import dropout_plan, set_dropout_descriptor
 from .descriptor import rate_scalars
@@ -53,7 +53,7 @@ def native_dropout(input: cl_array.Array, p: float, train: bool = True, generato
     threshold, scale = rate_scalars(p, "p")
     if not as_flag(train, "training"):
         return input, None
-    handle = _handle_of(input, handle)
+    handle = functional_handle(input, "input", handle)
     generator = generator or default_generator(handle)
     plan = _plan(handle, DropoutDirection.FORWARD, input)
     out, mask = handle.pooled(input.shape, input.dtype), handle.pooled(input.shape, np.dtype(np.uint8))
@@ -65,7 +65,7 @@ def native_dropout_backward(grad_output: cl_array.Array, mask: cl_array.Array, p
                      handle: Handle | None = None) -> cl_array.Array:
     """grad_input = grad_output * mask / (1 - p), mask from native_dropout."""
     _, scale = rate_scalars(p, "p")
-    handle = _handle_of(grad_output, handle)
+    handle = functional_handle(grad_output, "input", handle)
     if not (isinstance(mask, cl_array.Array) and mask.shape == grad_output.shape):
         raise BadParam("mask", f"must be native_dropout's mask, of grad_output's shape {grad_output.shape}")
     plan = _plan(handle, DropoutDirection.BACKWARD, grad_output)
@@ -82,10 +82,3 @@ def _plan(handle: Handle, direction: DropoutDirection, array):
         desc = TensorDesc(array.dtype, (1,) * (4 - array.ndim) + tuple(array.shape))
         plan = handle.plans[key] = dropout_plan(handle, direction, desc, desc, state_evo=True)
     return plan
-
-
-def _handle_of(array, handle: Handle | None = None) -> Handle:
-    """handle, else the array's; BadParam("input") when array is not a pyopencl Array."""
-    if not isinstance(array, cl_array.Array):
-        raise BadParam("input", f"expected a pyopencl Array, got {type(array).__name__}")
-    return handle if handle is not None else handle_for(array)

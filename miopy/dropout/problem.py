@@ -12,6 +12,7 @@ from ..device import INT_LIMIT
 from ..errors import NotSupported, check
 from ..solver import Registry
 from ..tensor import DataType, TensorDesc
+from .descriptor import rate_scalars
 
 DTYPES = frozenset({DataType.FLOAT32, DataType.FLOAT16})
 STATE_BYTES = 16   # uint4: key (seed low, seed high), offset (low, high)
@@ -35,6 +36,10 @@ class ByteBufferDesc:
 class DropoutDirection(enum.Enum):
     FORWARD = "fwd"
     BACKWARD = "bwd"
+
+
+# The rate find, tuning and the tests run with (the reference hook answers for it).
+CHECK_RATE = 0.5
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,14 @@ class DropoutProblem:
 
     def reduction_length(self) -> int:
         return 1
+
+    def scalars(self) -> dict[str, np.generic]:
+        """The per-call arguments (the rate's threshold and scale) at CHECK_RATE: what find, tuning and the tests
+        bind, and what the reference hook answers for."""
+        threshold, scale = rate_scalars(CHECK_RATE)
+        if self.direction is DropoutDirection.BACKWARD:
+            return {"scale": scale}
+        return {"threshold": threshold, "scale": scale}
 
     @property
     def packed(self) -> bool:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .problem import DropoutDirection, DropoutProblem
+from .problem import CHECK_RATE, DropoutDirection, DropoutProblem
 
 _M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
 _W0, _W1 = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
@@ -60,10 +60,9 @@ def backward(dy, mask, p: float) -> np.ndarray:
     return forward(dy, mask, p)
 
 
-DEFAULT_P = 0.5   # the rate the hook answers for (a problem does not carry it)
 
 
-def reference_outputs(problem: DropoutProblem, t: Mapping[str, np.ndarray], p: float = DEFAULT_P) -> dict:
+def reference_outputs(problem: DropoutProblem, t: Mapping[str, np.ndarray], p: float = CHECK_RATE) -> dict:
     """{"y" or "dx": float64 expected}; the mask is the reserve space's (backward, use_mask) or the one the
     state t["states"] (4 uint32: seed low, seed high, offset low, offset high) draws."""
     if problem.direction is DropoutDirection.BACKWARD:

@@ -13,9 +13,9 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ..errors import BadParam, check
-from ..find import get_solutions
+from ..find import immediate_plan
 from ..handle import Handle
-from ..plan import Operand, Plan, checked_solution, memo_plan, saved_by_forward
+from ..plan import Operand, Plan, memo_plan, saved_by_forward
 from ..tensor import TensorDesc, as_flag
 from .descriptor import LRNDesc
 from .problem import Direction, LRNProblem
@@ -100,7 +100,7 @@ def forward_call(handle: Handle, lrn_desc, x_desc, y_desc, do_backward: bool) ->
     ops = [Operand("x", "x", x_desc), Operand("y", "y", y_desc, written=True)]
     if do_backward:
         ops.append(Operand("scale", "workspace", problem.tensors()["scale"], written=True))
-    return LRNCall(handle, _plan(handle, problem, ops, "y"), problem)
+    return LRNCall(handle, immediate_plan(handle, problem, ops, output="y"), problem)
 
 
 def backward_call(handle: Handle, lrn_desc, y_desc, dy_desc, x_desc, dx_desc) -> LRNCall:
@@ -109,11 +109,4 @@ def backward_call(handle: Handle, lrn_desc, y_desc, dy_desc, x_desc, dx_desc) ->
     problem = LRNProblem.create(Direction.BACKWARD, lrn_desc, x=x_desc, dy=dy_desc, dx=dx_desc)
     ops = [Operand("dx", "dx", dx_desc, written=True), Operand("dy", "dy", dy_desc), Operand("x", "x", x_desc),
            Operand("scale", "workspace", problem.tensors()["scale"])]
-    return LRNCall(handle, _plan(handle, problem, ops, "dx"), problem)
-
-
-def _plan(handle: Handle, problem: LRNProblem, ops, output: str) -> Plan:
-    """The plan of the solution immediate mode picks (the find DB's, else the registry's)."""
-    record = get_solutions(handle, problem)[0]
-    solution = checked_solution(handle, problem, record.solver_id, record.params)
-    return Plan(handle, solution, ops, blend_output=output, problem=problem)
+    return LRNCall(handle, immediate_plan(handle, problem, ops, output="dx"), problem)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pyopencl.array as cl_array
 
-from ..errors import BadParam, check
-from ..handle import Handle, handle_for
+from ..errors import check
+from ..handle import Handle, functional_handle
 from ..plan import array_desc, memo_plan
 from ..tensor import as_flag
 from .api import LRNCall, backward_call, forward_call
@@ -18,7 +18,7 @@ def local_response_norm(x: cl_array.Array, size: int, alpha: float = 1e-4, beta:
                         return_scale: bool = False, handle: Handle | None = None):
     """x / (k + alpha / size * sum of x^2 over size neighbouring channels)^beta, as
     torch.nn.functional.local_response_norm; with return_scale, (y, scale) for the backward."""
-    handle = _handle(x, handle)
+    handle = functional_handle(x, "x", handle)
     geometry = (size, alpha, beta, k)
     return_scale = as_flag(return_scale, "return_scale")
     call = memo_plan(handle, ("local_response_norm", x.shape, x.dtype, geometry, return_scale),
@@ -36,7 +36,7 @@ def local_response_norm_backward(dy: cl_array.Array, x: cl_array.Array, scale: c
                                  alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0,
                                  handle: Handle | None = None) -> cl_array.Array:
     """dx of local_response_norm from dy, x and the scale local_response_norm(return_scale=True) gave."""
-    handle = _handle(x, handle)
+    handle = functional_handle(x, "x", handle)
     geometry = (size, alpha, beta, k)
     key = ("local_response_norm_backward", x.shape, x.dtype, getattr(dy, "shape", None), geometry)
     call = memo_plan(handle, key, lambda: _cold_backward(handle, dy, x, geometry), geometry)
@@ -59,9 +59,3 @@ def _cold_backward(handle: Handle, dy, x, geometry: tuple) -> LRNCall:
     x_desc, dy_desc = array_desc(x, "x"), array_desc(dy, "dy")
     check(dy_desc.dims == x_desc.dims, "dy", f"shape {dy_desc.dims} != x shape {x_desc.dims}")
     return backward_call(handle, _desc(geometry), x_desc, dy_desc, x_desc, x_desc)
-
-
-def _handle(x, handle: Handle | None) -> Handle:
-    if not isinstance(x, cl_array.Array):   # with a handle too: the memo key reads x's shape
-        raise BadParam("x", f"expected a pyopencl Array, got {type(x).__name__}")
-    return handle if handle is not None else handle_for(x)

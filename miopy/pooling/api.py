@@ -14,9 +14,9 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from ..errors import BadParam, check
-from ..find import get_solutions
+from ..find import immediate_plan
 from ..handle import Handle
-from ..plan import Operand, Plan, buffer_of, checked_solution, memo_plan, saved_by_forward
+from ..plan import Operand, Plan, buffer_of, memo_plan, saved_by_forward
 from ..tensor import TensorDesc, as_flag
 from .descriptor import PoolingDesc
 from .problem import Direction, PoolingProblem
@@ -101,7 +101,7 @@ def forward_call(handle: Handle, pool_desc, x_desc, y_desc, do_backward) -> Pool
     check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
     problem = PoolingProblem.create(Direction.FORWARD, pool_desc, x_desc, y_desc, do_backward)
     ops = (Operand("x", "x", problem.x), Operand("y", "y", problem.y, written=True))
-    return PoolingCall(handle, _plan(handle, problem, ops, "y"), problem)
+    return PoolingCall(handle, immediate_plan(handle, problem, ops, output="y"), problem)
 
 
 def backward_call(handle: Handle, pool_desc, y_desc, dy_desc, x_desc, dx_desc) -> PoolingCall:
@@ -112,18 +112,10 @@ def backward_call(handle: Handle, pool_desc, y_desc, dy_desc, x_desc, dx_desc) -
     _same("dy_desc", dy_desc, "y_desc", y_desc)
     problem = PoolingProblem.create(Direction.BACKWARD, pool_desc, dx_desc, dy_desc)
     ops = (Operand("dx", "dx", problem.x, written=True), Operand("dy", "dy", problem.y))
-    return PoolingCall(handle, _plan(handle, problem, ops, "dx"), problem)
+    return PoolingCall(handle, immediate_plan(handle, problem, ops, output="dx"), problem)
 
 
 def _same(field: str, desc, other_field: str, other: TensorDesc) -> None:
     check(isinstance(desc, TensorDesc), field, "must be a TensorDesc")
     check(desc.dims == other.dims, f"{field}.dims", f"{desc.dims} != {other_field} dims {other.dims}")
     check(desc.dtype is other.dtype, f"{field}.dtype", f"{desc.dtype.value} != {other_field} {other.dtype.value}")
-
-
-def _plan(handle: Handle, problem: PoolingProblem, ops: tuple[Operand, ...], output: str) -> Plan:
-    """The plan of the solution immediate mode picks (the find DB's, else the first applicable solver)."""
-    record = get_solutions(handle, problem)[0]
-    solution = checked_solution(handle, problem, record.solver_id, record.params)
-    return Plan(handle, solution, ops, blend_output=output, problem=problem)
-

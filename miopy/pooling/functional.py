@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pyopencl.array as cl_array
 
-from ..errors import BadParam, NotSupported, check
-from ..handle import Handle, handle_for
+from ..errors import NotSupported, check
+from ..handle import Handle, functional_handle
 from ..plan import array_desc, memo_plan
 from ..tensor import as_flag, as_int, int_tuple
 from .api import PoolingCall, backward_call, forward_call
@@ -75,7 +75,7 @@ def adaptive_avg_pool2d_backward(dy: cl_array.Array, x: cl_array.Array, handle: 
 
 # -- the memo -----------------------------------------------------------------------------------------------
 def _forward(x, handle: Handle | None, geometry: tuple, with_indices: bool) -> tuple[PoolingCall, tuple, Handle]:
-    handle = _handle(x, handle)
+    handle = functional_handle(x, "x", handle)
     key = ("pool2d", x.shape, x.dtype, geometry, with_indices)
     call, shape = memo_plan(handle, key, lambda: _cold_forward(handle, x, geometry, with_indices), geometry[1:4])
     return call, shape, handle
@@ -89,7 +89,7 @@ def _cold_forward(handle: Handle, x, geometry: tuple, with_indices: bool) -> tup
 
 
 def _backward(dy, x, handle: Handle | None, geometry: tuple, indices) -> cl_array.Array:
-    handle = _handle(x, handle)
+    handle = functional_handle(x, "x", handle)
     key = ("pool2d_backward", x.shape, x.dtype, dy.shape if isinstance(dy, cl_array.Array) else None, geometry)
     call = memo_plan(handle, key, lambda: _cold_backward(handle, dy, x, geometry), geometry[1:4])
     dx = handle.pooled(x.shape, x.dtype)
@@ -108,12 +108,6 @@ def _cold_backward(handle: Handle, dy, x, geometry: tuple) -> PoolingCall:
 def _desc(geometry: tuple) -> PoolingDesc:
     mode, kernel_size, stride, padding, ceil_mode = geometry
     return PoolingDesc(mode, kernel_size, padding, kernel_size if stride is None else stride, ceil_mode)
-
-
-def _handle(x, handle: Handle | None) -> Handle:
-    if not isinstance(x, cl_array.Array):   # with a handle too: the memo key reads x's shape
-        raise BadParam("x", f"expected a pyopencl Array, got {type(x).__name__}")
-    return handle if handle is not None else handle_for(x)
 
 
 def _avg_mode(count_include_pad) -> PoolingMode:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pyopencl as cl
 
 from ..errors import check
-from ..find import get_solutions
+from ..find import immediate_plan
 from ..handle import Handle
-from ..plan import Operand, Plan, checked_solution, memo_plan
+from ..plan import Operand, Plan, memo_plan
 from ..tensor import TensorDesc
 from .descriptor import SoftmaxAlgorithm, SoftmaxDesc, SoftmaxMode
 from .problem import Direction, SoftmaxProblem
@@ -43,7 +43,7 @@ def forward_plan(handle: Handle, desc: SoftmaxDesc, x_desc: TensorDesc, y_desc: 
     problem = SoftmaxProblem.create(Direction.FORWARD, desc, x=x_desc, y=y_desc)
     ops = (Operand("x", "x", x_desc), Operand("y", "y", y_desc, written=True))
     alias = [("x", "y")] if x_desc == y_desc else []
-    return _plan(handle, problem, ops, "y", alias)
+    return immediate_plan(handle, problem, ops, output="y", may_alias=alias)
 
 
 def backward_plan(handle: Handle, desc: SoftmaxDesc, y_desc: TensorDesc, dy_desc: TensorDesc,
@@ -52,11 +52,4 @@ def backward_plan(handle: Handle, desc: SoftmaxDesc, y_desc: TensorDesc, dy_desc
     problem = SoftmaxProblem.create(Direction.BACKWARD, desc, y=y_desc, dy=dy_desc, dx=dx_desc)
     ops = (Operand("dx", "dx", dx_desc, written=True), Operand("dy", "dy", dy_desc), Operand("y", "y", y_desc))
     alias = [("dx", role) for role, d in (("dy", dy_desc), ("y", y_desc)) if d == dx_desc]
-    return _plan(handle, problem, ops, "dx", alias)
-
-
-def _plan(handle: Handle, problem: SoftmaxProblem, ops, output: str, alias) -> Plan:
-    """The plan of the solution immediate mode picks (the find DB's, else the family's ranking)."""
-    record = get_solutions(handle, problem)[0]
-    solution = checked_solution(handle, problem, record.solver_id, record.params)
-    return Plan(handle, solution, ops, blend_output=output, may_alias=alias, problem=problem)
+    return immediate_plan(handle, problem, ops, output="dx", may_alias=alias)

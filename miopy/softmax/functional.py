@@ -10,7 +10,7 @@ from __future__ import annotations
 import pyopencl.array as cl_array
 
 from ..errors import BadParam, check
-from ..handle import Handle, handle_for
+from ..handle import Handle, functional_handle
 from ..plan import Plan, memo_plan
 from ..tensor import TensorDesc, as_int, packed_strides
 from .api import backward_plan, forward_plan
@@ -42,7 +42,7 @@ def log_softmax_backward_data(dy: cl_array.Array, y: cl_array.Array, dim: int = 
 
 
 def _forward(x, dim, algorithm: SoftmaxAlgorithm, handle: Handle | None) -> cl_array.Array:
-    handle = _handle(x, handle)
+    handle = functional_handle(x, "x", handle)
     plan = memo_plan(handle, ("softmax", x.shape, x.dtype, dim, algorithm),
                      lambda: _cold_forward(handle, x, dim, algorithm), (dim,))
     y = handle.pooled(x.shape, x.dtype)
@@ -51,7 +51,7 @@ def _forward(x, dim, algorithm: SoftmaxAlgorithm, handle: Handle | None) -> cl_a
 
 
 def _backward(dy, y, dim, algorithm: SoftmaxAlgorithm, handle: Handle | None) -> cl_array.Array:
-    handle = _handle(y, handle)
+    handle = functional_handle(y, "x", handle)
     key = ("softmax_backward", y.shape, y.dtype, getattr(dy, "shape", None), getattr(dy, "dtype", None), dim,
            algorithm)
     plan = memo_plan(handle, key, lambda: _cold_backward(handle, dy, y, dim, algorithm), (dim,))
@@ -87,9 +87,3 @@ def _axis_desc(array, field: str, dim) -> TensorDesc:
     for slot, a in zip(slots, others):
         dims[slot], steps[slot] = array.shape[a], strides[a]
     return TensorDesc(array.dtype, dims, steps)
-
-
-def _handle(x, handle: Handle | None) -> Handle:
-    if not isinstance(x, cl_array.Array):   # with a handle too: the memo key reads x's shape
-        raise BadParam("x", f"expected a pyopencl Array, got {type(x).__name__}")
-    return handle if handle is not None else handle_for(x)

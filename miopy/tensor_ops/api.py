@@ -9,10 +9,10 @@ import pyopencl as cl
 
 from ..device import index_reason
 from ..errors import NotSupported, check
-from ..find import get_solutions
+from ..find import immediate_plan
 from ..handle import Handle
 from ..kernel_cache import KernelSpec
-from ..plan import Operand, Plan, checked_solution, memo_plan, operands
+from ..plan import Operand, Plan, memo_plan, operands
 from ..pointwise import pointwise_defines, scalar
 from ..solver import KernelLaunch, Solution, round_up
 from ..tensor import TensorDesc
@@ -68,11 +68,9 @@ def transform_tensor_plan(handle: Handle, x_desc: TensorDesc, y_desc: TensorDesc
 # -- building (the cold path) ---------------------------------------------------------------------------------
 def _op_plan(handle: Handle, tensor_op, a_desc, b_desc, c_desc) -> Plan:
     problem = TensorOpProblem.create(tensor_op, a_desc, b_desc, c_desc)
-    record = get_solutions(handle, problem)[0]
-    solution = checked_solution(handle, problem, record.solver_id, record.params)
     alias = [("a", "c")] if a_desc == c_desc else []
     alias += [("b", "c")] if b_desc == c_desc else []
-    return Plan(handle, solution, operands(problem.tensors(), problem.outputs()), may_alias=alias, problem=problem)
+    return immediate_plan(handle, problem, operands(problem.tensors(), problem.outputs()), may_alias=alias)
 
 
 def unary_plan(handle: Handle, kernel: str, y_desc: TensorDesc) -> Plan:

@@ -11,7 +11,7 @@ import numpy as np
 import pyopencl.array as cl_array
 
 from ..errors import BadParam, check
-from ..handle import Handle, handle_for
+from ..handle import Handle, functional_handle
 from ..pointwise import scalar
 from ..tensor import TensorDesc, holds_bool
 from .api import op_tensor_plan, unary_plan
@@ -55,7 +55,7 @@ def scale(input: cl_array.Array, factor: float, handle: Handle | None = None) ->
 
 
 def _unary(kernel: str, input, value, handle: Handle | None):
-    handle = _handle_of(input, "input", handle)
+    handle = functional_handle(input, "input", handle)
     key = (kernel, "fn", input.shape, input.dtype)
     plan = handle.plans.get(key)
     if plan is None:
@@ -65,7 +65,7 @@ def _unary(kernel: str, input, value, handle: Handle | None):
 
 
 def _binary(op: TensorOp, input, other, alpha_input: float, alpha_other: float, handle: Handle | None):
-    handle = _handle_of(input, "input", handle)
+    handle = functional_handle(input, "input", handle)
     try:
         key = ("top_fn", op, input.shape, other.shape, input.dtype, other.dtype)
         memo = handle.plans.get(key)
@@ -119,10 +119,3 @@ def _desc(array, field: str) -> TensorDesc:
     shape = _shape4(array, field)
     check(array.flags.c_contiguous, field, "must be C-contiguous")
     return TensorDesc(array.dtype, shape)
-
-
-def _handle_of(array, field: str, handle: Handle | None = None) -> Handle:
-    """handle, else the array's; BadParam(field) when array is not a pyopencl Array."""
-    if not isinstance(array, cl_array.Array):
-        raise BadParam(field, f"expected a pyopencl Array, got {type(array).__name__}")
-    return handle if handle is not None else handle_for(array)

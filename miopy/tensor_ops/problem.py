@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import numpy as np
+
 from ..device import INT_LIMIT
 from ..errors import NotSupported, check
 from ..solver import Registry
@@ -78,6 +80,11 @@ class TensorOpProblem:
 
     def reduction_length(self) -> int:
         return 1
+
+    def scalars(self) -> dict[str, np.float32]:
+        """The per-call arguments with the values find, tuning and the tests bind (c = op(a, b)): the reference
+        hook's."""
+        return {"alpha1": np.float32(1.0), "alpha2": np.float32(1.0), "beta": np.float32(0.0)}
 
     @property
     def broadcast(self) -> bool:
