@@ -67,7 +67,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("batchnorm"),
     Family("tensor_ops"),
     Family("dropout"),
-    Family("fusion", needs=("conv", "activation", "batchnorm")),
+    Family("fusion", needs=("conv", "activation", "batchnorm", "tensor_ops")),
 )
 
 

@@ -292,18 +292,20 @@ def tensor_bytes(problem: Problem) -> dict[str, int]:
 
 
 def params_for(solver: Solver, problem: Problem, handle: Handle) -> tuple[Params, str]:
-    """The params find uses for solver, and their source: the user perf DB's, else the system perf DB's,
-    else the default. A stored record that is no longer valid (grid or device limits changed) is skipped
-    with one warning."""
-    dev, key = handle.info, problem.key()
+    """The params find uses for solver, and their source: the user perf DB's, else the system perf DB's (their
+    records of solver.tuned_as(problem)), else the default. A stored record that is no longer valid (grid or
+    device limits changed) is skipped with one warning."""
+    dev = handle.info
+    owner, owned = solver.tuned_as(problem)
+    key = owned.key()
     for perf in (db.user_perf_db(), db.system_perf_db()):
-        record = perf.get(dev.device_id, key, solver.id)
+        record = perf.get(dev.device_id, key, owner.id)
         if record is None:
             continue
-        reason = solver.invalid_reason(problem, record.params, dev)
+        reason = owner.invalid_reason(owned, record.params, dev)
         if reason is None:
             return dict(record.params), perf.label
-        warn_once(logger, f"{perf.label}: params {record.params} of {solver.id} for {key} are invalid "
+        warn_once(logger, f"{perf.label}: params {record.params} of {owner.id} for {key} are invalid "
                           f"({reason}); ignoring them")
     return solver.default_params(problem, dev), DEFAULT
 

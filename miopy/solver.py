@@ -181,6 +181,11 @@ class Solver(Applicable, Generic[P]):
         """Workspace the solver needs; never depends on params."""
         return 0
 
+    def tuned_as(self, problem: P) -> tuple[Solver, Any]:
+        """The solver and problem whose perf-DB records give this solver's params on problem: itself, or for a
+        wrapper (a fused convolution) the solver and problem it wraps."""
+        return self, problem
+
     def solution(self, problem: P, params: Params) -> Solution:
         raise NotImplementedError
 

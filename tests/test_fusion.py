@@ -20,8 +20,9 @@ from miopy.accuracy import max_error
 from miopy.conv import reference, registry
 from miopy.conv.solvers.naive import ConvDirectNaive
 from miopy.errors import CompileError
-from miopy.fusion import solvers as fused
+from miopy.fusion import REGISTRY as FUSED
 from miopy.fusion.epilogue import ACTIVATION_ROLES, BATCHNORM_ROLES, Epilogue, apply_reference
+from miopy.fusion.solvers.conv_epilogue import ConvEpilogueFused
 from tests.helpers import DEFAULT_TOLERANCE, posed_for, random_tensors, run_solution, skip_unless_runs_here
 from tests.test_conformance import pool
 
@@ -77,7 +78,7 @@ def _tolerance(solver) -> float:
 
 
 def _choice_tolerance(choice) -> float:
-    solver = next(s for s in fused.solvers() if s.id == choice.solver_id)
+    solver = FUSED.get(choice.solver_id)
     return _tolerance(getattr(solver, "conv", solver))
 
 
@@ -110,7 +111,7 @@ def test_supported_combination_matches_reference(handle, name):
     x_desc, spec = SUPPORTED[name]
     plan, ops = _build(handle, x_desc, spec)
     choice = plan.compile(benchmark=False)   # the first fused solver that applies; every solver's hook is tested below
-    first = next(s for s in fused.solvers() if s.is_applicable(plan.fused_problem(), handle.info))
+    first = next(s for s in FUSED.solvers() if s.is_applicable(plan.fused_problem(), handle.info))
     assert choice.solver_id == first.id and choice.time_ms == 0.0
     x, host = _host_values(0, x_desc, plan)
     got, expected = _run_and_expect(handle, plan, ops, host, x)
@@ -189,8 +190,17 @@ class _NaiveWithoutBatchNorm(ConvDirectNaive):
     epilogue_ops = frozenset({"bias", "activation"})
 
 
+def _only_fused(monkeypatch, *convs) -> None:
+    """The convolution registry (and so fusion's) down to these solvers, each registered as a fused candidate."""
+    fused = tuple(ConvEpilogueFused(conv) for conv in convs)
+    monkeypatch.setattr(registry.REGISTRY, "solvers", lambda: convs)
+    monkeypatch.setattr(FUSED, "solvers", lambda: (*fused, FUSED.get("BatchNormActivInference")))
+    for solver in fused:
+        monkeypatch.setitem(FUSED._by_id, solver.id, solver)
+
+
 def test_conv_batchnorm_refused_when_no_solver_fuses_batchnorm(handle, monkeypatch):
-    monkeypatch.setattr(registry.REGISTRY, "solvers", lambda: (_NaiveWithoutBatchNorm(),))
+    _only_fused(monkeypatch, _NaiveWithoutBatchNorm())
     plan, _ = _build(handle, X_DESC, [("conv",), ("bn", "spatial"), ("activ", "relu")])
     with pytest.raises(NotSupported, match="TestNaiveWithoutBatchNorm's epilogue does not fuse batchnorm"):
         plan.compile()
@@ -210,8 +220,8 @@ class _NaiveBroken(ConvDirectNaive):
 
 
 def test_compile_times_candidates_and_skips_failures(handle, monkeypatch):
-    twin, broken, naive = _NaiveTwin(), _NaiveBroken(), ConvDirectNaive()
-    monkeypatch.setattr(registry.REGISTRY, "solvers", lambda: (broken, naive, twin))
+    twin, broken, naive = _NaiveTwin(), _NaiveBroken(), registry.get("ConvDirectNaive")
+    _only_fused(monkeypatch, broken, naive, twin)
     for s in (twin, broken):
         monkeypatch.setitem(registry.REGISTRY._by_id, s.id, s)
     timed = []
@@ -228,7 +238,7 @@ def test_compile_times_candidates_and_skips_failures(handle, monkeypatch):
 
 
 def test_every_epilogue_solver_is_a_fused_candidate():
-    wrapped = [s.conv.id for s in fused.solvers() if isinstance(s, fused.ConvEpilogueFused)]
+    wrapped = [s.conv.id for s in FUSED.solvers() if isinstance(s, ConvEpilogueFused)]
     assert wrapped == [s.id for s in registry.solvers() if s.supports_epilogue] and wrapped
 
 

@@ -18,12 +18,12 @@ from miopy import (
     conv_bias_activation_forward,
 )
 from miopy.accuracy import max_error
-from miopy.conv import reference, registry
+from miopy.conv import reference
 from miopy.conv.solvers.naive import ConvDirectNaive
 from miopy.fusion.epilogue import Epilogue, apply_reference
 from tests.helpers import posed_for, random_tensors, run_solution, skip_unless_runs_here
 from tests.test_conformance import pool
-from tests.test_fusion import EPILOGUE_SOLVERS, _choice_tolerance, _tolerance
+from tests.test_fusion import EPILOGUE_SOLVERS, _choice_tolerance, _only_fused, _tolerance
 
 
 @pytest.mark.parametrize("solver", EPILOGUE_SOLVERS, ids=lambda s: s.id)
@@ -151,7 +151,7 @@ class _NaiveWithoutAdd(ConvDirectNaive):
 
 
 def test_a_solver_whose_hook_lacks_add_says_so(handle, monkeypatch):
-    monkeypatch.setattr(registry.REGISTRY, "solvers", lambda: (_NaiveWithoutAdd(),))
+    _only_fused(monkeypatch, _NaiveWithoutAdd())
     plan = FusionPlan(handle, TensorDesc("FP32", (1, 4, 6, 6)))
     plan.add_conv_forward(ConvDesc(1), TensorDesc("FP32", (4, 4, 3, 3)))
     plan.add_tensor_add()

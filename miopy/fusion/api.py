@@ -2,18 +2,19 @@
 ConvolutionForwardBias), on plans."""
 from __future__ import annotations
 
+import numpy as np
 import pyopencl as cl
 
 from ..activation import ActivationMode
 from ..conv.problem import ConvDesc
 from ..errors import check
 from ..handle import Handle
-from ..plan import Operand, Plan, memo_plan
-from ..pointwise import check_same_dims, pointwise_launch, scalar
-from ..solver import Solution
+from ..plan import Plan, memo_plan
+from ..pointwise import check_same_dims, scalar
 from ..tensor import TensorDesc
-from .epilogue import ACTIVATION_ROLES, Epilogue
-from .plan import FusionPlan, checked_param_desc
+from ..tensor_ops import TensorOp, op_tensor_plan
+from .descriptor import FusionPlan, checked_param_desc
+from .epilogue import ACTIVATION_ROLES
 
 
 def conv_bias_activation_forward(handle: Handle, x_desc: TensorDesc, x, w_desc: TensorDesc, w,
@@ -54,16 +55,17 @@ def _fused_plan(handle: Handle, x_desc, w_desc, conv_desc, bias_desc, mode, y_de
 
 
 def convolution_forward_bias(handle: Handle, bias_desc: TensorDesc, bias, y_desc: TensorDesc, y) -> list[cl.Event]:
-    """y += bias[k] in place, as its own kernel (MIOpen's ConvolutionForwardBias; the unfused path)."""
+    """y += bias[k] in place, as its own kernel (MIOpen's ConvolutionForwardBias; the unfused path): OpTensor's
+    add with the bias broadcast over y."""
     plan = memo_plan(handle, ("conv_forward_bias", bias_desc, y_desc), lambda: _bias_plan(handle, bias_desc, y_desc))
-    return plan.run_values((y, bias))
+    return plan.run_values((y, bias, y), scalars=BIAS_SCALARS)
+
+
+BIAS_SCALARS = {"alpha1": np.float32(1.0), "alpha2": np.float32(1.0), "beta": np.float32(0.0)}
 
 
 def _bias_plan(handle: Handle, bias_desc: TensorDesc, y_desc: TensorDesc) -> Plan:
     check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
     check_same_dims("y_desc", y_desc, {})
     checked_param_desc("bias_desc", bias_desc, (1, y_desc.c, 1, 1), y_desc.dtype)
-    launch = pointwise_launch("fusion_pointwise.cl", "pointwise_epilogue", {"X": y_desc, "Y": y_desc},
-                              Epilogue(bias=True).defines(), ("y", "y", "bias"))
-    ops = (Operand("y", "y", y_desc, written=True), Operand("bias", "bias", bias_desc))
-    return Plan(handle, Solution("ConvolutionForwardBias", {}, (launch,)), ops)
+    return op_tensor_plan(handle, TensorOp.ADD, y_desc, bias_desc, y_desc)

@@ -237,8 +237,7 @@ def test_every_other_familys_solvers_state_their_index_range(handle, report):
     fusion = miopy.FusionPlan(handle, BIG_T)
     fusion.add_batchnorm_inference("spatial")
     fused = fusion.fused_problem()
-    from miopy.fusion.solvers import solvers
-    reasons = {s.id: s.not_applicable_reason(fused, handle.info) for s in solvers()}
+    reasons = {s.id: s.not_applicable_reason(fused, handle.info) for s in miopy.fusion.REGISTRY.solvers()}
     assert all(r is not None for r in reasons.values()) and "2^31" in reasons["BatchNormActivInference"], reasons
     report.tally(*FAMILIES, repetitions=len(problems) + 1)
 

@@ -18,24 +18,23 @@ activation_forward, each at most once; an order no fused solver can run is refus
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-import numpy as np
 import pyopencl as cl
 
 from ..activation import ActivationMode
 from ..conv.problem import ConvDesc, ConvProblem, Direction
 from ..errors import BadParam, MiopyError, NotSupported, check
-from ..find import Timer, default_timer
+from ..find import Timer, default_timer, params_for, random_buffers
 from ..handle import Handle
-from ..plan import Operand, Plan, buffer_of
+from ..plan import Operand, Plan, buffer_of, checked_solution
 from ..pointwise import scalar
+from ..solver import Solver
 from ..tensor import DataType, TensorDesc
-from . import solvers as fused
 from .epilogue import ACTIVATION_ROLES, ADD_ROLES, BATCHNORM_ROLES, BatchNormMode, Epilogue
-from .solvers import FusedProblem, FusedSolver
+from .problem import FusedProblem
+from .registry import REGISTRY
 
 
 # -- ops ---------------------------------------------------------------------------------------------------
@@ -287,7 +286,7 @@ class FusionPlan:
         check(self._choice is None, "plan", "already compiled")
         fp = self.fused_problem()
         candidates, skipped = [], {}
-        for solver in fused.solvers():
+        for solver in REGISTRY.solvers():
             reason = solver.not_applicable_reason(fp, self.handle.info)
             if reason is None:
                 candidates.append(solver)
@@ -334,17 +333,18 @@ def checked_param_desc(field: str, desc: TensorDesc, dims: tuple[int, ...], dtyp
 _SCALAR_ROLES = frozenset(ACTIVATION_ROLES + BATCHNORM_ROLES[4:] + ADD_ROLES[1:])
 
 
-def _measure(handle: Handle, fp: FusedProblem, candidates: list[FusedSolver], ops: tuple[Operand, ...],
+def _measure(handle: Handle, fp: FusedProblem, candidates: list[Solver], ops: tuple[Operand, ...],
              alias: list, timer: Timer | None, skipped: dict[str, str]) -> list[FusedChoice]:
     """With a timer: build and time every candidate. Without: the first candidate that builds, untimed.
     A candidate that fails to build or run is recorded in skipped and left out (failures are data)."""
-    buffers = _random_buffers(handle, fp) if timer is not None else {}
+    workspace = max((s.workspace_bytes(fp) for s in candidates), default=0)
+    buffers = random_buffers(handle, fp, workspace) if timer is not None else {}
     choices = []
     for solver in candidates:
         try:
-            params, _ = solver.params(fp, handle)
-            plan = Plan(handle, solver.solution(handle, fp, params), ops, may_alias=alias)
-            time_ms = timer(handle, plan, _with_workspace(buffers, plan)) if timer is not None else 0.0
+            params, _ = params_for(solver, fp, handle)
+            plan = Plan(handle, checked_solution(handle, fp, solver.id, params), ops, may_alias=alias, problem=fp)
+            time_ms = timer(handle, plan, buffers) if timer is not None else 0.0
         except MiopyError as exc:
             skipped[solver.id] = f"{type(exc).__name__}: {exc}"
             continue
@@ -352,31 +352,3 @@ def _measure(handle: Handle, fp: FusedProblem, candidates: list[FusedSolver], op
         if timer is None:
             break
     return choices
-
-
-def _random_buffers(handle: Handle, fp: FusedProblem) -> dict:
-    """Buffers for every role of fp filled with random values (positive variances), and typical scalars."""
-    rng = np.random.default_rng(0)
-    descs = {"x": fp.x, "y": fp.y}
-    if fp.conv is not None:
-        descs["w"] = fp.conv.w
-    if fp.epilogue.add:
-        descs["z"] = fp.y
-    channels, plane = fp.y.c, fp.y.h * fp.y.w
-    per_element = fp.epilogue.plane > 0
-    sizes = {"bias": channels, **{r: channels * (plane if per_element else 1) for r in BATCHNORM_ROLES[:4]}}
-    host: dict[str, np.ndarray] = {role: rng.standard_normal(desc.element_span).astype(desc.dtype.numpy)
-                                   for role, desc in descs.items()}
-    host.update({role: np.abs(rng.standard_normal(sizes[role], dtype=np.float32)) + 0.5
-                 for role in fp.epilogue.args if role in sizes})
-    if "bias" in host:
-        host["bias"] = host["bias"].astype(fp.x.dtype.numpy)   # batch-norm operands stay FP32
-    mf = cl.mem_flags
-    out = {r: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for r, a in host.items()}
-    out.update({r: np.float32(1e-5 if r == "bn_epsilon" else 1.0) for r in fp.epilogue.args
-                if r not in sizes and r not in descs})
-    return out
-
-
-def _with_workspace(buffers: Mapping, plan: Plan) -> dict:
-    return {**buffers, "workspace": plan.workspace} if plan.workspace is not None else dict(buffers)

@@ -1,0 +1,1 @@
+"""Fused solvers, one file each (the registry in miopy.fusion.registry orders them)."""
