@@ -1,4 +1,4 @@
-"""Render docs/reliability.md from the reliability suite's own measurements, one column per device.
+"""Render docs/notes/reliability.md from the reliability suite's own measurements, one column per device.
 
     python3 tests/reliability/report.py                # run tests/reliability here, keep its summary, render
     python3 tests/reliability/report.py -n 2           # the same with pytest-xdist workers
@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "reliability.md"
+DOC = ROOT / "docs" / "notes" / "reliability.md"
 RESULTS = ROOT / "benchmarks" / "results"
 
 INTRO = """# Reliability: faults tried and what miopy did
