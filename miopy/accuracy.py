@@ -6,7 +6,7 @@ same (already rounded) inputs (max_error). The bound is the stored output's roun
 dtype's unit roundoff: 2^-11 for FP16) plus the arithmetic's bound: Boda's 1e-3 for an fp32 sum, or a
 solver's own (Winograd's transforms round more), raised to the math mode's (TF32 rounds both operands of
 each product to 10 mantissa bits), growing like a random walk of rounding errors with the number of terms
-summed into each output once that passes BASE_REDUCTION. See docs/fp16.md and docs/find_and_tuning.md.
+summed into each output once that passes BASE_REDUCTION. See docs/guide/fp16.md and docs/guide/find_and_tuning.md.
 """
 from __future__ import annotations
 

@@ -94,7 +94,7 @@ def _hint_missing_gpu_platform() -> None:
     if Path("/dev/nvidia0").exists():
         warn_once(logger, "an NVIDIA GPU is present but no OpenCL platform lists it: make a directory "
                           "holding a file nvidia.icd with the line libnvidia-opencl.so.1 and point "
-                          "OCL_ICD_VENDORS at it (see docs/index.md); falling back to the CPU")
+                          "OCL_ICD_VENDORS at it (see docs/guide/caches_and_environment.md); falling back to the CPU")
 
 
 class Handle:
@@ -132,7 +132,7 @@ class Handle:
         self._pooled_templates: dict[tuple, cl_array.Array] = {}
         self._scratch: dict[str, cl.Buffer] = {}
         # Held while a plan enqueues its launches (the queue, scratch buffers and kernel arguments are shared
-        # by every plan of the handle) and while scratch buffers are replaced: see docs/index.md, Threads.
+        # by every plan of the handle) and while scratch buffers are replaced: see docs/guide/caches_and_environment.md, Threads.
         self.lock = threading.RLock()
         _BY_QUEUE[self.queue.int_ptr] = self
 

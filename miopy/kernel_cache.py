@@ -14,7 +14,7 @@ cache of its own keyed by the source and options (PoCL: ``driver_caches_binaries
 small verified marker and a hit rebuilds from source, which the driver serves from its cache: asking PoCL
 for a program binary compiles every kernel of the program once more for a generic work-group size (about
 2.4 s of a 5 s first build on the 2-core CI machine), while a rebuild it has cached costs about 0.15 s
-(docs/cpu.md, benchmarks/cache_start.py). Elsewhere (NVIDIA: PTX, whose JIT the driver caches) an entry
+(docs/notes/cpu.md, benchmarks/cache_start.py). Elsewhere (NVIDIA: PTX, whose JIT the driver caches) an entry
 holds the program binary. MIOPY_CACHE_BINARIES=1 / 0 forces either kind.
 """
 from __future__ import annotations

@@ -254,7 +254,7 @@ class Registry:
     def tolerance(self, solver: Solver, problem) -> float:
         """The max_error solver's result may have against float64 (miopy.accuracy.tolerance): the stored
         output's rounding plus the arithmetic's bound from the math mode, the solver's own bound and the
-        reduction length of problem. See docs/fp16.md."""
+        reduction length of problem. See docs/guide/fp16.md."""
         return problem_tolerance(problem, solver.tolerance)
 
 

@@ -12,7 +12,7 @@ from .errors import BadParam, check
 
 class DataType(enum.Enum):
     """Element types a descriptor may carry. FLOAT16 is half storage with float arithmetic in every kernel
-    (vload_half / vstore_half_rte are core OpenCL: no cl_khr_fp16 needed); see docs/fp16.md."""
+    (vload_half / vstore_half_rte are core OpenCL: no cl_khr_fp16 needed); see docs/guide/fp16.md."""
 
     FLOAT32 = "FP32"
     FLOAT16 = "FP16"

@@ -81,7 +81,7 @@ def expected(problem: ConvProblem, t: dict[str, np.ndarray]) -> np.ndarray:
 
 def tolerance(solver, problem: ConvProblem) -> float:
     """The tests' bound: the solver's fp32 bound (else DEFAULT_TOLERANCE) plus the output's rounding to its
-    dtype (2^-11 for FP16; see docs/fp16.md)."""
+    dtype (2^-11 for FP16; see docs/guide/fp16.md)."""
     return format_tolerance(problem.dtype, 1, "strict", solver.tolerance or DEFAULT_TOLERANCE)
 
 

@@ -62,7 +62,7 @@ LONG_DW = make_problem(Direction.BACKWARD_WEIGHTS, 4, 16, 256, 256, 16, 3, 3, pa
 # measured under PoCL: 2.6-3.2 (1.5-1.8 for the CPU solvers' 16- and 32-term lane blocks and the naive kernel's 32-term
 # blocks, which beat its old 16-fold cascade, 2.5); Winograd 4.6 and 19
 UNITS = {"ConvCpuDirect": 2.5, "ConvCpuGemm": 2.5, "ConvDirectNaive": 2.3,
-         "ConvWinograd3x3F2WrW": 6.0, "ConvWinograd3x3F4WrW": 26.0}   # transforms round too (docs/performance_notes.md)
+         "ConvWinograd3x3F2WrW": 6.0, "ConvWinograd3x3F4WrW": 26.0}   # transforms round too (docs/notes/performance.md)
 
 
 def sum_units(got: np.ndarray, want: np.ndarray) -> float:

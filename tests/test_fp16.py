@@ -3,7 +3,7 @@ by dtype, kernel cache keys, the functional layer, fusion (bias, batch norm, res
 standalone activation, the split and chunked backward-weights paths, and workspace sizes.
 
 Every result is checked against float64 computed from the FP16-rounded inputs, outputs poisoned, at the
-bound of tests.helpers.tolerance (the FP16 output's rounding plus the fp32 sum's bound; docs/fp16.md).
+bound of tests.helpers.tolerance (the FP16 output's rounding plus the fp32 sum's bound; docs/guide/fp16.md).
 """
 import dataclasses
 

@@ -14,7 +14,7 @@
 #if WINO_M == 2 && WINO_R == 5
 /* points 0, 1, -1, 1/2, -2 and infinity rather than 0, +-1, +-2 (as F(4,3) in conv_winograd.cl): a float32
  * emulation of the weight gradient rounds 1.5x less (13.8 against 21.6 units of u * |dw| with 16-tile
- * blocks; docs/performance_notes.md), Barabasz et al.'s finding for F(4,3) */
+ * blocks; docs/notes/performance.md), Barabasz et al.'s finding for F(4,3) */
 __constant float WINO_G[6 * 5] = {
     1.0f, 0.0f, 0.0f, 0.0f, 0.0f,
     1.0f / 3.0f, 1.0f / 3.0f, 1.0f / 3.0f, 1.0f / 3.0f, 1.0f / 3.0f,

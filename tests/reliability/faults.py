@@ -243,7 +243,7 @@ CORRUPTIONS: dict[str, Callable[[bytes, random.Random], bytes]] = {
 # -- the report -------------------------------------------------------------------------------------------
 @dataclass
 class Outcome:
-    """One row of docs/reliability.md: a fault, how often it was tried, what happened, what was lost.
+    """One row of docs/notes/reliability.md: a fault, how often it was tried, what happened, what was lost.
 
     failed_calls counts miopy calls that raised or returned wrong results; bad_entries counts store
     entries left corrupt; both must be 0.

@@ -60,7 +60,7 @@ class _ConvWinogradWrW(_ConvWinograd3x3):
                  "SPLIT": "partial sums of dU over that many chunks of the tiles, then a fixed-order sum"}
 
     # rms error of dw over u * rms(dw) on long reductions (16-tile compensated blocks): rounding of the
-    # transforms and of the sums, amplified by G^T (benchmarks/wrw_accuracy.py, docs/performance_notes.md)
+    # transforms and of the sums, amplified by G^T (benchmarks/wrw_accuracy.py, docs/notes/performance.md)
     rounding_units = 3.5    # F(2x2,3x3): refused beyond 23M terms per weight
 
     def fallback_params(self) -> tuple[Params, ...]:
@@ -177,7 +177,7 @@ class ConvWinograd3x3F4WrW(_ConvWinogradWrW):
     id = "ConvWinograd3x3F4WrW"
     tile = 4
     tolerance = 5e-3
-    rounding_units = 15.0   # refused beyond 1.25M terms per weight (docs/performance_notes.md)
+    rounding_units = 15.0   # refused beyond 1.25M terms per weight (docs/notes/performance.md)
 
 
 class ConvWinograd5x5F2WrW(_ConvWinogradWrW):
