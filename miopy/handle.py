@@ -30,6 +30,7 @@ from .device import DeviceInfo, allocation_reason
 from .errors import BadParam, DeviceNotFound, LaunchError, OutOfResources, check
 from .kernel_cache import KernelCache
 from .log import warn_once
+from .plan import PlanCache
 from .plan import Sequence as PlanSequence
 from .ptx_probe import supported_mma
 from .tensor import check_math_mode
@@ -124,7 +125,8 @@ class Handle:
         info = DeviceInfo.of(device)
         self.info = dataclasses.replace(info, ptx_mma=supported_mma(device, info.device_id))
         self.kernels = KernelCache(self.context, device, self.info.device_id)
-        self.plans: dict[Any, Any] = {}   # plan memo: tuple keys -> Plan (see miopy.plan); never holds strings
+        self.plans = PlanCache()   # what calls built, by "<family>.<call>" keys (see miopy.plan.PlanCache)
+        self.state: dict[str, Any] = {}   # per-handle state families keep, never evicted (saved indices, ...)
         self.chosen: dict = {}     # problem key -> the find record chosen by calls without an algo
         self.recording: list | None = None   # set while a Sequence is being captured
         # Outputs of the functional layer come from this pool: a fresh array costs no device allocation.
@@ -132,7 +134,8 @@ class Handle:
         self._pooled_templates: dict[tuple, cl_array.Array] = {}
         self._scratch: dict[str, cl.Buffer] = {}
         # Held while a plan enqueues its launches (the queue, scratch buffers and kernel arguments are shared
-        # by every plan of the handle) and while scratch buffers are replaced: see docs/guide/caches_and_environment.md, Threads.
+        # by every plan of the handle) and while scratch buffers are replaced: see
+        # docs/guide/caches_and_environment.md, Threads.
         self.lock = threading.RLock()
         _BY_QUEUE[self.queue.int_ptr] = self
 

@@ -13,7 +13,9 @@ with one call, for fixed-shape loops such as an inference pass.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ import pyopencl.array as cl_array
 
 from .device import allocation_reason
 from .errors import BadParam, LaunchError, NotApplicable, OutOfResources, check
+from .families import FAMILIES
 from .kernel_cache import KernelSpec
 from .solver import KernelLaunch, Solution, round_up
 from .tensor import TensorDesc, as_float32, holds_bool
@@ -412,11 +415,70 @@ def blend_launch(count: int, desc: TensorDesc) -> KernelLaunch:
                         ("out", "result", "alpha", "beta", np.uint64(count)))
 
 
+# The key spaces of the plan cache besides the families' (miopy.families): find's and tuning's solutions and
+# plans, and the ONNX runner's own steps.
+SHARED_KEY_SPACES = frozenset({"find", "onnx"})
+PLAN_CACHE_LIMIT = 4096   # entries a handle keeps; the least recently used go first
+
+
+class PlanCache:
+    """What a handle's calls built, to reuse on the next call with the same arguments: plans, call objects,
+    solutions. At most ``limit`` entries; the least recently used one goes first (rebuilding an evicted plan
+    compiles nothing: its kernels stay in the kernel cache).
+
+    A key is a tuple of hashables (descriptors, enums, shapes) whose first item names its key space and call,
+    ``"<space>.<call>"`` ("softmax.forward", "conv.conv2d", "find.solution"): the space is a family's name
+    (miopy.families) or a shared layer's (SHARED_KEY_SPACES), so one layer's keys never meet another's and a
+    family's entries can be listed (``entries``). State that must outlive eviction (saved indices, dropout's
+    generator) lives in ``Handle.state``, not here."""
+
+    def __init__(self, limit: int = PLAN_CACHE_LIMIT):
+        self.limit = limit
+        self._entries: OrderedDict[tuple, Any] = OrderedDict()
+
+    def get(self, key: tuple) -> Any:
+        """The entry under key (now the most recently used), or None."""
+        entries = self._entries
+        value = entries.get(key)
+        if value is not None:
+            entries.move_to_end(key)
+        return value
+
+    def put(self, key: tuple, value: T) -> T:
+        """Store value under key (BadParam for a key outside every key space); returns value."""
+        space = key[0].split(".", 1)[0] if key and isinstance(key[0], str) else None
+        if space not in _key_spaces():
+            raise BadParam("key", f"plan cache key {key[:1]} names no key space ({sorted(_key_spaces())})")
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.limit:
+            self._entries.popitem(last=False)
+        return value
+
+    def pop(self, key: tuple) -> Any:
+        return self._entries.pop(key, None)
+
+    def entries(self, space: str) -> list[tuple[tuple, Any]]:
+        """(key, entry) of every entry whose key space and call start with space ("conv", "conv.conv2d")."""
+        return [(k, v) for k, v in self._entries.items() if k[0] == space or k[0].startswith(space + ".")]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+@functools.cache
+def _key_spaces() -> frozenset[str]:
+    return frozenset(f.name for f in FAMILIES) | SHARED_KEY_SPACES
+
+
 def memo_plan(handle, key: tuple, build: Callable[[], T], numbers: tuple = ()) -> T:
-    """handle's plan under key, built by build() on the first call (keys are tuples of hashable
-    descriptors and enums: a warm call hashes cached ints and formats nothing). numbers are the caller's
-    own values in key (modes, dims, sizes): a bool among them would find the plan of 1 or 0, so it goes
-    to build(), whose checks refuse it."""
+    """handle's plan under key (a PlanCache key: "<family>.<call>" first), built by build() on the first call
+    (keys are tuples of hashable descriptors and enums: a warm call hashes cached ints and formats nothing).
+    numbers are the caller's own values in key (modes, dims, sizes): a bool among them would find the plan of 1
+    or 0, so it goes to build(), whose checks refuse it."""
     if numbers and holds_bool(numbers):
         return build()
     try:
@@ -424,7 +486,7 @@ def memo_plan(handle, key: tuple, build: Callable[[], T], numbers: tuple = ()) -
     except (AttributeError, TypeError):   # not a Handle, or an unhashable argument: build() says which
         return build()
     if plan is None:
-        plan = handle.plans[key] = build()
+        plan = handle.plans.put(key, build())
     return plan
 
 
@@ -432,7 +494,7 @@ def saved_by_forward(handle, family: str) -> dict[int, Any]:
     """The handle's record of buffers a family's forward calls saved data into for the backward (pooling's
     max indices, LRN's scale): device address -> the forward's signature. A backward call looks its buffer
     up and refuses one that no forward with matching descriptors wrote (a cheap dict lookup)."""
-    return handle.plans.setdefault(("saved by forward", family), {})
+    return handle.state.setdefault(f"{family}.saved by forward", {})
 
 
 # -- building plans from a family's registry (the slow path, memoised per handle) -------------------------
@@ -440,7 +502,7 @@ def checked_solution(handle, problem, solver_id: str, params: dict, epilogue: An
     """solver_id's solution with params on problem, memoised per handle. Raises NotApplicable, or
     BadParam("params") for tuning values outside the solver's valid space. The slow path: it formats keys."""
     check(isinstance(params, dict), "params", f"must be a dict, got {type(params).__name__}")
-    key = ("solution", problem.key(), solver_id, tuple(sorted((k, repr(v)) for k, v in params.items())),
+    key = ("find.solution", problem.key(), solver_id, tuple(sorted((k, repr(v)) for k, v in params.items())),
            epilogue.key() if epilogue is not None else None)
     solution = handle.plans.get(key)
     if solution is None:
@@ -453,7 +515,7 @@ def checked_solution(handle, problem, solver_id: str, params: dict, epilogue: An
             raise BadParam("params", f"{solver_id}: {invalid}")
         solution = (solver.solution(problem, params, epilogue) if epilogue is not None
                     else solver.solution(problem, params))
-        handle.plans[key] = solution
+        handle.plans.put(key, solution)
     return solution
 
 
@@ -467,10 +529,10 @@ def solution_plan(handle, problem, solver_id: str, params: dict, epilogue: Any =
     """The plan (kernel roles as operand names) of solver_id with params on problem, memoised per handle;
     what find and tuning time. Raises as checked_solution."""
     solution = checked_solution(handle, problem, solver_id, params, epilogue)
-    key = ("plan", problem.key(), solution)
+    key = ("find.plan", problem.key(), solution)
     plan = handle.plans.get(key)
     if plan is None:
-        plan = handle.plans[key] = plan_of(handle, problem, solution)
+        plan = handle.plans.put(key, plan_of(handle, problem, solution))
     return plan
 
 

@@ -115,7 +115,7 @@ def test_handle_default_applies_to_calls_and_their_memo(handle):
     api.convolution_forward(own, x_desc, x, w_desc, w, conv, y_desc, y, algo=algo)
     own.math_mode = "tf32"
     api.convolution_forward(own, x_desc, x, w_desc, w, conv, y_desc, y, algo=algo)
-    modes = sorted(c.plan.problem.math_mode for k, calls in own.plans.items() if k[0] == "conv" for c in calls)
+    modes = sorted(c.plan.problem.math_mode for _, shape in own.plans.entries("conv.call") for c in shape.calls)
     assert modes == ["strict", "tf32"]
 
 

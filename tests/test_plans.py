@@ -223,7 +223,7 @@ def test_find_changes_the_plan_of_calls_without_algo(handle):
                                    else 2.0)
     assert found[0].solver_id == fastest
     miopy.convolution_forward(handle, xd, x, wd, w, conv, yd, y)
-    calls = handle.plans[("conv", Direction.FORWARD, xd, wd, conv, yd, handle.math_mode)]
+    calls = handle.plans.get(("conv.call", Direction.FORWARD, xd, wd, conv, yd, handle.math_mode)).calls
     assert [c.plan.solver_id for c in calls if c.algo is None] == [fastest]
 
 
@@ -256,3 +256,33 @@ def test_captured_pass_replays_with_new_input(handle):
     assert max_error(out.get(), expected(fresh)) < 1e-4
     with pytest.raises(miopy.LaunchError), handle.capture(), handle.capture():
         pass
+
+
+# -- the plan cache ----------------------------------------------------------------------------------------
+def test_plan_cache_is_bounded_least_recently_used_first():
+    from miopy.plan import PlanCache
+    cache = PlanCache(limit=3)
+    for i in range(3):
+        cache.put(("softmax.forward", i), f"plan {i}")
+    assert cache.get(("softmax.forward", 0)) == "plan 0"       # now the most recently used
+    cache.put(("conv.call", 9), "plan 9")
+    assert len(cache) == 3 and cache.get(("softmax.forward", 1)) is None   # the least recently used went
+    assert [k for k, _ in cache.entries("softmax")] == [("softmax.forward", 2), ("softmax.forward", 0)]
+    assert [v for _, v in cache.entries("conv.call")] == ["plan 9"]
+
+
+def test_plan_cache_keys_name_a_key_space():
+    from miopy.plan import PlanCache
+    with pytest.raises(BadParam, match="key space"):
+        PlanCache().put(("softmax_forward", 1), "plan")   # no family, no shared layer of that name
+    with pytest.raises(BadParam, match="key space"):
+        PlanCache().put((1, 2), "plan")
+
+
+def test_state_saved_by_forward_outlives_the_plan_cache(handle):
+    """Pooling's saved-indices record is the handle's state, not a cache entry: clearing plans keeps it."""
+    from miopy.plan import saved_by_forward
+    own = miopy.Handle(device=handle.device, context=handle.context)
+    saved_by_forward(own, "pooling")[123] = "signature"
+    own.plans.clear()
+    assert saved_by_forward(own, "pooling")[123] == "signature"

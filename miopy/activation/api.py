@@ -24,7 +24,7 @@ __all__ = ["REGISTRY", "activation_backward", "activation_forward", "backward_pl
 def activation_forward(handle: Handle, mode, alpha: float, beta: float, gamma: float, x_desc: TensorDesc, x,
                        y_desc: TensorDesc, y) -> list[cl.Event]:
     """y = f(x) element-wise (MIOpen's ActivationForward); x and y may be the same buffer."""
-    plan = memo_plan(handle, ("activation_forward", mode, x_desc, y_desc),
+    plan = memo_plan(handle, ("activation.forward", mode, x_desc, y_desc),
                      lambda: forward_plan(handle, mode, x_desc, y_desc), (mode,))
     return plan.run_values((x, y), scalars=activation_scalars(alpha, beta, gamma))
 
@@ -32,7 +32,7 @@ def activation_forward(handle: Handle, mode, alpha: float, beta: float, gamma: f
 def activation_backward(handle: Handle, mode, alpha: float, beta: float, gamma: float, y_desc: TensorDesc, y,
                         dy_desc: TensorDesc, dy, x_desc: TensorDesc, x, dx_desc: TensorDesc, dx) -> list[cl.Event]:
     """dx = dy * f'(x) element-wise from y = f(x), dy and x (MIOpen's ActivationBackward, same argument order)."""
-    plan = memo_plan(handle, ("activation_backward", mode, y_desc, dy_desc, x_desc, dx_desc),
+    plan = memo_plan(handle, ("activation.backward", mode, y_desc, dy_desc, x_desc, dx_desc),
                      lambda: backward_plan(handle, mode, y_desc, dy_desc, x_desc, dx_desc), (mode,))
     return plan.run_values((dx, dy, x, y), scalars=activation_scalars(alpha, beta, gamma))
 

@@ -65,7 +65,7 @@ def _forward(x, mode: ActivationMode, alpha: float, beta: float, gamma: float,
     handle = functional_handle(x, "x", handle)
     if x.size == 0:
         return handle.pooled(x.shape, x.dtype)
-    plan = memo_plan(handle, ("activation_fn", x.shape, x.dtype, mode), lambda: _cold(handle, x, mode))
+    plan = memo_plan(handle, ("activation.functional", x.shape, x.dtype, mode), lambda: _cold(handle, x, mode))
     y = handle.pooled(x.shape, x.dtype)
     plan.run_values((x, y), scalars=activation_scalars(alpha, beta, gamma))
     return y

@@ -33,7 +33,7 @@ def batch_normalization_forward_training(handle: Handle, mode, alpha: float, bet
     """
     running = _pair(running_mean, running_var, RUNNING_ROLES)
     saved = _pair(saved_mean, saved_inv_variance, SAVED_ROLES)
-    plan = memo_plan(_checked(handle), ("bn_fwd_train", mode, x_desc, y_desc, bn_desc, running, saved),
+    plan = memo_plan(_checked(handle), ("batchnorm.forward_training", mode, x_desc, y_desc, bn_desc, running, saved),
                      lambda: _plan(handle, BnDirection.FORWARD_TRAINING, mode, x_desc, y_desc, bn_desc, None,
                                    running, saved), (mode,))
     values = ((x, y, scale, bias) + ((running_mean, running_var) if running else ())
@@ -49,7 +49,7 @@ def batch_normalization_forward_inference(handle: Handle, mode, alpha: float, be
     if _pair(estimated_mean, estimated_variance, ("estimated_mean", "estimated_variance")) is False:
         return batch_normalization_forward_training(handle, mode, alpha, beta, x_desc, x, y_desc, y, bn_desc, scale,
                                                     bias, 0.0, None, None, epsilon)
-    plan = memo_plan(_checked(handle), ("bn_fwd_infer", mode, x_desc, y_desc, bn_desc),
+    plan = memo_plan(_checked(handle), ("batchnorm.forward_inference", mode, x_desc, y_desc, bn_desc),
                      lambda: _plan(handle, BnDirection.FORWARD_INFERENCE, mode, x_desc, y_desc, bn_desc),
                      (mode,))
     scalars = {"alpha": scalar(alpha, "alpha"), "beta": scalar(beta, "beta"), "epsilon": epsilon_scalar(epsilon)}
@@ -64,7 +64,7 @@ def batch_normalization_backward(handle: Handle, mode, alpha_data: float, beta_d
     alpha_data / beta_data, dscale and dbias with alpha_param / beta_param. The batch statistics come from
     saved_mean / saved_inv_variance when given (epsilon then unused), else are recomputed from x."""
     saved = _pair(saved_mean, saved_inv_variance, SAVED_ROLES)
-    plan = memo_plan(_checked(handle), ("bn_bwd", mode, x_desc, dy_desc, dx_desc, bn_desc, saved),
+    plan = memo_plan(_checked(handle), ("batchnorm.backward", mode, x_desc, dy_desc, dx_desc, bn_desc, saved),
                      lambda: _plan(handle, BnDirection.BACKWARD, mode, x_desc, dx_desc, bn_desc, dy_desc, False, saved),
                      (mode,))
     scalars = {"alpha_data": scalar(alpha_data, "alpha_data"), "beta_data": scalar(beta_data, "beta_data"),
@@ -79,9 +79,9 @@ def batch_normalization_plan(handle: Handle, direction: BnDirection, mode, x_des
                              saved: bool = False) -> Plan:
     """The memoised plan of one batch-norm call shape (y_desc is dx's in the backward); its operands are
     problem.tensors()'s roles in order, its numbers the solvers' scalar roles (see solvers.common)."""
-    key = {BnDirection.FORWARD_TRAINING: ("bn_fwd_train", mode, x_desc, y_desc, bn_desc, running, saved),
-           BnDirection.FORWARD_INFERENCE: ("bn_fwd_infer", mode, x_desc, y_desc, bn_desc),
-           BnDirection.BACKWARD: ("bn_bwd", mode, x_desc, dy_desc, y_desc, bn_desc, saved)}[direction]
+    key = {BnDirection.FORWARD_TRAINING: ("batchnorm.forward_training", mode, x_desc, y_desc, bn_desc, running, saved),
+           BnDirection.FORWARD_INFERENCE: ("batchnorm.forward_inference", mode, x_desc, y_desc, bn_desc),
+           BnDirection.BACKWARD: ("batchnorm.backward", mode, x_desc, dy_desc, y_desc, bn_desc, saved)}[direction]
     return memo_plan(_checked(handle), key, lambda: _plan(handle, direction, mode, x_desc, y_desc, bn_desc, dy_desc,
                                                           running, saved), (mode,))
 

@@ -44,10 +44,10 @@ def native_batch_norm(input: cl_array.Array, weight: cl_array.Array | None, bias
         raise NotSupported("momentum=None (a cumulative moving average) is not supported; pass a float")
     running = training and (running_mean is not None or running_var is not None)
     direction = BnDirection.FORWARD_TRAINING if training else BnDirection.FORWARD_INFERENCE
-    key = ("bn_fn", direction, input.shape, input.dtype, running, save and training)
+    key = ("batchnorm.functional", direction, input.shape, input.dtype, running, save and training)
     memo = handle.plans.get(key)
     if memo is None:
-        memo = handle.plans[key] = _cold(handle, direction, input, running, save and training)
+        memo = handle.plans.put(key, _cold(handle, direction, input, running, save and training))
     plan, ones, zeros = memo
     c = input.shape[1]
     scale, shift = (ones if weight is None else weight), (zeros if bias is None else bias)
@@ -74,10 +74,10 @@ def batch_norm_backward(grad_output: cl_array.Array, input: cl_array.Array, weig
     if (save_mean is None) != (save_invstd is None):
         raise BadParam("save_invstd" if save_invstd is None else "save_mean", "save_mean and save_invstd go together")
     saved = save_mean is not None
-    key = ("bn_fn", BnDirection.BACKWARD, input.shape, input.dtype, False, saved)
+    key = ("batchnorm.functional", BnDirection.BACKWARD, input.shape, input.dtype, False, saved)
     memo = handle.plans.get(key)
     if memo is None:
-        memo = handle.plans[key] = _cold(handle, BnDirection.BACKWARD, input, False, saved)
+        memo = handle.plans.put(key, _cold(handle, BnDirection.BACKWARD, input, False, saved))
     plan, ones, _ = memo
     c = input.shape[1]
     grads = (handle.pooled(input.shape, input.dtype), handle.pooled((c,), np.dtype(np.float32)),

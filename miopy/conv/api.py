@@ -19,7 +19,7 @@ from .. import config
 from ..errors import BadParam, check
 from ..find import AlgoPerf, FindResult, Timer, find_problem, get_solutions, resolve_enforce
 from ..handle import Handle
-from ..plan import Operand, Plan, buffer_of, checked_solution, overlap_reason
+from ..plan import Operand, Plan, buffer_of, checked_solution, memo_plan, overlap_reason
 from ..solver import Solver
 from ..tensor import TensorDesc
 from .problem import FIELDS, ConvDesc, ConvProblem, Direction, ProblemMapping, map_problem
@@ -121,36 +121,57 @@ def convolution_plan(handle: Handle, direction: Direction | int, x_desc: TensorD
 # -- the memo ---------------------------------------------------------------------------------------------
 @dataclass
 class _Call:
-    """One memoised call shape: the record it was built for (by identity) and its plan."""
+    """One memoised call: the record it was built for (by identity) and its plan."""
 
     algo: AlgoPerf | None
     plan: Plan
     log: str | None   # the miopy-driver command printed per call under MIOPY_LOG_CMD (read at build time)
 
 
-def _plan(handle: Handle, direction: Direction, x_desc, w_desc, conv_desc, y_desc, algo) -> Plan:
-    """The warm path: a dict lookup and an identity comparison; the cold path builds and memoises."""
-    try:
-        calls = handle.plans.get(("conv", direction, x_desc, w_desc, conv_desc, y_desc, handle.math_mode))
-    except (AttributeError, TypeError):   # not a Handle, or unhashable descriptors: the cold path says which
-        calls = None
-    if calls is not None:
-        for call in calls:
+class _CallShape:
+    """The plans of one call shape (direction, descriptors, math mode), by the find record each was built for:
+    the most recent MAX_RECORDS_PER_CALL records."""
+
+    def __init__(self) -> None:
+        self.calls: list[_Call] = []
+
+    def get(self, algo: AlgoPerf | None) -> _Call | None:
+        for call in self.calls:
             if call.algo is algo:
-                if call.log is not None:
-                    print(call.log, file=sys.stderr)
-                return call.plan
-    return _cold_plan(handle, direction, x_desc, w_desc, conv_desc, y_desc, algo)
+                return call
+        return None
+
+    def add(self, call: _Call) -> None:
+        self.calls[:] = [c for c in self.calls if c.algo is not call.algo][-(MAX_RECORDS_PER_CALL - 1):] + [call]
+
+    def forget_choice(self, problem_key: str) -> None:
+        """Drop the plans built for calls without an algo on problem_key (the choice changed)."""
+        self.calls[:] = [c for c in self.calls if not (c.algo is None and c.plan.problem.key() == problem_key)]
 
 
-def _cold_plan(handle: Handle, direction: Direction, x_desc, w_desc, conv_desc, y_desc, algo) -> Plan:
+def _plan(handle: Handle, direction: Direction, x_desc, w_desc, conv_desc, y_desc, algo) -> Plan:
+    """The warm path: a memo lookup and an identity comparison; the cold path builds and memoises."""
+    try:
+        key = ("conv.call", direction, x_desc, w_desc, conv_desc, y_desc, handle.math_mode)
+    except AttributeError:   # not a Handle: the cold path says so
+        key = None
+    shape = memo_plan(handle, key, _CallShape) if key is not None else _CallShape()
+    call = shape.get(algo)
+    if call is None:
+        call = _cold_call(handle, shape, direction, x_desc, w_desc, conv_desc, y_desc, algo)
+    elif call.log is not None:
+        print(call.log, file=sys.stderr)
+    return call.plan
+
+
+def _cold_call(handle: Handle, shape: _CallShape, direction: Direction, x_desc, w_desc, conv_desc, y_desc,
+               algo) -> _Call:
     check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
     for field, desc in zip((_role_field(direction, r) + "_desc" for r in "xwy"), (x_desc, w_desc, y_desc)):
         check(isinstance(desc, TensorDesc), field, "must be a TensorDesc")
     mapping = map_problem(direction, x_desc, w_desc, conv_desc, y_desc, handle.math_mode)
     record = _checked_record(handle, mapping.problem, algo)
-    calls = handle.plans.setdefault(("conv", direction, x_desc, w_desc, conv_desc, y_desc, handle.math_mode), [])
-    plan = next((c.plan for c in calls if c.algo is not None and algo is not None
+    plan = next((c.plan for c in shape.calls if c.algo is not None and algo is not None
                  and (c.algo.solver_id, c.algo.params) == (record.solver_id, record.params)), None)
     plan = plan or _build(handle, mapping, record, None)
     log = None
@@ -158,8 +179,9 @@ def _cold_plan(handle: Handle, direction: Direction, x_desc, w_desc, conv_desc, 
         trans = " -m trans" if conv_desc.mode == "transpose" else ""
         log = f"miopy: command: miopy-driver {mapping.problem.driver_command()}{trans}"
         print(log, file=sys.stderr)
-    calls[:] = [c for c in calls if c.algo is not algo][-(MAX_RECORDS_PER_CALL - 1):] + [_Call(algo, plan, log)]
-    return plan
+    call = _Call(algo, plan, log)
+    shape.add(call)
+    return call
 
 
 def _checked_record(handle: Handle, problem: ConvProblem, algo: AlgoPerf | None) -> AlgoPerf:
@@ -209,8 +231,8 @@ def _choose_record(handle: Handle, problem: ConvProblem, record: AlgoPerf) -> No
     """Make record the one calls without an algo use, dropping plans built for the previous choice."""
     key = problem.key()
     handle.chosen[key] = record
-    for memo_key, memo in list(handle.plans.items()):
-        if memo_key[0] == "conv" and isinstance(memo, list):
-            memo[:] = [c for c in memo if not (c.algo is None and c.plan.problem.key() == key)]
-        elif memo_key[0] == "conv2d" and memo[0].problem.key() == key:
-            handle.plans.pop(memo_key, None)   # the functional layer's plan for the previous choice
+    for _, shape in handle.plans.entries("conv.call"):
+        shape.forget_choice(key)
+    for memo_key, (plan, _) in handle.plans.entries("conv.conv2d"):
+        if plan.problem.key() == key:
+            handle.plans.pop(memo_key)   # the functional layer's plan for the previous choice

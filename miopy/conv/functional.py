@@ -33,14 +33,14 @@ def conv_transpose2d(x: cl_array.Array, w: cl_array.Array, stride=1, padding=0, 
 def _call(x, w, handle: Handle | None, geometry: tuple) -> cl_array.Array:
     handle = functional_handle(x, "x", handle)
     try:
-        key = ("conv2d", x.shape, x.dtype, w.shape, w.dtype, geometry, handle.math_mode)
+        key = ("conv.conv2d", x.shape, x.dtype, w.shape, w.dtype, geometry, handle.math_mode)
         memo = None if holds_bool(geometry) else handle.plans.get(key)   # True would find stride 1's plan
     except (AttributeError, TypeError):   # not arrays, or unhashable geometry (lists): the cold path says which
         key, memo = None, None
     if memo is None:
         memo = _cold(handle, x, w, geometry)
         if key is not None:
-            handle.plans[key] = memo
+            handle.plans.put(key, memo)
     plan, shape = memo
     y = handle.pooled(shape, x.dtype)
     plan.run_values((x, w, y))

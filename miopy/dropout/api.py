@@ -61,7 +61,7 @@ def dropout_forward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shape
     with use_mask). x and y may be the same buffer."""
     check(isinstance(dropout_desc, DropoutDescriptor), "dropout_desc", "must be a DropoutDescriptor")
     _reserve(reserve_space)
-    plan = memo_plan(_checked(handle), ("dropout_fwd", x_desc, y_desc, noise_shape, dropout_desc.use_mask,
+    plan = memo_plan(_checked(handle), ("dropout.forward", x_desc, y_desc, noise_shape, dropout_desc.use_mask,
                                         dropout_desc.state_evo),
                      lambda: dropout_plan(handle, DropoutDirection.FORWARD, x_desc, y_desc, noise_shape,
                                           dropout_desc.use_mask, dropout_desc.state_evo))
@@ -74,7 +74,7 @@ def dropout_backward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shap
     """dx = dy * mask / (1 - p) with the mask the forward left in reserve_space."""
     check(isinstance(dropout_desc, DropoutDescriptor), "dropout_desc", "must be a DropoutDescriptor")
     _reserve(reserve_space)
-    plan = memo_plan(_checked(handle), ("dropout_bwd", dy_desc, dx_desc, noise_shape),
+    plan = memo_plan(_checked(handle), ("dropout.backward", dy_desc, dx_desc, noise_shape),
                      lambda: dropout_plan(handle, DropoutDirection.BACKWARD, dy_desc, dx_desc, noise_shape))
     return plan.run_values((dy, dx, reserve_space), scalars={"scale": dropout_desc.scale})
 

@@ -33,9 +33,9 @@ class Generator:
 
 def default_generator(handle: Handle) -> Generator:
     """The handle's own generator, seeded 0 when first used."""
-    generator = handle.plans.get(("dropout_generator",))
+    generator = handle.state.get("dropout.generator")
     if generator is None:
-        generator = handle.plans[("dropout_generator",)] = Generator(handle, 0)
+        generator = handle.state["dropout.generator"] = Generator(handle, 0)
     return generator
 
 
@@ -75,10 +75,10 @@ def native_dropout_backward(grad_output: cl_array.Array, mask: cl_array.Array, p
 
 
 def _plan(handle: Handle, direction: DropoutDirection, array):
-    key = ("dropout_fn", direction, array.shape, array.dtype)
+    key = ("dropout.functional", direction, array.shape, array.dtype)
     plan = handle.plans.get(key)
     if plan is None:
         check(1 <= array.ndim <= 4, "input", f"expected 1 to 4 dims, got shape {array.shape}")
         desc = TensorDesc(array.dtype, (1,) * (4 - array.ndim) + tuple(array.shape))
-        plan = handle.plans[key] = dropout_plan(handle, direction, desc, desc, state_evo=True)
+        plan = handle.plans.put(key, dropout_plan(handle, direction, desc, desc, state_evo=True))
     return plan

@@ -29,7 +29,8 @@ def conv_bias_activation_forward(handle: Handle, x_desc: TensorDesc, x, w_desc: 
     nothing and only check buffers.
     """
     add = z is not None
-    plan = memo_plan(handle, ("conv_bias_activation", x_desc, w_desc, conv_desc, bias_desc, mode, y_desc, add, z_desc),
+    key = ("fusion.conv_bias_activation", x_desc, w_desc, conv_desc, bias_desc, mode, y_desc, add, z_desc)
+    plan = memo_plan(handle, key,
                      lambda: _fused_plan(handle, x_desc, w_desc, conv_desc, bias_desc, mode, y_desc, add, z_desc),
                      (mode,))
     scalars = {role: scalar(value, name) for role, name, value in
@@ -57,7 +58,8 @@ def _fused_plan(handle: Handle, x_desc, w_desc, conv_desc, bias_desc, mode, y_de
 def convolution_forward_bias(handle: Handle, bias_desc: TensorDesc, bias, y_desc: TensorDesc, y) -> list[cl.Event]:
     """y += bias[k] in place, as its own kernel (MIOpen's ConvolutionForwardBias; the unfused path): OpTensor's
     add with the bias broadcast over y."""
-    plan = memo_plan(handle, ("conv_forward_bias", bias_desc, y_desc), lambda: _bias_plan(handle, bias_desc, y_desc))
+    plan = memo_plan(handle, ("fusion.conv_forward_bias", bias_desc, y_desc),
+                     lambda: _bias_plan(handle, bias_desc, y_desc))
     return plan.run_values((y, bias, y), scalars=BIAS_SCALARS)
 
 

@@ -35,7 +35,7 @@ def lrn_forward(handle: Handle, lrn_desc: LRNDesc, alpha: float, x_desc: TensorD
                 y_desc: TensorDesc, y, do_backward: bool = False, workspace=None) -> list[cl.Event]:
     """y = alpha * lrn(x) + beta * y; with do_backward the scale goes to workspace for lrn_backward."""
     do_backward = as_flag(do_backward, "do_backward")
-    call = memo_plan(handle, ("lrn_forward", lrn_desc, x_desc, y_desc, do_backward),
+    call = memo_plan(handle, ("lrn.forward", lrn_desc, x_desc, y_desc, do_backward),
                      lambda: forward_call(handle, lrn_desc, x_desc, y_desc, do_backward))
     return call.run((x, y, workspace) if call.saves else (x, y), alpha, beta)
 
@@ -44,7 +44,7 @@ def lrn_backward(handle: Handle, lrn_desc: LRNDesc, alpha: float, y_desc: Tensor
                  x_desc: TensorDesc, x, beta: float, dx_desc: TensorDesc, dx, workspace=None) -> list[cl.Event]:
     """dx = alpha * (gradient of the input from dy, x and the saved scale) + beta * dx. y is taken for
     MIOpen's signature and not read (y / scale is recomputed from x)."""
-    call = memo_plan(handle, ("lrn_backward", lrn_desc, y_desc, dy_desc, x_desc, dx_desc),
+    call = memo_plan(handle, ("lrn.backward", lrn_desc, y_desc, dy_desc, x_desc, dx_desc),
                      lambda: backward_call(handle, lrn_desc, y_desc, dy_desc, x_desc, dx_desc))
     return call.run((dx, dy, x, workspace), alpha, beta)
 

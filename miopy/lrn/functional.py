@@ -21,7 +21,7 @@ def local_response_norm(x: cl_array.Array, size: int, alpha: float = 1e-4, beta:
     handle = functional_handle(x, "x", handle)
     geometry = (size, alpha, beta, k)
     return_scale = as_flag(return_scale, "return_scale")
-    call = memo_plan(handle, ("local_response_norm", x.shape, x.dtype, geometry, return_scale),
+    call = memo_plan(handle, ("lrn.functional", x.shape, x.dtype, geometry, return_scale),
                      lambda: _cold_forward(handle, x, geometry, return_scale), geometry)
     y = handle.pooled(x.shape, x.dtype)
     if not call.saves:
@@ -38,7 +38,7 @@ def local_response_norm_backward(dy: cl_array.Array, x: cl_array.Array, scale: c
     """dx of local_response_norm from dy, x and the scale local_response_norm(return_scale=True) gave."""
     handle = functional_handle(x, "x", handle)
     geometry = (size, alpha, beta, k)
-    key = ("local_response_norm_backward", x.shape, x.dtype, getattr(dy, "shape", None), geometry)
+    key = ("lrn.functional_backward", x.shape, x.dtype, getattr(dy, "shape", None), geometry)
     call = memo_plan(handle, key, lambda: _cold_backward(handle, dy, x, geometry), geometry)
     dx = handle.pooled(x.shape, x.dtype)
     call.run((dx, dy, x, scale), 1.0, 0.0)

@@ -273,7 +273,7 @@ def _epilogue_step(b: Builder, y_desc: TensorDesc, bias: np.ndarray | None, acti
         ops = [Operand("y", "y", y_desc, written=True)] + ([Operand("bias", "bias", bias_desc)] if bias is not None
                                                            else [])
         return Plan(b.handle, Solution("PointwiseEpilogue", {}, (launch,)), ops)
-    plan = memo_plan(b.handle, ("onnx epilogue", y_desc, epilogue), build)
+    plan = memo_plan(b.handle, ("onnx.epilogue", y_desc, epilogue), build)
     values = (b.buffer(value),) + ((b.upload(bias),) if bias is not None else ())
     scalars = _activation_scalars(activation)
     return lambda: plan.run_values(values, scalars=scalars)
@@ -317,7 +317,7 @@ def _softmax(b: Builder, node: Node) -> Step:
     axis = softmax_axis(node, shape)
     d = TensorDesc(FP32, (int(np.prod(shape[:axis])), shape[axis], int(np.prod(shape[axis + 1:])), 1))
     algorithm = SoftmaxAlgorithm.LOG if node.op == "LogSoftmax" else SoftmaxAlgorithm.ACCURATE
-    plan = memo_plan(b.handle, ("softmax_forward", algorithm, SoftmaxMode.CHANNEL, d, d),
+    plan = memo_plan(b.handle, ("softmax.forward", algorithm, SoftmaxMode.CHANNEL, d, d),
                      lambda: softmax_plan(b.handle, SoftmaxDesc(algorithm, SoftmaxMode.CHANNEL), d, d))
     values = (b.buffer(node.inputs[0]), b.buffer(node.outputs[0]))
     return Step(node, lambda: plan.run_values(values), plan.solver_id, algorithm.name)
@@ -328,7 +328,7 @@ def _lrn(b: Builder, node: Node) -> Step:
     size, alpha, beta, bias = lrn_params(node)
     lrn = LRNDesc(LRNMode.CROSS_CHANNEL, size, alpha, beta, bias)
     d = TensorDesc(FP32, b.shape(node.inputs[0]))
-    call = memo_plan(b.handle, ("lrn_forward", lrn, d, d, False),
+    call = memo_plan(b.handle, ("lrn.forward", lrn, d, d, False),
                      lambda: lrn_forward_call(b.handle, lrn, d, d, False))
     plan = call.plan
     values = (b.buffer(node.inputs[0]), b.buffer(node.outputs[0]))

@@ -50,7 +50,7 @@ def _plan(handle, name: str, space: Sequence[int], src: tuple[int, int], dst: tu
 
 def concat_plan(handle, part: Sequence[int], whole: Sequence[int], axis: int, offset: int) -> Plan:
     """Copies x of shape part into y of shape whole at offset along axis (one input of a concatenation)."""
-    key = ("layout concat", tuple(part), tuple(whole), axis, offset)
+    key = ("onnx.layout_concat", tuple(part), tuple(whole), axis, offset)
 
     def build() -> Plan:
         strides = packed_strides(tuple(whole))
@@ -61,7 +61,7 @@ def concat_plan(handle, part: Sequence[int], whole: Sequence[int], axis: int, of
 
 def transpose_plan(handle, shape: Sequence[int], perm: Sequence[int]) -> Plan:
     """y = x transposed by perm (numpy.transpose's convention)."""
-    key = ("layout transpose", tuple(shape), tuple(perm))
+    key = ("onnx.layout_transpose", tuple(shape), tuple(perm))
 
     def build() -> Plan:
         out = tuple(shape[p] for p in perm)
@@ -73,7 +73,7 @@ def transpose_plan(handle, shape: Sequence[int], perm: Sequence[int]) -> Plan:
 
 def pad_plan(handle, shape: Sequence[int], begins: Sequence[int], ends: Sequence[int], mode: str = "constant") -> Plan:
     """y = x padded by begins / ends per axis (negative: cropped); run with scalars {"value": v}."""
-    key = ("layout pad", tuple(shape), tuple(begins), tuple(ends), mode)
+    key = ("onnx.layout_pad", tuple(shape), tuple(begins), tuple(ends), mode)
 
     def build() -> Plan:
         out = tuple(d + b + e for d, b, e in zip(shape, begins, ends))
@@ -84,7 +84,7 @@ def pad_plan(handle, shape: Sequence[int], begins: Sequence[int], ends: Sequence
 
 def expand_plan(handle, shape: Sequence[int], out: Sequence[int]) -> Plan:
     """y = x broadcast to out (numpy.broadcast_to, materialised): shape has out's rank, each dim out's or 1."""
-    key = ("layout expand", tuple(shape), tuple(out))
+    key = ("onnx.layout_expand", tuple(shape), tuple(out))
 
     def build() -> Plan:
         check(len(shape) == len(out) and all(d in (1, o) for d, o in zip(shape, out)), "shape",

@@ -43,7 +43,7 @@ def pooling_forward(handle: Handle, pool_desc: PoolingDesc, alpha: float, x_desc
     """y = alpha * pool(x) + beta * y. With do_backward and max pooling, the argmax indices go to
     workspace (pooling_workspace_size bytes) for pooling_backward."""
     do_backward = as_flag(do_backward, "do_backward")
-    call = memo_plan(handle, ("pooling_forward", pool_desc, x_desc, y_desc, do_backward),
+    call = memo_plan(handle, ("pooling.forward", pool_desc, x_desc, y_desc, do_backward),
                      lambda: forward_call(handle, pool_desc, x_desc, y_desc, do_backward))
     return call.run((x, y), alpha, beta, workspace)
 
@@ -53,7 +53,7 @@ def pooling_backward(handle: Handle, pool_desc: PoolingDesc, alpha: float, y_des
                      workspace=None) -> list[cl.Event]:
     """dx = alpha * (gradient of the input from dy) + beta * dx. Max pooling needs the workspace its
     forward filled with do_backward=True. y and x are taken for MIOpen's signature and not read."""
-    call = memo_plan(handle, ("pooling_backward", pool_desc, y_desc, dy_desc, x_desc, dx_desc),
+    call = memo_plan(handle, ("pooling.backward", pool_desc, y_desc, dy_desc, x_desc, dx_desc),
                      lambda: backward_call(handle, pool_desc, y_desc, dy_desc, x_desc, dx_desc))
     return call.run((dx, dy), alpha, beta, workspace)
 

@@ -76,7 +76,7 @@ def adaptive_avg_pool2d_backward(dy: cl_array.Array, x: cl_array.Array, handle: 
 # -- the memo -----------------------------------------------------------------------------------------------
 def _forward(x, handle: Handle | None, geometry: tuple, with_indices: bool) -> tuple[PoolingCall, tuple, Handle]:
     handle = functional_handle(x, "x", handle)
-    key = ("pool2d", x.shape, x.dtype, geometry, with_indices)
+    key = ("pooling.pool2d", x.shape, x.dtype, geometry, with_indices)
     call, shape = memo_plan(handle, key, lambda: _cold_forward(handle, x, geometry, with_indices), geometry[1:4])
     return call, shape, handle
 
@@ -90,7 +90,7 @@ def _cold_forward(handle: Handle, x, geometry: tuple, with_indices: bool) -> tup
 
 def _backward(dy, x, handle: Handle | None, geometry: tuple, indices) -> cl_array.Array:
     handle = functional_handle(x, "x", handle)
-    key = ("pool2d_backward", x.shape, x.dtype, dy.shape if isinstance(dy, cl_array.Array) else None, geometry)
+    key = ("pooling.pool2d_backward", x.shape, x.dtype, dy.shape if isinstance(dy, cl_array.Array) else None, geometry)
     call = memo_plan(handle, key, lambda: _cold_backward(handle, dy, x, geometry), geometry[1:4])
     dx = handle.pooled(x.shape, x.dtype)
     call.run((dx, dy), 1.0, 0.0, indices)

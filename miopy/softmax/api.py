@@ -23,7 +23,7 @@ __all__ = ["REGISTRY", "backward_plan", "forward_plan", "softmax_backward", "sof
 def softmax_forward(handle: Handle, alpha: float, x_desc: TensorDesc, x, beta: float, y_desc: TensorDesc, y,
                     algorithm=SoftmaxAlgorithm.ACCURATE, mode=SoftmaxMode.CHANNEL) -> list[cl.Event]:
     """y = alpha * softmax(x) + beta * y (log-softmax with algorithm LOG) over the mode's axes."""
-    plan = memo_plan(handle, ("softmax_forward", algorithm, mode, x_desc, y_desc),
+    plan = memo_plan(handle, ("softmax.forward", algorithm, mode, x_desc, y_desc),
                      lambda: forward_plan(handle, SoftmaxDesc(algorithm, mode), x_desc, y_desc), (algorithm, mode))
     return plan.run_values((x, y), alpha, beta)
 
@@ -32,7 +32,7 @@ def softmax_backward(handle: Handle, alpha: float, y_desc: TensorDesc, y, dy_des
                      dx_desc: TensorDesc, dx, algorithm=SoftmaxAlgorithm.ACCURATE,
                      mode=SoftmaxMode.CHANNEL) -> list[cl.Event]:
     """dx = alpha * (gradient of the input from the forward's output y and dy) + beta * dx."""
-    plan = memo_plan(handle, ("softmax_backward", algorithm, mode, y_desc, dy_desc, dx_desc),
+    plan = memo_plan(handle, ("softmax.backward", algorithm, mode, y_desc, dy_desc, dx_desc),
                      lambda: backward_plan(handle, SoftmaxDesc(algorithm, mode), y_desc, dy_desc, dx_desc),
                      (algorithm, mode))
     return plan.run_values((dx, dy, y), alpha, beta)

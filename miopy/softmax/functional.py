@@ -43,7 +43,7 @@ def log_softmax_backward_data(dy: cl_array.Array, y: cl_array.Array, dim: int = 
 
 def _forward(x, dim, algorithm: SoftmaxAlgorithm, handle: Handle | None) -> cl_array.Array:
     handle = functional_handle(x, "x", handle)
-    plan = memo_plan(handle, ("softmax", x.shape, x.dtype, dim, algorithm),
+    plan = memo_plan(handle, ("softmax.functional", x.shape, x.dtype, dim, algorithm),
                      lambda: _cold_forward(handle, x, dim, algorithm), (dim,))
     y = handle.pooled(x.shape, x.dtype)
     plan.run_values((x, y))
@@ -52,7 +52,7 @@ def _forward(x, dim, algorithm: SoftmaxAlgorithm, handle: Handle | None) -> cl_a
 
 def _backward(dy, y, dim, algorithm: SoftmaxAlgorithm, handle: Handle | None) -> cl_array.Array:
     handle = functional_handle(y, "x", handle)
-    key = ("softmax_backward", y.shape, y.dtype, getattr(dy, "shape", None), getattr(dy, "dtype", None), dim,
+    key = ("softmax.functional_backward", y.shape, y.dtype, getattr(dy, "shape", None), getattr(dy, "dtype", None), dim,
            algorithm)
     plan = memo_plan(handle, key, lambda: _cold_backward(handle, dy, y, dim, algorithm), (dim,))
     dx = handle.pooled(y.shape, y.dtype)

@@ -26,7 +26,7 @@ def op_tensor(handle: Handle, tensor_op, alpha1: float, a_desc: TensorDesc, a, a
     """c = op(alpha1 * a, alpha2 * b) + beta * c (MIOpen's OpTensor; op add, mul, min or max). b is broadcast
     over a: each of its dims equals a's or is 1, anything else is refused, as MIOpen does. c may be a (or b,
     when b has c's descriptor); c is not read when beta is 0."""
-    plan = memo_plan(_checked(handle), ("op_tensor", tensor_op, a_desc, b_desc, c_desc),
+    plan = memo_plan(_checked(handle), ("tensor_ops.op_tensor", tensor_op, a_desc, b_desc, c_desc),
                      lambda: _op_plan(handle, tensor_op, a_desc, b_desc, c_desc), (tensor_op,))
     return plan.run_values((a, b, c), scalars={"alpha1": scalar(alpha1, "alpha1"), "alpha2": scalar(alpha2, "alpha2"),
                                                "beta": scalar(beta, "beta")})
@@ -34,13 +34,15 @@ def op_tensor(handle: Handle, tensor_op, alpha1: float, a_desc: TensorDesc, a, a
 
 def set_tensor(handle: Handle, y_desc: TensorDesc, y, alpha: float) -> list[cl.Event]:
     """Every element y_desc addresses = alpha (MIOpen's SetTensor); elements between them are untouched."""
-    plan = memo_plan(_checked(handle), ("set_tensor", y_desc), lambda: unary_plan(handle, "set_tensor", y_desc))
+    plan = memo_plan(_checked(handle), ("tensor_ops.set_tensor", y_desc),
+                     lambda: unary_plan(handle, "set_tensor", y_desc))
     return plan.run_values((y,), scalars={"value": scalar(alpha, "alpha")})
 
 
 def scale_tensor(handle: Handle, y_desc: TensorDesc, y, alpha: float) -> list[cl.Event]:
     """y = alpha * y at every element y_desc addresses (MIOpen's ScaleTensor)."""
-    plan = memo_plan(_checked(handle), ("scale_tensor", y_desc), lambda: unary_plan(handle, "scale_tensor", y_desc))
+    plan = memo_plan(_checked(handle), ("tensor_ops.scale_tensor", y_desc),
+                     lambda: unary_plan(handle, "scale_tensor", y_desc))
     return plan.run_values((y,), scalars={"value": scalar(alpha, "alpha")})
 
 
@@ -54,14 +56,14 @@ def transform_tensor(handle: Handle, alpha: float, x_desc: TensorDesc, x, beta: 
 
 def op_tensor_plan(handle: Handle, tensor_op, a_desc: TensorDesc, b_desc: TensorDesc, c_desc: TensorDesc) -> Plan:
     """The memoised plan of one OpTensor call shape (operands a, b, c; numbers alpha1, alpha2, beta)."""
-    return memo_plan(_checked(handle), ("op_tensor", tensor_op, a_desc, b_desc, c_desc),
+    return memo_plan(_checked(handle), ("tensor_ops.op_tensor", tensor_op, a_desc, b_desc, c_desc),
                      lambda: _op_plan(handle, tensor_op, a_desc, b_desc, c_desc), (tensor_op,))
 
 
 def transform_tensor_plan(handle: Handle, x_desc: TensorDesc, y_desc: TensorDesc) -> Plan:
     """The memoised plan of one TransformTensor call shape (operands x, y; numbers alpha, beta): a flat copy
     where both share a dense layout, a tiled transpose where their contiguous axes differ, else strided."""
-    return memo_plan(_checked(handle), ("transform_tensor", x_desc, y_desc),
+    return memo_plan(_checked(handle), ("tensor_ops.transform_tensor", x_desc, y_desc),
                      lambda: _transform_plan(handle, x_desc, y_desc))
 
 

@@ -56,10 +56,10 @@ def scale(input: cl_array.Array, factor: float, handle: Handle | None = None) ->
 
 def _unary(kernel: str, input, value, handle: Handle | None):
     handle = functional_handle(input, "input", handle)
-    key = (kernel, "fn", input.shape, input.dtype)
+    key = (f"tensor_ops.functional_{kernel}", input.shape, input.dtype)
     plan = handle.plans.get(key)
     if plan is None:
-        plan = handle.plans[key] = unary_plan(handle, kernel, _desc(input, "input"))
+        plan = handle.plans.put(key, unary_plan(handle, kernel, _desc(input, "input")))
     plan.run_values((input,), scalars={"value": scalar(value, "value")})
     return input
 
@@ -67,14 +67,14 @@ def _unary(kernel: str, input, value, handle: Handle | None):
 def _binary(op: TensorOp, input, other, alpha_input: float, alpha_other: float, handle: Handle | None):
     handle = functional_handle(input, "input", handle)
     try:
-        key = ("top_fn", op, input.shape, other.shape, input.dtype, other.dtype)
+        key = ("tensor_ops.functional", op, input.shape, other.shape, input.dtype, other.dtype)
         memo = handle.plans.get(key)
     except AttributeError:   # not arrays: the cold path says which
         key, memo = None, None
     if memo is None:
         memo = _cold(handle, op, input, other)
         if key is not None:
-            handle.plans[key] = memo
+            handle.plans.put(key, memo)
     plan, shape, swapped = memo
     out = handle.pooled(shape, input.dtype)
     alphas = (alpha_other, alpha_input) if swapped else (alpha_input, alpha_other)
