@@ -225,9 +225,13 @@ def naive_plan(handle: Handle, problem: Problem) -> tuple[Solver, Plan] | None:
 
 
 def enqueue_poisoned(handle: Handle, problem: Problem, plan: Plan, buffers: Mapping[str, cl.Buffer]) -> None:
-    """Enqueue plan once on buffers with its outputs poisoned first (NaN, so unwritten elements show)."""
+    """Enqueue plan once on buffers with its outputs poisoned first (NaN, so unwritten elements show), except
+    those it updates in place (the problem's optional updated_roles(): running statistics, an RNG state)."""
     tensors = problem.tensors()
+    updated: tuple[str, ...] = getattr(problem, "updated_roles", tuple)()
     for role in problem.outputs():
+        if role in updated:
+            continue
         nan = np.full(1, np.nan, tensors[role].dtype.numpy)
         cl.enqueue_fill_buffer(handle.queue, buffers[role], nan, 0, tensors[role].nbytes)
     plan.enqueue(buffers)
@@ -255,7 +259,8 @@ def default_timer(handle: Handle, plan: Plan, buffers: Mapping[str, cl.Buffer]) 
 def random_host(problem: Problem, seed: int = 0) -> dict[str, np.ndarray]:
     """Random normal host data for every tensor of problem, flat over each descriptor's span (tensors longer
     than RANDOM_PERIOD repeat one block of it); roles the problem's optional positive_roles() names (an LRN
-    backward's saved scale) get |normal| + 0.5."""
+    backward's saved scale) get |normal| + 0.5, and the family's registry.prepare makes the rest valid (indices,
+    masks)."""
     rng = np.random.default_rng(seed)
     positive = getattr(problem, "positive_roles", lambda: ())()
     out = {}
@@ -264,6 +269,9 @@ def random_host(problem: Problem, seed: int = 0) -> dict[str, np.ndarray]:
         if desc.element_span > RANDOM_PERIOD:   # repeat a long odd-length block: drawing 100M normals took 2 s
             values = np.resize(values, desc.element_span)
         out[role] = (np.abs(values) + 0.5 if role in positive else values).astype(desc.dtype.numpy, copy=False)
+    prepare = problem.registry.prepare
+    if prepare is not None:
+        prepare(problem, out, rng)
     return out
 
 

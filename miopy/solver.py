@@ -49,6 +49,9 @@ class Problem(Protocol):
     def reduction_length(self) -> int:
         """Terms summed into each output (1 for element-wise ops): scales the verification tolerance."""
 
+    # Optional: ``updated_roles() -> tuple[str, ...]``, the outputs its solutions read before they write them
+    # (running statistics, an RNG state): checks never poison those.
+    # Optional: ``positive_roles() -> tuple[str, ...]``, inputs random data must keep positive (variances).
     # Optional: ``scalars() -> Mapping[str, scalar]``, the per-call kernel arguments its solutions take by role
     # (dropout's rate, activation's alpha), with the values find, tuning and the tests bind (the values the
     # family's reference hook answers for); see run_scalars.
@@ -137,6 +140,14 @@ class Solver(Applicable, Generic[P]):
     # Bound on the hybrid error |a-e|/(1+|e|) vs float64 for solvers whose arithmetic rounds more than a
     # direct sum (Winograd transforms); None: the checker's default for a direct sum.
     tolerance: ClassVar[float | None] = None
+    # The directions of its family the solver implements; None: it claims none in particular (it is tested on
+    # every direction it applies to).
+    directions: ClassVar[frozenset[Any] | None] = None
+
+    def runs_on(self, dev: DeviceInfo) -> bool:
+        """Whether dev can run this solver's kernels at all (a CPU-only or a tensor-core solver elsewhere cannot);
+        registry-wide tests skip a solver on a device it does not run on."""
+        return True
 
     # -- applicability ------------------------------------------------------------------------------
     def applicability(self, problem: P, dev: DeviceInfo) -> None:
@@ -196,6 +207,8 @@ class Solver(Applicable, Generic[P]):
 Reference = Callable[[Any, Mapping[str, np.ndarray]], dict[str, np.ndarray]]
 # (problem, candidates) or (problem, candidates, device info or None) -> candidates in the order to try.
 Ranker = Callable[..., list[Solver]]
+# (problem, host arrays by role, random generator) -> None: random inputs made valid in place.
+Prepare = Callable[[Any, dict[str, np.ndarray], np.random.Generator], None]
 
 _REGISTRIES: list[Registry] = []
 
@@ -206,11 +219,13 @@ DEFAULT_TOLERANCE = FP32_BOUND
 class Registry:
     """A family's ordered solvers. Order is the tie-break and the default ranking: most specialised first,
     the naive fallback last. Ids are stable strings, unique across every family; a retired id is never
-    reused. ``reference`` gives the float64 outputs a solution is checked against (tuning's final check);
-    ``rank`` orders candidates when nothing was measured (immediate mode)."""
+    reused. ``reference`` gives the float64 outputs a solution is checked against (find's and tuning's checks,
+    the conformance test); ``rank`` orders candidates when nothing was measured (immediate mode);
+    ``prepare(problem, host, rng)``, when given, makes random host inputs valid in place (indices an argmax can
+    give, a mask of 0s and 1s)."""
 
     def __init__(self, family: str, problem_type: type, solvers: Sequence[Solver], reference: Reference,
-                 rank: Ranker | None = None):
+                 rank: Ranker | None = None, prepare: Prepare | None = None):
         self.family, self.ALL = family, tuple(solvers)
         self._by_id = {s.id: s for s in self.ALL}
         assert len(self._by_id) == len(self.ALL), f"duplicate solver id in {family}"
@@ -219,6 +234,7 @@ class Registry:
             assert not clash or other.family == family, f"solver ids {clash} in {family} and {other.family}"
         _REGISTRIES[:] = [r for r in _REGISTRIES if r.family != family] + [self]
         self.reference = reference
+        self.prepare = prepare
         self._rank = rank
         self._rank_takes_dev = rank is not None and len(inspect.signature(rank).parameters) >= 3
         problem_type.registry = self  # type: ignore[attr-defined]

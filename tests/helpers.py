@@ -27,12 +27,8 @@ def posed_for(solver, problem: ConvProblem) -> ConvProblem:
 
 
 def runs_here(solver, info) -> bool:
-    """Whether a registry-wide test can run the solver's kernels on this device: not a tensor-core solver on a
-    device without PTX mma (tests/solvers/test_mma.py checks that it says so, and covers it on NVIDIA), not a
-    solver for another class of device (ConvCpuDirect, ConvCpuGemm on a GPU: tests/solvers/test_cpu_*.py)."""
-    if getattr(solver, "tensor_cores", False) and not info.ptx_mma:
-        return False
-    return solver.device_class is None or solver.device_class in info.device_type
+    """Whether a registry-wide test can run the solver's kernels on this device (Solver.runs_on)."""
+    return solver.runs_on(info)
 
 
 def skip_unless_runs_here(solver, info) -> None:

@@ -1,80 +1,94 @@
-"""One conformance test over the registry: every solver, every direction it claims, against float64.
+"""One conformance test over every registry of every family (miopy.families): every solver, every direction
+and dtype it claims, against its family's float64 reference with poisoned outputs and a guarded workspace of
+exactly the declared size (tests/conformance.py).
 
-For each solver the pool of problems below is filtered by its applicability; each solver-direction pair
-must find at least one problem (so a registered solver is tested the moment it is registered). Default
-params must be valid and match the reference; tunable solvers also check a random sample of valid grid
-points, and invalid points must be rejected by is_valid without compiling.
+Problems come from each family's samples module, filtered by the solver's applicability: each claimed
+(direction, dtype) must find at least one, so a registered solver is tested the moment it is registered.
+Default params must be valid and match the reference; tunable solvers also check a random sample of valid grid
+points, and invalid points must be rejected without compiling. Solvers whose kernels cannot run on this device
+(Solver.runs_on: tensor cores off NVIDIA, CPU solvers on a GPU) are skipped here and covered where they run.
 """
+from __future__ import annotations
+
+import functools
+
 import numpy as np
 import pytest
 
-from miopy.conv import registry
-from miopy.conv.problem import Direction
-from tests.helpers import (
-    check_solution,
-    make_problem,
-    posed_for,
-    random_problem,
-    runs_here,
-    skip_unless_runs_here,
-    with_dtype,
-)
+from miopy.families import FAMILIES
+from miopy.tensor import DataType
+from tests.conformance import check_solution
 
-SHAPES = [  # (n, c, h, w, k, r, s, pad, stride, dilation, groups): structured cases every family can claim
-    (2, 8, 10, 10, 8, 3, 3, 1, 1, 1, 1),
-    (2, 16, 9, 11, 12, 3, 3, 0, 1, 1, 1),
-    (1, 6, 12, 12, 10, 3, 3, 2, 1, 1, 1),
-    (2, 8, 9, 9, 16, 1, 1, 0, 1, 1, 1),
-    (2, 12, 9, 9, 8, 1, 1, 0, 2, 1, 1),
-    (2, 8, 11, 11, 8, 5, 5, 2, 1, 1, 1),
-    (1, 8, 12, 12, 8, 3, 3, 1, 2, 1, 2),
-    (2, 6, 13, 13, 4, 3, 3, 2, 1, 2, 1),
-    (2, 8, 8, 8, 8, 3, 3, 1, 1, 1, 4),
-    (1, 3, 23, 23, 8, 7, 7, 0, 4, 1, 1),
-    (33, 72, 1, 1, 13, 1, 1, 0, 1, 1, 1),  # a classifier (fully connected): ConvGemv1x1's image groups, staged
-    (3, 40, 1, 1, 9, 1, 1, 0, 1, 1, 1),   # ... and at small batch (its matrix-vector form)
-    (2, 8, 10, 9, 8, 3, 3, 1, 1, 1, 8),   # depthwise (MobileNet)
-    (1, 4, 11, 9, 8, 5, 5, 2, 2, 1, 4),   # depthwise with a channel multiplier of 2, stride 2
-]
+PER_CASE = {DataType.FLOAT32: 5, DataType.FLOAT16: 2}   # problems per solver, direction and dtype (a sample)
 
 
-def pool(direction: Direction) -> list:
-    rng = np.random.default_rng(1234 + int(direction))
-    return [make_problem(direction, *shape) for shape in SHAPES] + [random_problem(rng, direction) for _ in range(6)]
+@functools.cache
+def samples(family_name: str, dtype: DataType) -> tuple:
+    family = next(f for f in FAMILIES if f.name == family_name)
+    return tuple(family.module("samples").problems(dtype))
 
 
-CASES = [(s, d) for s in registry.ALL for d in sorted(s.directions)]
+def _cases():
+    """(family, solver, dtype, direction or None): None where the solver claims no directions of its own."""
+    for family in FAMILIES:
+        for solver in family.registry.ALL:
+            for dtype in sorted(solver.dtypes, key=lambda d: d.value):
+                claimed = solver.directions
+                for direction in sorted(claimed, key=lambda d: d.name) if claimed is not None else [None]:
+                    yield family, solver, dtype, direction
 
 
-@pytest.mark.parametrize("solver,direction", CASES, ids=[f"{s.id}-{d.name}" for s, d in CASES])
-def test_default_params_match_reference(handle, solver, direction):
-    skip_unless_runs_here(solver, handle.info)
-    problems = [q for q in (posed_for(solver, p) for p in pool(direction)) if solver.is_applicable(q, handle.info)]
-    assert problems, f"{solver.id} applies to none of the pool's {direction.name} problems"
-    for i, problem in enumerate(problems[:5]):
+CASES = list(_cases())
+IDS = [f"{f.name}-{s.id}-{t.value}" + (f"-{d.name}" if d is not None else "") for f, s, t, d in CASES]
+
+
+def applicable(handle, family, solver, dtype, direction) -> list:
+    if not solver.runs_on(handle.info):
+        pytest.skip(f"{solver.id} does not run on a {handle.info.device_type} device of {handle.info.platform}")
+    pool = samples(family.name, dtype)
+    found = [p for p in pool
+             if (direction is None or p.direction == direction) and solver.is_applicable(p, handle.info)]
+    assert found, f"{solver.id} applies to none of {family.name}'s {dtype.value} samples" + \
+        (f" in direction {direction.name}" if direction is not None else "")
+    return found
+
+
+def chosen(solver, problems: list, count: int, salt: int) -> list:
+    """A seeded sample of count problems (all when fewer), in pool order."""
+    rng = np.random.default_rng(sum(map(ord, solver.id)) + salt)
+    picks = sorted(rng.choice(len(problems), min(count, len(problems)), replace=False))
+    return [problems[i] for i in picks]
+
+
+@pytest.mark.parametrize("family,solver,dtype,direction", CASES, ids=IDS)
+def test_default_params_match_reference(handle, family, solver, dtype, direction):
+    problems = applicable(handle, family, solver, dtype, direction)
+    salt = sum(map(ord, direction.name)) if direction is not None else 0
+    for i, problem in enumerate(chosen(solver, problems, PER_CASE[dtype], salt)):
         params = solver.default_params(problem, handle.info)
         assert solver.is_valid(problem, params, handle.info), solver.invalid_reason(problem, params, handle.info)
         check_solution(handle, solver, problem, params, seed=i)
 
 
-TUNABLE = [(s, d) for s, d in CASES if s.grid]
+TUNABLE = [(c, i) for c, i in zip(CASES, IDS) if c[1].grid and c[2] is DataType.FLOAT32]
 
 
-@pytest.mark.parametrize("solver,direction", TUNABLE, ids=[f"{s.id}-{d.name}" for s, d in TUNABLE])
-def test_sampled_grid_points_match_reference(handle, solver, direction):
-    skip_unless_runs_here(solver, handle.info)
-    problem = next(q for q in (posed_for(solver, p) for p in pool(direction)) if solver.is_applicable(q, handle.info))
+@pytest.mark.parametrize("family,solver,dtype,direction", [c for c, _ in TUNABLE], ids=[i for _, i in TUNABLE])
+def test_sampled_grid_points_match_reference(handle, family, solver, dtype, direction):
+    problem = applicable(handle, family, solver, dtype, direction)[0]
     space = solver.sample_space(problem, handle.info, count=3, seed=7)
-    assert space
+    assert space, f"{solver.id} has no valid grid point on {problem.key()}"
     for params in space:
         check_solution(handle, solver, problem, params)
 
 
-@pytest.mark.parametrize("solver", [s for s in registry.ALL if s.grid], ids=lambda s: s.id)
-def test_invalid_points_rejected_without_compiling(handle, solver):
-    skip_unless_runs_here(solver, handle.info)
-    problem = next(q for q in (posed_for(solver, p) for d in Direction for p in pool(d))
-                   if solver.is_applicable(q, handle.info))
+TUNABLE_SOLVERS = [(f, s) for f in FAMILIES for s in f.registry.ALL if s.grid]
+
+
+@pytest.mark.parametrize("family,solver", TUNABLE_SOLVERS, ids=[s.id for _, s in TUNABLE_SOLVERS])
+def test_invalid_points_rejected_without_compiling(handle, family, solver):
+    dtype = DataType.FLOAT32 if DataType.FLOAT32 in solver.dtypes else next(iter(solver.dtypes))
+    problem = applicable(handle, family, solver, dtype, None)[0]
     before = handle.cache_stats()["compiled"]
     bad = {name: values[0] for name, values in solver.grid.items()}
     bad[next(iter(bad))] = "not-a-grid-value"
@@ -83,57 +97,26 @@ def test_invalid_points_rejected_without_compiling(handle, solver):
     assert handle.cache_stats()["compiled"] == before
 
 
-def test_solution_is_pure(handle):
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+def test_solution_is_pure(handle, family):
     """solution() touches no device: same inputs, equal outputs, no compile."""
     before = handle.cache_stats()["compiled"]
-    for solver in registry.ALL:
-        if not runs_here(solver, handle.info):
+    for solver in family.registry.ALL:
+        if not solver.runs_on(handle.info):
             continue   # tests/solvers/test_mma.py, test_cpu_*.py: pure on a described device
-        problem = next(q for q in (posed_for(solver, p) for d in Direction for p in pool(d))
-                       if solver.is_applicable(q, handle.info))
+        dtype = DataType.FLOAT32 if DataType.FLOAT32 in solver.dtypes else next(iter(solver.dtypes))
+        problem = applicable(handle, family, solver, dtype, None)[0]
         params = solver.default_params(problem, handle.info)
         assert solver.solution(problem, params) == solver.solution(problem, params)
     assert handle.cache_stats()["compiled"] == before
 
 
-ASYMMETRIC = [  # begin != end padding along each axis, in both senses (ONNX pads, auto_pad SAME_*)
-    (2, 6, 9, 11, 8, 3, 3, (2, 0, 1, 2), 1, 1, 1),
-    (1, 6, 14, 14, 8, 3, 3, (0, 1, 0, 1), 2, 1, 1),   # MIOpen's --pad_mode same: 14x14, 3x3, stride 2
-    (2, 8, 10, 10, 8, 3, 3, (0, 1, 0, 1), 1, 1, 1),
-    (2, 4, 9, 9, 6, 5, 5, (3, 1, 0, 2), 1, 1, 1),
-    (1, 4, 11, 10, 4, 3, 3, (1, 0, 2, 0), (2, 1), 2, 2),
-    (1, 4, 12, 12, 6, 3, 3, (1, 2, 2, 1), 2, 1, 1),
-    (2, 6, 9, 10, 6, 3, 3, (2, 0, 1, 2), 1, 1, 6),    # depthwise
-    (1, 4, 10, 9, 8, 3, 3, (0, 1, 1, 0), 2, 1, 4),    # depthwise, channel multiplier 2, stride 2
-    (2, 6, 8, 8, 4, 1, 1, (1, 0, 0, 1), 1, 1, 1),
-]
-
-
-@pytest.mark.parametrize("solver,direction", CASES, ids=[f"{s.id}-{d.name}" for s, d in CASES])
-def test_asymmetric_padding_matches_reference(handle, solver, direction):
-    skip_unless_runs_here(solver, handle.info)
-    problems = [posed_for(solver, make_problem(direction, *shape)) for shape in ASYMMETRIC]
-    applicable = [p for p in problems if solver.is_applicable(p, handle.info)]
-    if solver.id in ("ConvGemm1x1", "ConvGemv1x1"):   # 1x1 GEMMs read x in place: any padding rules them out
-        assert not applicable and "padding" in solver.not_applicable_reason(problems[-1], handle.info)
-        return
-    assert applicable, f"{solver.id} applies to none of the asymmetric {direction.name} problems"
-    for i, problem in enumerate(applicable[:2]):   # the first two pad each axis unevenly both ways
-        check_solution(handle, solver, problem, solver.default_params(problem, handle.info), seed=i)
-
-
-FP16_PER_CASE = 2   # problems per solver-direction in FP16: a sample, so CI grows by about a minute
-
-
-@pytest.mark.parametrize("solver,direction", CASES, ids=[f"{s.id}-{d.name}" for s, d in CASES])
-def test_fp16_matches_reference(handle, solver, direction):
-    """FP16 (half storage, fp32 sums) through every solver and direction: a seeded sample of the pool, in
-    FP16, against float64 computed from the rounded inputs, at the FP16 bound (tests.helpers.tolerance)."""
-    skip_unless_runs_here(solver, handle.info)
-    problems = [with_dtype(p, "FP16") for p in pool(direction)]
-    applicable = [p for p in problems if solver.is_applicable(p, handle.info)]
-    assert applicable, f"{solver.id} applies to none of the pool's FP16 {direction.name} problems"
-    rng = np.random.default_rng(sum(map(ord, solver.id)) + int(direction))
-    for i in sorted(rng.choice(len(applicable), min(FP16_PER_CASE, len(applicable)), replace=False)):
-        problem = applicable[i]
-        check_solution(handle, solver, problem, solver.default_params(problem, handle.info), seed=int(i))
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+def test_samples_pose_every_direction_in_every_dtype(family):
+    """A family's samples cover each of its directions in FP32 and FP16 (so every claim can be checked), and
+    problems_on poses every direction on a given tensor."""
+    for dtype in (DataType.FLOAT32, DataType.FLOAT16):
+        pool = samples(family.name, dtype)
+        directions = {p.direction for p in pool}
+        assert directions == set(type(next(iter(directions)))), (family.name, dtype, directions)
+        assert all(p.dtype is dtype for p in pool)

@@ -88,3 +88,11 @@ def reference_outputs(problem: ActivationProblem, tensors: Mapping[str, np.ndarr
     if problem.direction is Direction.FORWARD:
         return {"y": forward_reference(problem.mode, tensors["x"], alpha, beta, gamma)}
     return {"dx": backward_reference(problem.mode, tensors["dy"], tensors["x"], alpha, beta, gamma)}
+
+
+def prepare_inputs(problem: ActivationProblem, host: dict[str, np.ndarray], rng: np.random.Generator) -> None:
+    """The registry's prepare hook: a backward's y is the forward's output on its x (in place)."""
+    if problem.direction is Direction.BACKWARD:
+        alpha, beta, gamma = (float(v) for v in problem.scalars().values())
+        x = host["x"].astype(np.float64)
+        host["y"][...] = forward_reference(problem.mode, x, alpha, beta, gamma).astype(host["y"].dtype)

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from ..solver import Registry
 from .problem import ActivationProblem
-from .reference import reference_outputs
+from .reference import prepare_inputs, reference_outputs
 from .solvers.pointwise import ActivationPointwise
 
 REGISTRY = Registry("activation", ActivationProblem, (
     ActivationPointwise(),
-), reference=reference_outputs)
+), reference=reference_outputs, prepare=prepare_inputs)

@@ -141,6 +141,10 @@ class BatchNormProblem:
             return 1
         return self.count
 
+    def updated_roles(self) -> tuple[str, ...]:
+        """Outputs read before they are written: the running statistics (an exponential average)."""
+        return RUNNING_ROLES if self.running else ()
+
     def positive_roles(self) -> tuple[str, ...]:
         """Inputs random data must keep positive: variances and the saved inverse standard deviation."""
         return ("estimated_variance", "running_var", "saved_inv_variance")

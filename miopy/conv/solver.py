@@ -29,6 +29,12 @@ class ConvSolver(Solver[ConvProblem]):
     # applies to fp32 problems only under math_mode "tf32" (fp16 products are exact: no mode needed).
     tensor_cores: ClassVar[bool] = False
 
+    def runs_on(self, dev: DeviceInfo) -> bool:
+        """Not a tensor-core solver on a device without PTX mma, nor a solver for another class of device."""
+        if self.tensor_cores and not dev.ptx_mma:
+            return False
+        return self.device_class is None or self.device_class in dev.device_type
+
     def applicability(self, problem: ConvProblem, dev: DeviceInfo) -> None:
         require(problem.direction in self.directions, f"direction {problem.direction.name} not implemented")
         super().applicability(problem, dev)

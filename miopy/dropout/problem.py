@@ -27,10 +27,28 @@ class _Bytes:
 
 @dataclass(frozen=True)
 class ByteBufferDesc:
-    """A raw byte buffer (reserve space, RNG state) as a plan operand: only its size is checked."""
+    """A raw byte buffer (reserve space, RNG state) as a plan operand: only its size is checked. It reads as a
+    packed 1-D tensor of bytes, so find, tuning and the tests make, poison and read it like any tensor."""
 
     nbytes: int
     dtype: ClassVar[_Bytes] = _Bytes()
+    is_packed: ClassVar[bool] = True
+
+    @property
+    def dims(self) -> tuple[int]:
+        return (self.nbytes,)
+
+    @property
+    def strides(self) -> tuple[int]:
+        return (1,)
+
+    @property
+    def element_count(self) -> int:
+        return self.nbytes
+
+    @property
+    def element_span(self) -> int:
+        return self.nbytes
 
 
 class DropoutDirection(enum.Enum):
@@ -108,6 +126,10 @@ class DropoutProblem:
 
     def reduction_length(self) -> int:
         return 1
+
+    def updated_roles(self) -> tuple[str, ...]:
+        """Outputs read before they are written: the RNG state the forward advances."""
+        return ("states",) if self.state_evo else ()
 
     def scalars(self) -> dict[str, np.generic]:
         """The per-call arguments (the rate's threshold and scale) at CHECK_RATE: what find, tuning and the tests

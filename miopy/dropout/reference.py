@@ -73,3 +73,11 @@ def reference_outputs(problem: DropoutProblem, t: Mapping[str, np.ndarray], p: f
         s = np.asarray(t["states"]).view(np.uint32).astype(np.uint64)
         mask = keep_mask(problem.x.element_count, p, int(s[0] | (s[1] << 32)), int(s[2] | (s[3] << 32)))
     return {"y": forward(t["x"], mask, p)}
+
+
+def prepare_inputs(problem: DropoutProblem, host: dict[str, np.ndarray], rng: np.random.Generator) -> None:
+    """The registry's prepare hook: a mask read from the reserve space (backward, or forward with use_mask) holds
+    0s and 1s (in place)."""
+    if "reserve_space" in host and (problem.direction is DropoutDirection.BACKWARD or problem.use_mask):
+        mask = host["reserve_space"]
+        mask[...] = rng.integers(0, 2, mask.shape).astype(mask.dtype)

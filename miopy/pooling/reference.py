@@ -97,3 +97,12 @@ def reference_outputs(problem: PoolingProblem, tensors: Mapping[str, np.ndarray]
     if problem.direction is Direction.FORWARD:
         return {"y": pool_forward(tensors["x"], *geometry)[0]}
     return {"dx": pool_backward(tensors["dy"], problem.x.dims, *geometry, indices=tensors.get("indices"))}
+
+
+def prepare_inputs(problem: PoolingProblem, host: dict[str, np.ndarray], rng: np.random.Generator) -> None:
+    """The registry's prepare hook: a max backward's indices are the argmax of a random input (in place)."""
+    if problem.direction is Direction.BACKWARD and "indices" in host:
+        d = problem.desc
+        x = rng.standard_normal(problem.x.dims)
+        _, indices = pool_forward(x, int(d.mode), d.window, d.pads, d.strides, d.ceil_mode)
+        host["indices"] = indices.astype(np.int32).view(host["indices"].dtype).reshape(host["indices"].shape)

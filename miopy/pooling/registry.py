@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..solver import Registry
 from .problem import PoolingProblem
-from .reference import reference_outputs
+from .reference import prepare_inputs, reference_outputs
 from .solvers.global_average import PoolingGlobalAverage
 from .solvers.global_average_backward import PoolingGlobalAverageBackward
 from .solvers.global_average_staged import PoolingGlobalAverageStaged
@@ -16,4 +16,4 @@ REGISTRY = Registry("pooling", PoolingProblem, (
     PoolingGlobalAverage(),
     PoolingGlobalAverageBackward(),
     PoolingWindowed(),
-), reference=reference_outputs)
+), reference=reference_outputs, prepare=prepare_inputs)

@@ -2,6 +2,7 @@
 broadcast over A the way MIOpen allows: each of B's dims equals A's or is 1."""
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -30,6 +31,10 @@ def check_data(field: str, desc, reference: TensorDesc | None = None, reference_
     return desc
 
 
+class Direction(enum.IntEnum):
+    FORWARD = 1   # OpTensor has one direction
+
+
 @dataclass(frozen=True)
 class TensorOpProblem:
     """op over a (the shape of the result), b (broadcast over a) and c (a's dims, written)."""
@@ -40,6 +45,7 @@ class TensorOpProblem:
     c: TensorDesc
     _key: str = field(init=False, repr=False, compare=False)
     registry: ClassVar[Registry]
+    direction: ClassVar[Direction] = Direction.FORWARD
 
     def __post_init__(self):
         object.__setattr__(self, "_key", self._make_key())

@@ -47,8 +47,10 @@ class BatchNormSpatialSplit(BatchNormSolver):
                  "GROUP": "channels whose stages run back to back (a divisor of C below C; 0: all at once)"}
 
     def invalid_reason(self, problem: BatchNormProblem, params: Params, dev: DeviceInfo) -> str | None:
-        reason = (super().invalid_reason(problem, params, dev) or work_group_reason(dev, (params["WG"],))
-                  or local_memory_reason(dev, 3 * params["WG"] * 4))
+        reason = super().invalid_reason(problem, params, dev)
+        if reason is not None:
+            return reason
+        reason = work_group_reason(dev, (params["WG"],)) or local_memory_reason(dev, 3 * params["WG"] * 4)
         group, channels = params["GROUP"], problem.x.c
         if reason is None and group and (group >= channels or channels % group):
             reason = f"GROUP={group} is not a divisor of C={channels} below it (0 takes all channels)"

@@ -140,7 +140,9 @@ class ConvDepthwise(ConvSolver):
         split, wg = params["SPLIT"], params["WG_X"]
         defines["ROWS_PER_SPLIT"] = -(-problem.n * problem.out_h // split)
         spec = KernelSpec.make(KERNEL_FILE, "dw_wgrad", defines, ("-cl-mad-enable",))
-        launches = [KernelLaunch(spec, (problem.k * split * wg,), (wg,), ("x", "w", "y", "workspace"))]
+        # the partial-sum buffer is read at SPLIT > 1 only; without a split w stands in for it (never touched)
+        partial = "workspace" if split > 1 else "w"
+        launches = [KernelLaunch(spec, (problem.k * split * wg,), (wg,), ("x", "w", "y", partial))]
         if split > 1:
             count = problem.k * problem.r * problem.s
             reduce = KernelSpec.make(KERNEL_FILE, "dw_wgrad_reduce", defines, ("-cl-mad-enable",))

@@ -33,6 +33,9 @@ class ConvEpilogueFused(Solver[FusedProblem]):
         self.dtypes = conv.dtypes & FUSED_DTYPES   # type: ignore[misc]
         self.tolerance, self.deterministic = conv.tolerance, conv.deterministic   # type: ignore[misc]
 
+    def runs_on(self, dev: DeviceInfo) -> bool:
+        return self.conv.runs_on(dev)
+
     def applicability(self, problem: FusedProblem, dev: DeviceInfo) -> None:
         super().applicability(problem, dev)
         conv = problem.conv
