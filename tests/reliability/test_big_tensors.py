@@ -16,6 +16,7 @@ from miopy.conv import reference, registry
 from miopy.conv.problem import Direction
 from miopy.conv.solvers import naive
 from miopy.device import INT_LIMIT
+from miopy.families import FAMILIES as FAMILIES_LIST
 from tests.helpers import check_solution, make_problem, random_problem
 
 NAIVE = registry.get("ConvDirectNaive")
@@ -181,65 +182,37 @@ def test_find_and_the_calls_refuse_what_the_device_cannot_hold_without_allocatin
 
 
 # -- every other family: its solvers and its solver-less plans ------------------------------------------------
-FAMILIES = ("problems of every other family with a tensor past 2^31 elements (descriptors only): pooling, softmax, "
-            "batch norm, LRN, tensor ops, dropout, the fused batch norm; activation, set / scale / transform "
-            "tensor, the unfused bias and the ONNX epilogue", "every solver not applicable, its reason the 32-bit "
-            "index range; the solver-less plans NotSupported with that reason, before anything is allocated", TEST)
+FAMILIES = ("problems of every other family with a tensor past 2^31 elements (descriptors only): "
+            + ", ".join(f.name for f in FAMILIES_LIST if f.name != "conv")
+            + "; activation, set / scale / transform tensor, the unfused bias and the ONNX epilogue",
+            "every solver not applicable, its reason the 32-bit index range; the solver-less plans NotSupported "
+            "with that reason, before anything is allocated", TEST)
 BIG_T = TensorDesc("FP32", (1, 16, 8192, 16385))   # 2^31 + 2^17 elements, 16 channels (short softmax rows)
 
 
-def _family_problems(t: TensorDesc):
-    """(family, a function making the problem) over every direction and mode, each with t as its data tensor."""
-    from miopy import batchnorm, dropout, lrn, pooling, softmax, tensor_ops
-    from miopy.batchnorm.problem import BnDirection
-    from miopy.dropout.problem import DropoutDirection
-    bn = miopy.derive_bn_tensor_descriptor(t, "spatial")
-    out = []
-    for mode in ("max", "average"):
-        pool = miopy.PoolingDesc(mode, 2)
-        for d in pooling.problem.Direction:
-            out.append(("pooling", lambda d=d, pool=pool: pooling.problem.PoolingProblem.create(
-                d, pool, t, pool.output_desc(t), pool.mode.name == "MAX")))
-    for d, roles in ((softmax.problem.Direction.FORWARD, ("x", "y")), (softmax.problem.Direction.BACKWARD,
-                                                                         ("y", "dy", "dx"))):
-        out.append(("softmax", lambda d=d, roles=roles: softmax.problem.SoftmaxProblem.create(
-            d, softmax.SoftmaxDesc(1, 1), **dict.fromkeys(roles, t))))
-    for d, roles in ((lrn.problem.Direction.FORWARD, ("x", "y")), (lrn.problem.Direction.BACKWARD, ("dy", "x", "dx"))):
-        for mode in ("cross", "within"):
-            out.append(("lrn", lambda d=d, roles=roles, mode=mode: lrn.problem.LRNProblem.create(
-                d, miopy.LRNDesc(mode, 5), **dict.fromkeys(roles, t))))
-    for d in BnDirection:
-        out.append(("batchnorm", lambda d=d: batchnorm.problem.BatchNormProblem.create(
-            d, "spatial", t, t, bn, t if d is BnDirection.BACKWARD else None)))
-    for op in tensor_ops.TensorOp:
-        out.append(("tensor_ops", lambda op=op: tensor_ops.TensorOpProblem.create(op, t, bn, t)))
-        out.append(("tensor_ops", lambda op=op: tensor_ops.TensorOpProblem.create(op, t, t, t)))
-    for d in DropoutDirection:
-        out.append(("dropout", lambda d=d: dropout.problem.DropoutProblem.create(d, t, t)))
-    return out
-
-
 def test_every_other_familys_solvers_state_their_index_range(handle, report):
-    problems = _family_problems(BIG_T)
-    twins = _family_problems(TensorDesc("FP32", (2, 16, 4, 4)))
-    for (family, make), (_, make_small) in zip(problems, twins):
-        try:
-            problem = make()
-        except miopy.NotSupported as exc:   # refused as a problem (batch norm): the same reason
-            assert "2^31" in str(exc), (family, exc)
+    """Every family but convolution (whose big tensors the tests above run), every direction and mode posed on
+    BIG_T (its samples.problems_on): refused as a problem for the index range, or every solver not applicable,
+    for the index range unless it refuses the same problem on a small tensor too (out for its mode)."""
+    small_t, count = TensorDesc("FP32", (2, 16, 4, 4)), 0
+    for family in FAMILIES_LIST:
+        if family.name == "conv":
             continue
-        small = make_small()
-        for solver in problem.registry.ALL:
-            reason = solver.not_applicable_reason(problem, handle.info)
-            assert reason is not None, f"{family}: {solver.id} claims {problem.key()}"
-            shape_reason = solver.not_applicable_reason(small, handle.info)
-            assert "2^31" in reason or shape_reason is not None, (family, solver.id, reason)   # else: out for its mode
-    fusion = miopy.FusionPlan(handle, BIG_T)
-    fusion.add_batchnorm_inference("spatial")
-    fused = fusion.fused_problem()
-    reasons = {s.id: s.not_applicable_reason(fused, handle.info) for s in miopy.fusion.REGISTRY.solvers()}
-    assert all(r is not None for r in reasons.values()) and "2^31" in reasons["BatchNormActivInference"], reasons
-    report.tally(*FAMILIES, repetitions=len(problems) + 1)
+        samples = family.module("samples")
+        try:
+            problems = samples.problems_on(BIG_T)
+        except miopy.NotSupported as exc:   # refused as a problem (batch norm, dropout): the same reason
+            assert "2^31" in str(exc), (family.name, exc)
+            count += 1
+            continue
+        for problem, small in zip(problems, samples.problems_on(small_t), strict=True):
+            for solver in problem.registry.ALL:
+                reason = solver.not_applicable_reason(problem, handle.info)
+                assert reason is not None, f"{family.name}: {solver.id} claims {problem.key()}"
+                shape_reason = solver.not_applicable_reason(small, handle.info)
+                assert "2^31" in reason or shape_reason is not None, (family.name, solver.id, reason)
+            count += 1
+    report.tally(*FAMILIES, repetitions=count)
 
 
 def test_solverless_plans_refuse_past_2_31_elements_before_allocating(handle, monkeypatch, report):
