@@ -4,7 +4,8 @@ Find modes (argument ``mode`` or MIOPY_FIND_MODE): ``normal`` benchmarks every a
 ``fast`` serves the find DB or else the heuristic ranking and never benchmarks; ``hybrid`` (the default)
 serves the find DB or else benchmarks. MIOPY_FIND_ENFORCE: ``search`` tunes every applicable solver first,
 ``db_update`` re-benchmarks and overwrites the find record, ``db_clean`` drops the problem's perf and find
-records (``search`` is the family's business: tuning sits above find, so the family's API tunes first).
+records (``search`` is miopy.tuning.find_after_search's: tuning sits above find, so callers that honour it
+find through that).
 Immediate mode (get_solutions, compile_solution) ranks and builds without running anything.
 
 The problem's family is ``problem.registry`` (set by the family's registry module): its solvers, its

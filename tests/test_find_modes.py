@@ -149,7 +149,7 @@ def test_call_without_algo_uses_the_find_db_record(fresh_dbs, handle, monkeypatc
     def no_find(*args, **kwargs):
         raise AssertionError("find ran although the find DB has a record")
 
-    monkeypatch.setattr(api, "find_problem", no_find)
+    monkeypatch.setattr(api, "find_after_search", no_find)
     y = handle.empty(problem.y.dims)
     rng = np.random.default_rng(1)
     x, w = (rng.standard_normal(d.dims).astype(np.float32) for d in (problem.x, problem.w))

@@ -259,3 +259,44 @@ def test_solvers_of_one_problem_share_its_float64_answer(fresh_dbs, handle, monk
     other = make_problem(Direction.FORWARD, 1, 4, 6, 6, 8, 3, 3, 1)
     _tune(handle, other, WgTimer({64: 3.0, 128: 2.0, 256: 1.0}), strategy="exhaustive")
     assert len(calls) == 2 and calls[1] == other
+
+
+# -- any family's problems --------------------------------------------------------------------------------
+SOFTMAX = ["softmax", "-n", "4", "-c", "300", "-H", "1", "-W", "2", "-F", "1"]
+
+
+def test_tune_cli_tunes_another_familys_problem_and_find_uses_it(fresh_dbs, handle, capsys):
+    """miopy-tune with a primitive's driver command and flags tunes that family's solvers; the winners land in
+    the user perf DB, where the family's calls find their params."""
+    assert tune_cli.main(SOFTMAX + ["--budget", "2", "--jobs", "0", "--strategy", "exhaustive"]) == 0
+    out = capsys.readouterr().out
+    assert "SoftmaxBlockPerRow" in out and "SoftmaxItemPerRow" not in out   # 300-long rows: item-per-row refuses
+    problem = tune_cli.drivers()["softmax"].problems(tune_cli.parser().parse_args(SOFTMAX))[0]
+    params, source = find.params_for(problem.registry.get("SoftmaxBlockPerRow"), problem, handle)
+    assert source == "user perf DB" and params in [{"WG": 32}, {"WG": 64}]
+
+
+def test_tune_file_takes_driver_lines_of_any_family(tmp_path, fresh_dbs, capsys):
+    path = tmp_path / "lines.txt"
+    path.write_text("miopy-driver " + " ".join(SOFTMAX) + "\nMIOpenDriver conv " + " ".join(SMALL) + " -F 1\n")
+    assert tune_cli.main(["--file", str(path), "--budget", "1", "--jobs", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "2 problem(s)" in out and "softmax-accurate-channel-300" in out and "ConvDirectNaive" in out
+
+
+def test_a_fused_convolution_is_tuned_as_its_convolution(fresh_dbs, handle, capsys):
+    flags = ["CBAInfer", *SMALL, "-S", "ConvDirectNaiveFused", "--budget", "2", "--jobs", "0"]
+    assert tune_cli.main(flags) == 0
+    assert "ConvDirectNaive " in capsys.readouterr().out
+    fused = tune_cli.drivers()["CBAInfer"].problems(tune_cli.parser().parse_args(flags))[0]
+    assert find.params_for(registry.get("ConvDirectNaive"), fused.conv, handle)[1] == "user perf DB"
+    assert find.params_for(miopy.fusion.REGISTRY.get("ConvDirectNaiveFused"), fused, handle)[1] == "user perf DB"
+
+
+def test_find_after_search_tunes_any_family_first(fresh_dbs, handle, monkeypatch):
+    from miopy.tuning import find_after_search
+    problem = tune_cli.drivers()["softmax"].problems(tune_cli.parser().parse_args(SOFTMAX))[0]
+    monkeypatch.setenv("MIOPY_FIND_ENFORCE", "search")
+    result = find_after_search(handle, problem, timer=lambda h, plan, b: 1.0 + plan.params["WG"] / 1e3)
+    assert result[0].params_source == "user perf DB"
+    assert db.tuning_log().get(handle.info.device_id, problem.key(), "SoftmaxBlockPerRow")

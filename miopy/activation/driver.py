@@ -11,7 +11,7 @@ from ..tensor import TensorDesc
 from . import reference as ref
 from .api import activation_backward, activation_forward
 from .descriptor import ActivationMode
-from .problem import ActivationProblem, Direction
+from .problem import ROLES, ActivationProblem, Direction
 
 NAMES = {Direction.FORWARD: "Forward Activation", Direction.BACKWARD: "Backward Activation"}
 TOLERANCE = {"FP32": 1e-5, "FP16": 2e-3}   # a few float operations per element, then the output's rounding
@@ -64,3 +64,12 @@ def _run(handle: Handle, a: argparse.Namespace) -> bool:
 def _bytes(direction: Direction, mode: ActivationMode, desc: TensorDesc) -> int:
     roles = {"x": desc, "y": desc} if direction is Direction.FORWARD else dict.fromkeys(("dx", "dy", "x", "y"), desc)
     return ActivationProblem.create(direction, mode, **roles).bytes()
+
+
+def problems(a: argparse.Namespace) -> list[ActivationProblem]:
+    """The problems the flags describe (miopy-tune): the directions -F asks for."""
+    mode = ActivationMode.of(int(a.mode) if a.mode.isdigit() else a.mode, "-m")
+    desc = TensorDesc(a.dtype, common.dims(a))
+    directions = {"forward": Direction.FORWARD, "backward": Direction.BACKWARD}
+    return [ActivationProblem.create(directions[d], mode, **dict.fromkeys(ROLES[directions[d]], desc))
+            for d in common.directions(a)]

@@ -17,6 +17,7 @@ from .api import (
     batch_normalization_forward_training,
 )
 from .descriptor import BatchNormMode, derive_bn_tensor_descriptor
+from .problem import BatchNormProblem, BnDirection
 
 EPSILON, FACTOR = 1e-5, 0.1   # MIOpenDriver's epsilon and a PyTorch-like exponential average factor
 TOLERANCE = {"FP32": 1e-4, "FP16": 2e-3}
@@ -134,3 +135,19 @@ def _backward(handle, args, mode, x_desc, bn_desc, host, view) -> bool:
     before = {"dx": view(host["dx"]), "dscale": host["dscale"], "dbias": host["dbias"]}
     expected = {k: args.alpha * v + args.beta * before[k].astype(np.float64) for k, v in expected.items()}
     return common.verify_outputs("Backward Batch Norm", got, expected, TOLERANCE[args.dtype])
+
+
+def problems(args: argparse.Namespace) -> list[BatchNormProblem]:
+    """The problem the flags describe (miopy-tune): training (-F 1), inference (-F 2) or backward (-F 0 -b 1)."""
+    mode = BatchNormMode(args.mode)
+    x_desc = data_desc(args.dtype, (args.batchsize, args.in_channels, args.in_h, args.in_w), args.layout)
+    bn_desc = derive_bn_tensor_descriptor(x_desc, mode)
+    if args.forw == 1:
+        return [BatchNormProblem.create(BnDirection.FORWARD_TRAINING, mode, x_desc, x_desc, bn_desc, None,
+                                        bool(args.running), bool(args.save))]
+    if args.forw == 2:
+        return [BatchNormProblem.create(BnDirection.FORWARD_INFERENCE, mode, x_desc, x_desc, bn_desc)]
+    if not args.back:
+        raise BadParam("forw", "nothing to tune: pass -F 1, -F 2 or -F 0 -b 1")
+    return [BatchNormProblem.create(BnDirection.BACKWARD, mode, x_desc, x_desc, bn_desc, x_desc, False,
+                                    bool(args.save))]

@@ -1,10 +1,13 @@
-"""miopy-tune: tune solvers' params on convolution problems and store the winners in the user perf DB.
+"""miopy-tune: tune solvers' params on any family's problems and store the winners in the user perf DB.
 
-Problems come from MIOpenDriver conv flags (one problem), --network NAME (its unique layers at batch
-size -n), --file PATH (miopy-driver / MIOpenDriver conv command lines, one per line) or --onnx MODEL
-(the convolutions that model runs, at --batch). Each applicable
-solver with a grid is tuned with the chosen strategy; a table per problem compares default and tuned
-times. An interrupted run resumes where it stopped: every measured point is in the user DB's tuning log.
+``miopy-tune COMMAND [flags]`` takes any miopy-driver command (conv, convfp16, pool, softmax, lrn, bnorm,
+tensorop, dropout, activ, CBAInfer, ...: each family's driver) with its flags describing the problem; without a
+command it is ``conv`` (MIOpenDriver conv flags). Convolution problems may also come from --network NAME (its
+unique layers at batch size -n) or --onnx MODEL (the convolutions that model runs, at --batch); --file PATH takes
+miopy-driver / MIOpenDriver command lines of any family, one per line. Each applicable solver with a grid is
+tuned with the chosen strategy; a table per problem compares default and tuned times. An interrupted run resumes
+where it stopped: every measured point is in the user DB's tuning log. A fused convolution is tuned as its
+convolution (its params are the convolution's records).
 
 --workers N runs the tuning jobs (one per problem and solver) on a local Dask cluster of N worker
 processes (one per GPU, or N on the CPU), --scheduler ADDRESS on an existing one; --find adds a find job
@@ -13,40 +16,77 @@ per problem after its tuning jobs, filling the find DB. This needs the extra: pi
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import shlex
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from .. import config, db
-from ..conv import networks, registry
+from ..conv import networks
 from ..conv.driver import COMMANDS as CONV_COMMANDS
-from ..conv.driver import conv_arguments, descriptors
-from ..conv.problem import ConvProblem, directions, map_problem
+from ..conv.problem import directions, map_problem
 from ..errors import BadParam, MiopyError, check
+from ..families import FAMILIES
 from ..find import tensor_bytes
 from ..handle import Handle
 from ..plan import check_fits
 from ..tuning import STRATEGIES, Compiler, SearchSpace, TuneOptions, TuneResult, tunable, tune_problem
 from ..tuning.tuner import default_budget
 
-DRIVER_PREFIXES = tuple((program, command) for program in ("./bin/MIOpenDriver", "MIOpenDriver", "miopy-driver")
-                        for command in CONV_COMMANDS)
+PROGRAMS = ("./bin/MIOpenDriver", "MIOpenDriver", "miopy-driver")
+DEFAULT_COMMAND = "conv"
+
+
+@functools.cache
+def drivers() -> dict[str, ModuleType]:
+    """Every family's driver module, by the commands its add_parsers adds."""
+    out = {}
+    for family in FAMILIES:
+        driver = family.module("driver")
+        commands = argparse.ArgumentParser().add_subparsers()
+        driver.add_parsers(commands)
+        out.update(dict.fromkeys(commands.choices, driver))
+    return out
 
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="miopy-tune", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    conv_arguments(ap)
-    ap.add_argument("--dtype", choices=sorted(set(CONV_COMMANDS.values())), default="FP32",
-                    help="data type of the problem the flags describe (--file lines: conv FP32, convfp16 FP16)")
-    source = ap.add_mutually_exclusive_group()
-    source.add_argument("--network", help=f"tune the unique conv layers of {sorted(networks.NETWORKS)} at batch -n")
-    source.add_argument("--file", type=Path, help="tune the problems of miopy-driver / MIOpenDriver conv lines")
-    source.add_argument("--onnx", type=Path, help="tune the convolutions an ONNX model runs (the onnx extra), "
-                                                  "in the directions -F asks, at --batch")
-    ap.add_argument("--batch", type=int, default=None, help="--onnx: batch size of the model's inputs")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for driver in dict.fromkeys(drivers().values()):
+        driver.add_parsers(sub)
+    for command, p in sub.choices.items():
+        p.description = f"tune the problem of miopy-driver {command}'s flags (the run, time and verify flags are " \
+                        "accepted and ignored)"
+        _tuning_arguments(p)
+        if command in CONV_COMMANDS:
+            _convolution_sources(p)
+    return ap
+
+
+class _Once:
+    """ap's add_argument, passing over an option a driver already defines with the same meaning (-S, --seed:
+    the same dest)."""
+
+    def __init__(self, ap: argparse.ArgumentParser):
+        self.ap = ap
+
+    def add_argument(self, *flags: str, **kwargs: Any) -> None:
+        if not any(flag in self.ap._option_string_actions for flag in flags):
+            self.ap.add_argument(*flags, **kwargs)
+
+    def add_mutually_exclusive_group(self):
+        return self.ap.add_mutually_exclusive_group()
+
+
+def _tuning_arguments(parser: argparse.ArgumentParser) -> None:
+    ap = _Once(parser)
+    ap.add_argument("-S", "--solver", default=None, help="tune this solver only (by id)")
+    ap.add_argument("--file", type=Path, help="tune the problems of miopy-driver / MIOpenDriver command lines")
     ap.add_argument("--strategy", choices=sorted(STRATEGIES), default="local",
                     help="search strategy (fast: batched multi-start local search with priors and an early "
                          "timing cut, for use with --time-budget)")
@@ -66,6 +106,17 @@ def parser() -> argparse.ArgumentParser:
                          help="tune on a local Dask cluster of this many worker processes (one per device)")
     cluster.add_argument("--scheduler", default=None, help="tune on the Dask cluster at this scheduler address")
     ap.add_argument("--find", action="store_true", help="with a cluster: also run find per problem (find DB)")
+
+
+def _convolution_sources(ap: argparse.ArgumentParser) -> None:
+    """conv's own problem sources and the immediate-mode model's training."""
+    ap.add_argument("--dtype", choices=sorted(set(CONV_COMMANDS.values())), default=None,
+                    help="data type of the problem the flags describe (default: the command's)")
+    source = ap.add_mutually_exclusive_group()
+    source.add_argument("--network", help=f"tune the unique conv layers of {sorted(networks.NETWORKS)} at batch -n")
+    source.add_argument("--onnx", type=Path, help="tune the convolutions an ONNX model runs (the onnx extra), "
+                                                  "in the directions -F asks, at --batch")
+    ap.add_argument("--batch", type=int, default=None, help="--onnx: batch size of the model's inputs")
     model = ap.add_argument_group("immediate-mode model (miopy.conv.heuristic_model)")
     model.add_argument("--train-heuristic", action="store_true",
                        help="train the immediate-mode model from a DB's find records and write it to --out")
@@ -76,7 +127,13 @@ def parser() -> argparse.ArgumentParser:
                                                       "(default: the device with the most records)")
     model.add_argument("--match", default=None, help="comma-separated device-name substrings the model serves "
                                                      "(default: the trained device's name)")
-    return ap
+
+
+def with_command(argv: list[str]) -> list[str]:
+    """argv with conv as the command when it names none (miopy-tune's flags are MIOpenDriver conv's by default)."""
+    if argv and (argv[0] in drivers() or argv[0] in ("-h", "--help")):
+        return argv
+    return [DEFAULT_COMMAND, *argv]
 
 
 def train_heuristic(args: argparse.Namespace) -> int:
@@ -116,22 +173,22 @@ def _busiest_device(path: Path) -> str:
     return row[0]
 
 
-def problems_of(args: argparse.Namespace) -> tuple[list[ConvProblem], list[str]]:
+def problems_of(args: argparse.Namespace) -> tuple[list[Any], list[str]]:
     """The problems the arguments name, each once, in order, and one message per --file line skipped as bad
     (its file and line number and what is wrong with it)."""
     skipped: list[str] = []
-    if args.network:
+    if getattr(args, "network", None):
         found = networks.problems(args.network, args.batchsize, directions(args.forw))
     elif args.file:
         found, skipped = file_problems(args.file)
-    elif args.onnx:
+    elif getattr(args, "onnx", None):
         found = onnx_problems(args.onnx, args.batch, args.forw)
     else:
-        found = _flag_problems(args)
+        found = drivers()[args.command].problems(args)
     return list({p.key(): p for p in found}.values()), skipped
 
 
-def file_problems(path: Path) -> tuple[list[ConvProblem], list[str]]:
+def file_problems(path: Path) -> tuple[list[Any], list[str]]:
     """The problems of a --file's driver lines, and a message for each such line whose flags are bad; a file
     that cannot be read is BadParam("--file")."""
     try:
@@ -140,12 +197,12 @@ def file_problems(path: Path) -> tuple[list[ConvProblem], list[str]]:
         raise BadParam("--file", f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     lines, bad = driver_lines(text.splitlines())
     if not lines:
-        raise BadParam("--file", f"{path} holds no driver line (lines starting with `./bin/MIOpenDriver conv`, "
-                                 "`MIOpenDriver conv` or `miopy-driver conv`): nothing to tune")
+        raise BadParam("--file", f"{path} holds no driver line (lines starting with `./bin/MIOpenDriver`, "
+                                 "`MIOpenDriver` or `miopy-driver` and a command): nothing to tune")
     found = []
     for number, argv in lines:
         try:
-            found += _flag_problems(argv)
+            found += drivers()[argv.command].problems(argv)
         except MiopyError as exc:
             bad.append((number, f"{type(exc).__name__}: {exc}"))
     return found, [f"{path}:{number}: {why}" for number, why in sorted(bad)]
@@ -159,38 +216,37 @@ class _LineParser(argparse.ArgumentParser):
 
 
 def driver_lines(lines: Iterable[str]) -> tuple[list[tuple[int, argparse.Namespace]], list[tuple[int, str]]]:
-    """(line number, parsed problem flags) of each line that is a miopy-driver or MIOpenDriver conv command,
-    and (line number, what is wrong) of each such line whose flags do not parse. Other lines (comments,
-    other commands) are not problems and are passed over; flags that do not describe the problem (-t, -V,
-    -i, -S, ...) are ignored."""
+    """(line number, parsed flags, with .command) of each line that is a miopy-driver or MIOpenDriver command of a
+    family, and (line number, what is wrong) of each such line whose flags do not parse. Other lines (comments,
+    other programs or commands) are not problems and are passed over; flags that do not describe the problem
+    (-t, -V, -i, -S, ...) are ignored."""
     line_parser = _LineParser(add_help=False, allow_abbrev=False)
-    conv_arguments(line_parser)
+    sub = line_parser.add_subparsers(dest="command")
+    for driver in dict.fromkeys(drivers().values()):
+        driver.add_parsers(sub)
     parsed, bad = [], []
     for number, line in enumerate(lines, 1):
         try:
             words = shlex.split(line, comments=True)
         except ValueError as exc:   # an unclosed quote: a problem only if the line is a driver command
             words = line.split()
-            if _prefix(words) is not None:
+            if _is_driver_line(words):
                 bad.append((number, f"cannot split the line: {exc}"))
             continue
-        prefix = _prefix(words)
-        if prefix is None:
+        if not _is_driver_line(words):
             continue
         try:
-            flags = line_parser.parse_known_args(words[2:])[0]
-            flags.dtype = CONV_COMMANDS[prefix[1]]
-            parsed.append((number, flags))
+            parsed.append((number, line_parser.parse_known_args(words[1:])[0]))
         except BadParam as exc:
             bad.append((number, f"bad flags: {str(exc).split(': ', 1)[-1]}"))
     return parsed, bad
 
 
-def _prefix(words: list[str]) -> tuple[str, str] | None:
-    return next((p for p in DRIVER_PREFIXES if tuple(words[:2]) == p), None)
+def _is_driver_line(words: list[str]) -> bool:
+    return len(words) >= 2 and words[0] in PROGRAMS and words[1] in drivers()
 
 
-def onnx_problems(model: Path, batch: int | None, forw: int) -> list[ConvProblem]:
+def onnx_problems(model: Path, batch: int | None, forw: int) -> list[Any]:
     """The problems of every convolution model runs (fusions included: a fused convolution is tuned as its
     plain problem), in the directions forw asks (0: all three)."""
     try:
@@ -201,17 +257,12 @@ def onnx_problems(model: Path, batch: int | None, forw: int) -> list[ConvProblem
             for d in directions(forw)]
 
 
-def _flag_problems(args: argparse.Namespace) -> list[ConvProblem]:
-    x_desc, w_desc, conv = descriptors(args)
-    return [map_problem(d, x_desc, w_desc, conv).problem for d in directions(args.forw)]
-
-
-def tune_one(handle: Handle, problem: ConvProblem, args: argparse.Namespace, compiler: Compiler) -> list[TuneResult]:
+def tune_one(handle: Handle, problem: Any, args: argparse.Namespace, compiler: Compiler) -> list[TuneResult]:
     """Tune every chosen solver on problem behind a progress bar; returns their results."""
     from tqdm import tqdm  # the bar is the CLI's business; the library does not need tqdm
 
     check_fits(handle, tensor_bytes(problem))   # before the bar: an error is then one line
-    solvers = tunable(handle, problem, [registry.get(args.solver)] if args.solver else None)
+    solvers = tunable(handle, problem, [problem.registry.get(args.solver)] if args.solver else None)
     budget = options_of(args).budget or 0
     total = sum(min(budget, len(SearchSpace.of(s, problem, handle.info))) for s in solvers)
     with tqdm(total=total, desc=problem.key(), unit="pt", file=sys.stderr, leave=False) as bar:
@@ -235,12 +286,16 @@ def options_of(args: argparse.Namespace) -> TuneOptions:
     return TuneOptions(budget, args.time_limit, args.patience, args.seed, args.cut, args.time_budget)
 
 
-def table(problem: ConvProblem, results: list[TuneResult]) -> str:
-    """The closing table of one problem: solver, default and tuned time, speedup, GFLOP/s, params."""
-    lines = [f"{problem.key()}  (miopy-driver {problem.driver_command()})",
+def table(problem: Any, results: list[TuneResult]) -> str:
+    """The closing table of one problem: solver, default and tuned time, speedup, GFLOP/s (where the problem
+    counts its FLOPs), params."""
+    command = getattr(problem, "driver_command", None)
+    lines = [problem.key() + (f"  (miopy-driver {command()})" if command is not None else ""),
              f"  {'solver':<28}{'default ms':>12}{'tuned ms':>12}{'speedup':>9}{'GFLOP/s':>10}  params / points"]
+    flops = getattr(problem, "flops", None)
     for r in results:
-        gflops = problem.flops() / r.best_ms / 1e6 if math.isfinite(r.best_ms) and r.best_ms > 0 else math.nan
+        timed = math.isfinite(r.best_ms) and r.best_ms > 0
+        gflops = flops() / r.best_ms / 1e6 if flops is not None and timed else math.nan
         where = (db.params_key(r.best_params) if r.stored and r.best_params is not None
                  else "not stored: no point verified")
         lines.append(f"  {r.solver_id:<28}{r.default_ms:>12.4f}{r.best_ms:>12.4f}{r.speedup:>8.2f}x{gflops:>10.1f}  "
@@ -252,9 +307,11 @@ def table(problem: ConvProblem, results: list[TuneResult]) -> str:
 
 
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
+    args = parser().parse_args(with_command(list(sys.argv[1:] if argv is None else argv)))
+    if getattr(args, "dtype", None) is None:
+        args.dtype = CONV_COMMANDS.get(args.command)
     try:
-        if args.train_heuristic:
+        if getattr(args, "train_heuristic", False):
             return train_heuristic(args)
         options_of(args)
         problems, skipped = problems_of(args)
@@ -282,10 +339,10 @@ def main(argv=None) -> int:
     return 0
 
 
-def tune_on_cluster(problems: list[ConvProblem], args: argparse.Namespace) -> int:
+def tune_on_cluster(problems: list[Any], args: argparse.Namespace) -> int:
     """Tuning (and find) jobs on a Dask cluster; the summary table at the end."""
     from ..distributed import cluster, run, tune_jobs  # the optional extra, imported only here
-    solvers = [registry.get(args.solver)] if args.solver else None
+    solvers = [problems[0].registry.get(args.solver)] if args.solver and problems else None
     options = options_of(args)
     jobs = tune_jobs(problems, solvers, strategy=args.strategy, options=options, find=args.find)
     print(f"miopy-tune: {len(jobs)} job(s) for {len(problems)} problem(s) on "

@@ -17,11 +17,12 @@ import pyopencl as cl
 
 from .. import config
 from ..errors import BadParam, check
-from ..find import AlgoPerf, FindResult, Timer, find_problem, get_solutions, resolve_enforce
+from ..find import AlgoPerf, FindResult, Timer, get_solutions
 from ..handle import Handle
 from ..plan import Operand, Plan, buffer_of, checked_solution, memo_plan, overlap_reason
 from ..solver import Solver
 from ..tensor import TensorDesc
+from ..tuning import find_after_search
 from .problem import FIELDS, ConvDesc, ConvProblem, Direction, ProblemMapping, map_problem
 
 ConvAlgoPerf = AlgoPerf   # MIOpen's miopenConvAlgoPerf_t: a find record of a convolution
@@ -30,11 +31,8 @@ MAX_RECORDS_PER_CALL = 8  # plans kept per descriptor tuple for different find r
 
 def find(handle: Handle, problem: ConvProblem, **kwargs: Any) -> FindResult:
     """find_problem for a convolution, tuning every applicable solver first under MIOPY_FIND_ENFORCE=search
-    (tuning sits above find, so the family's API does it)."""
-    if kwargs.get("solvers") is None and resolve_enforce() == "search":
-        from ..tuning import tune_problem
-        tune_problem(handle, problem, strategy_name="fast", timer=kwargs.get("timer"))
-    return find_problem(handle, problem, **kwargs)
+    (miopy.tuning.find_after_search)."""
+    return find_after_search(handle, problem, **kwargs)
 
 
 def find_convolution(handle: Handle, x_desc: TensorDesc, w_desc: TensorDesc, conv_desc: ConvDesc,

@@ -14,7 +14,7 @@ from ..plan import check_fits
 from ..tensor import MATH_MODES, TensorDesc
 from . import api
 from .descriptor import ConvDesc, same_padding
-from .problem import OUTPUT_ROLE, Direction, directions, map_problem
+from .problem import OUTPUT_ROLE, ConvProblem, Direction, directions, map_problem
 from .reference import solve, tolerance
 from .registry import REGISTRY as registry
 from .solver import ConvSolver
@@ -165,3 +165,9 @@ def run(args: argparse.Namespace) -> int:
                     if _claimed(args, d, x_desc, w_desc, conv)])
 
     return common.guarded(body, args, prepare)
+
+
+def problems(args: argparse.Namespace) -> list[ConvProblem]:
+    """The problems the flags describe (miopy-tune, --file lines): the directions -F asks for."""
+    x_desc, w_desc, conv = descriptors(args)
+    return [map_problem(d, x_desc, w_desc, conv).problem for d in directions(args.forw)]

@@ -18,6 +18,7 @@ from .api import (
     dropout_get_states_size,
     set_dropout_descriptor,
 )
+from .problem import DropoutDirection, DropoutProblem
 
 TOLERANCE = {"FP32": 1e-6, "FP16": 1e-3}
 
@@ -43,10 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(handle: Handle, args: argparse.Namespace) -> bool:
-    dims = tuple(int(v) for v in args.input_dim.replace(" ", ",").split(",") if v)
-    if not 1 <= len(dims) <= 4:
-        raise BadParam("input_dim", f"expected 1 to 4 dims, got {args.input_dim!r}")
-    desc = TensorDesc(args.dtype, (1,) * (4 - len(dims)) + dims)
+    desc = _desc(args)
     common.fits(handle, {"x": desc, "y": desc, "dy": desc, "dx": desc})
     seed = (args.seed_high << 32) | args.seed_low
     states = handle.empty((dropout_get_states_size(handle),), np.uint8)
@@ -78,3 +76,18 @@ def _run(handle: Handle, args: argparse.Namespace) -> bool:
             expected = {"dx": ref.backward(dy, mask, args.dropout)}
             ok &= common.verify_outputs("Backward Dropout", got, expected, TOLERANCE[args.dtype])
     return ok
+
+
+def problems(args: argparse.Namespace) -> list[DropoutProblem]:
+    """The problems the flags describe (miopy-tune): the directions -F asks for."""
+    desc = _desc(args)
+    directions = {0: (DropoutDirection.FORWARD, DropoutDirection.BACKWARD), 1: (DropoutDirection.FORWARD,),
+                  2: (DropoutDirection.BACKWARD,)}[args.forw]
+    return [DropoutProblem.create(d, desc, desc, use_mask=bool(args.use_mask)) for d in directions]
+
+
+def _desc(args: argparse.Namespace) -> TensorDesc:
+    dims = tuple(int(v) for v in args.input_dim.replace(" ", ",").split(",") if v)
+    if not 1 <= len(dims) <= 4:
+        raise BadParam("input_dim", f"expected 1 to 4 dims, got {args.input_dim!r}")
+    return TensorDesc(args.dtype, (1,) * (4 - len(dims)) + dims)

@@ -10,12 +10,15 @@ from .. import driver_common as common
 from ..accuracy import max_error, tolerance
 from ..activation import ActivationMode
 from ..conv.driver import conv_arguments, descriptors
+from ..conv.problem import ConvProblem
+from ..conv.problem import Direction as ConvDirection
 from ..conv.reference import conv_forward
 from ..errors import check
 from ..handle import Handle
 from ..tensor import TensorDesc
 from .api import conv_bias_activation_forward
 from .epilogue import Epilogue, apply_reference
+from .problem import FusedProblem
 
 COMMANDS = {"CBAInfer": "FP32", "CBAInferfp16": "FP16"}   # MIOpenDriver's fusion commands and their data types
 
@@ -76,3 +79,12 @@ def _run(handle: Handle, a: argparse.Namespace, x_desc, w_desc, conv, mode: Acti
         print(f"{name} {'Verifies OK' if ok else 'FAILED'} (max error {err:.2e}, tolerance {limit:.0e})")
     common.report_time(handle, a, name, call, x_desc.nbytes + w_desc.nbytes + y_desc.nbytes)
     return ok
+
+
+def problems(args: argparse.Namespace) -> list[FusedProblem]:
+    """The fused problem the flags describe (miopy-tune tunes it through its convolution's records)."""
+    x_desc, w_desc, conv = descriptors(args)
+    mode = ActivationMode.of(int(args.activ) if args.activ.isdigit() else args.activ, "--activ")
+    y_desc = conv.output_desc(x_desc, w_desc)
+    problem = ConvProblem.create(ConvDirection.FORWARD, x_desc, w_desc, conv, y_desc)
+    return [FusedProblem(x_desc, y_desc, Epilogue(bias=True, activation=mode), problem)]

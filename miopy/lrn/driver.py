@@ -59,3 +59,12 @@ def _run(handle: Handle, a: argparse.Namespace) -> bool:
         common.report_time(handle, a, "Backward LRN", backward,
                            LRNProblem.create(Direction.BACKWARD, desc, x=t, dy=t, dx=t).bytes())
     return ok
+
+
+def problems(a: argparse.Namespace) -> list[LRNProblem]:
+    """The problems the flags describe (miopy-tune): the directions -F asks for (the forward saving its scale)."""
+    t = TensorDesc("FP32", common.dims(a))
+    desc = LRNDesc(LRNMode.of(a.mode), a.lrnN, a.alpha, a.beta, a.lrnK)
+    made = {"forward": lambda: LRNProblem.create(Direction.FORWARD, desc, True, x=t, y=t),
+            "backward": lambda: LRNProblem.create(Direction.BACKWARD, desc, x=t, dy=t, dx=t)}
+    return [made[d]() for d in common.directions(a)]

@@ -85,3 +85,10 @@ def _run(handle: Handle, a: argparse.Namespace) -> bool:
 
 def _bytes(desc: PoolingDesc, x_desc: TensorDesc, y_desc: TensorDesc, direction: Direction) -> int:
     return PoolingProblem.create(direction, desc, x_desc, y_desc, save_indices=True).bytes()
+
+
+def problems(a: argparse.Namespace) -> list[PoolingProblem]:
+    """The problems the flags describe (miopy-tune): the directions -F asks for, the max saving its indices."""
+    desc, x_desc = descriptors(a)
+    wanted = {"forward": Direction.FORWARD, "backward": Direction.BACKWARD}
+    return [PoolingProblem.create(wanted[d], desc, x_desc, save_indices=desc.is_max) for d in common.directions(a)]

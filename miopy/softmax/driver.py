@@ -79,3 +79,10 @@ def _initial(desc: TensorDesc, a: argparse.Namespace, seed: int) -> np.ndarray:
 def _bytes(sm: SoftmaxDesc, desc: TensorDesc, direction: Direction) -> int:
     roles = {"x": desc, "y": desc} if direction is Direction.FORWARD else {"y": desc, "dy": desc, "dx": desc}
     return SoftmaxProblem.create(direction, sm, **roles).bytes()
+
+
+def problems(a: argparse.Namespace) -> list[SoftmaxProblem]:
+    """The problems the flags describe (miopy-tune): the directions -F asks for."""
+    desc, sm = TensorDesc("FP32", common.dims(a)), SoftmaxDesc(SoftmaxAlgorithm(a.algorithm), SoftmaxMode(a.mode))
+    roles = {"forward": (Direction.FORWARD, ("x", "y")), "backward": (Direction.BACKWARD, ("y", "dy", "dx"))}
+    return [SoftmaxProblem.create(roles[d][0], sm, **dict.fromkeys(roles[d][1], desc)) for d in common.directions(a)]

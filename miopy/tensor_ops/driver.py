@@ -12,6 +12,7 @@ from ..tensor import TensorDesc
 from . import reference as ref
 from .api import op_tensor, scale_tensor, set_tensor
 from .descriptor import TensorOp
+from .problem import TensorOpProblem
 
 OPS = ("SetTensor", "ScaleTensor", "Add", "Mul", "Min", "Max")   # -o values 0 .. 5, as MIOpenDriver
 TOLERANCE = {"FP32": 1e-6, "FP16": 1e-3}
@@ -70,3 +71,13 @@ def _run(handle: Handle, args: argparse.Namespace) -> bool:
         moved = a_desc.nbytes * (3 if args.beta else 2) + b_desc.nbytes
     common.report_time(handle, args, f"Tensor Op {name}", call, moved)
     return common.verify_outputs(f"Tensor Op {name}", got, expected, TOLERANCE[args.dtype]) if args.verify else True
+
+
+def problems(args: argparse.Namespace) -> list[TensorOpProblem]:
+    """The OpTensor problem the flags describe (miopy-tune); SetTensor and ScaleTensor have no solvers to tune."""
+    dims = (args.batchsize, args.in_channels, args.in_h, args.in_w)
+    if args.tensor_op < 2:
+        return []
+    b_dims = tuple(int(v) for v in args.b_dims.split(",")) if args.b_dims else dims
+    a_desc = TensorDesc(args.dtype, dims)
+    return [TensorOpProblem.create(TensorOp(args.tensor_op - 2), a_desc, TensorDesc(args.dtype, b_dims), a_desc)]

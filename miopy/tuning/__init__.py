@@ -4,7 +4,7 @@ from .compile import Compiler
 from .runner import GuardedRunner, Measurement, ReplayRunner, TuneOptions
 from .space import SearchSpace
 from .strategies import STRATEGIES
-from .tuner import DEFAULT_BUDGET, TuneResult, tunable, tune_problem, tune_solver
+from .tuner import DEFAULT_BUDGET, TuneResult, find_after_search, tunable, tune_problem, tune_solver
 
 __all__ = ["Compiler", "DEFAULT_BUDGET", "GuardedRunner", "Measurement", "ReplayRunner", "STRATEGIES",
-           "SearchSpace", "TuneOptions", "TuneResult", "tunable", "tune_problem", "tune_solver"]
+           "SearchSpace", "TuneOptions", "TuneResult", "find_after_search", "tunable", "tune_problem", "tune_solver"]

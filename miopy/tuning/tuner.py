@@ -20,7 +20,7 @@ import pyopencl as cl
 from .. import db
 from ..device import allocation_reason
 from ..errors import BadParam, MiopyError, NotApplicable
-from ..find import Timer, tensor_bytes
+from ..find import FindResult, Timer, find_problem, resolve_enforce, tensor_bytes
 from ..handle import Handle
 from ..log import warn_once
 from ..plan import check_fits, plan_of
@@ -83,7 +83,9 @@ def strategy(name: str) -> Callable:
 def tune_solver(handle: Handle, problem: Problem, solver: Solver, *, strategy_name: str = "local",
                 options: TuneOptions = DEFAULT_OPTIONS, timer: Timer | None = None,
                 compiler: Compiler | None = None, on_result: Progress | None = None) -> TuneResult:
-    """Tune solver on problem with a strategy and limits; store the verified winner in the user perf DB."""
+    """Tune solver on problem with a strategy and limits; store the verified winner in the user perf DB. A
+    wrapper (a fused convolution) is tuned as what it wraps (Solver.tuned_as: its params are those records)."""
+    solver, problem = solver.tuned_as(problem)
     reason = solver.not_applicable_reason(problem, handle.info) or _fit_reason(handle, problem, solver)
     if reason is not None:
         raise NotApplicable(f"{solver.id}: {reason}")
@@ -199,3 +201,11 @@ def _summary(solver: Solver, problem: Problem, space: SearchSpace, runner: Guard
                       measured=sum(not m.cached for m in results), recorded=sum(m.cached for m in results),
                       failed=sum(not m.ok for m in results), stored=winner is not None,
                       cut=sum(m.cut for m in results), seconds=seconds)
+
+
+def find_after_search(handle: Handle, problem: Problem, **kwargs) -> FindResult:
+    """find_problem for any family's problem, under MIOPY_FIND_ENFORCE=search tuning every applicable solver
+    first (the fast strategy): find itself sits below tuning, so the families' calls find through this."""
+    if kwargs.get("solvers") is None and resolve_enforce() == "search":
+        tune_problem(handle, problem, strategy_name="fast", timer=kwargs.get("timer"))
+    return find_problem(handle, problem, **kwargs)
