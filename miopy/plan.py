@@ -13,7 +13,6 @@ with one call, for fixed-shape loops such as an inference pass.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -25,9 +24,9 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from . import families
 from .device import allocation_reason
 from .errors import BadParam, LaunchError, NotApplicable, OutOfResources, check
-from .families import FAMILIES
 from .kernel_cache import KernelSpec
 from .solver import KernelLaunch, Solution, round_up
 from .tensor import TensorDesc, as_float32, holds_bool
@@ -469,9 +468,8 @@ class PlanCache:
         self._entries.clear()
 
 
-@functools.cache
 def _key_spaces() -> frozenset[str]:
-    return frozenset(f.name for f in FAMILIES) | SHARED_KEY_SPACES
+    return frozenset(f.name for f in families.FAMILIES) | SHARED_KEY_SPACES
 
 
 def memo_plan(handle, key: tuple, build: Callable[[], T], numbers: tuple = ()) -> T:

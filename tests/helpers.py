@@ -37,6 +37,13 @@ def skip_unless_runs_here(solver, info) -> None:
         pytest.skip(f"{solver.id} does not run on a {info.device_type} device of {info.platform}")
 
 
+def conv_pool(direction, dtype: str = "FP32") -> list[ConvProblem]:
+    """The convolution samples (miopy.conv.samples) of one direction, strict math mode."""
+    from miopy.conv import samples
+    from miopy.tensor import DataType
+    return [p for p in samples.problems(DataType.of(dtype)) if p.direction is direction and p.math_mode == "strict"]
+
+
 def make_problem(direction, n, c, h, w, k, r, s, pad=0, stride=1, dilation=1, groups=1,
                  dtype="FP32") -> ConvProblem:
     x = TensorDesc(dtype, (n, c, h, w))

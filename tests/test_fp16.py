@@ -34,7 +34,6 @@ from tests.helpers import (
     skip_unless_runs_here,
     tolerance,
 )
-from tests.test_conformance import CASES
 from tests.test_fusion import EPILOGUE_SOLVERS
 
 HALF = np.float16
@@ -129,7 +128,7 @@ def test_kernel_cache_keys_name_the_dtype(handle):
     """Every launch that touches a tensor is built with MIOPY_HALF set to the problem's dtype (the cache key
     hashes the defines), in every solver and direction; only workspace-only kernels (Winograd's GEMM) are
     shared between dtypes."""
-    for solver, direction in CASES:
+    for solver, direction in [(s, d) for s in registry.ALL for d in sorted(s.directions)]:
         # solution() is pure: a tensor-core solver is asked as on a device with PTX mma, fp32 under tf32
         info = dataclasses.replace(handle.info, ptx_mma=("tf32", "f16")) if solver.tensor_cores else handle.info
         for dtype, flag in (("FP32", "0"), ("FP16", "1")):

@@ -23,8 +23,7 @@ from miopy.errors import CompileError
 from miopy.fusion import REGISTRY as FUSED
 from miopy.fusion.epilogue import ACTIVATION_ROLES, BATCHNORM_ROLES, Epilogue, apply_reference
 from miopy.fusion.solvers.conv_epilogue import ConvEpilogueFused
-from tests.helpers import DEFAULT_TOLERANCE, posed_for, random_tensors, run_solution, skip_unless_runs_here
-from tests.test_conformance import pool
+from tests.helpers import DEFAULT_TOLERANCE, conv_pool, posed_for, random_tensors, run_solution, skip_unless_runs_here
 
 CONV = ConvDesc(pad=1)
 X_DESC, W_DESC = TensorDesc("FP32", (2, 4, 6, 6)), TensorDesc("FP32", (5, 4, 3, 3))
@@ -250,7 +249,7 @@ EPILOGUE_SOLVERS = [s for s in registry.ALL if s.supports_epilogue]
 def test_solver_epilogue_hook_matches_reference(handle, solver):
     """bias + per-activation batch norm + leaky relu exercises both the channel k and the in-plane index pq."""
     skip_unless_runs_here(solver, handle.info)
-    problem = next(q for q in (posed_for(solver, p) for p in pool(Direction.FORWARD))
+    problem = next(q for q in (posed_for(solver, p) for p in conv_pool(Direction.FORWARD))
                    if solver.is_applicable(q, handle.info))
     plane = problem.out_h * problem.out_w
     epilogue = Epilogue(bias=True, batchnorm=BatchNormMode.PER_ACTIVATION, activation=ActivationMode.LEAKY_RELU,
@@ -362,3 +361,16 @@ def test_convolution_forward_bias_in_place(handle):
     ya = handle.to_device(y)
     miopy.convolution_forward_bias(handle, TensorDesc("FP32", bias.shape), handle.to_device(bias), BN_DESC, ya)
     assert max_error(ya.get(), y.astype(np.float64) + bias) <= DEFAULT_TOLERANCE
+
+
+def test_functional_conv2d_bias_activation_matches_reference(handle):
+    from miopy.fusion import conv2d_bias_activation
+    rng = np.random.default_rng(11)
+    x, w = rng.standard_normal((2, 4, 7, 6)).astype(np.float32), rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(6).astype(np.float32)
+    xa, wa, ba = handle.to_device(x), handle.to_device(w), handle.to_device(bias)
+    for slope in (0.1, 0.3):   # the second call is warm: new activation numbers build nothing
+        got = conv2d_bias_activation(xa, wa, ba, "leaky_relu", stride=2, padding=1, groups=2, alpha=slope,
+                                     handle=handle).get()
+        conv = reference.conv_forward(x, w, (1, 1), (2, 2), groups=2) + bias.reshape(1, 6, 1, 1)
+        assert max_error(got, np.where(conv > 0, conv, slope * conv)) < 1e-4

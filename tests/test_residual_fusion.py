@@ -21,8 +21,7 @@ from miopy.accuracy import max_error
 from miopy.conv import reference
 from miopy.conv.solvers.naive import ConvDirectNaive
 from miopy.fusion.epilogue import Epilogue, apply_reference
-from tests.helpers import posed_for, random_tensors, run_solution, skip_unless_runs_here
-from tests.test_conformance import pool
+from tests.helpers import conv_pool, posed_for, random_tensors, run_solution, skip_unless_runs_here
 from tests.test_fusion import EPILOGUE_SOLVERS, _choice_tolerance, _only_fused, _tolerance
 
 
@@ -30,7 +29,7 @@ from tests.test_fusion import EPILOGUE_SOLVERS, _choice_tolerance, _only_fused, 
 def test_every_epilogue_hook_adds_z(handle, solver):
     """bias + spatial batch norm + alpha * z + leaky relu: z is read at each output's own offset."""
     skip_unless_runs_here(solver, handle.info)
-    problem = next(q for q in (posed_for(solver, p) for p in pool(Direction.FORWARD))
+    problem = next(q for q in (posed_for(solver, p) for p in conv_pool(Direction.FORWARD))
                    if solver.is_applicable(q, handle.info))
     assert "add" in solver.epilogue_ops
     epilogue = Epilogue(bias=True, batchnorm=BatchNormMode.SPATIAL, activation=ActivationMode.LEAKY_RELU, add=True)

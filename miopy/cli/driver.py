@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..families import FAMILIES
+from .. import families
 
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="miopy-driver", description=__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
-    for family in FAMILIES:
+    for family in families.FAMILIES:
         family.module("driver").add_parsers(sub)
     return ap
 

@@ -16,7 +16,6 @@ per problem after its tuning jobs, filling the find DB. This needs the extra: pi
 from __future__ import annotations
 
 import argparse
-import functools
 import math
 import shlex
 import sys
@@ -25,12 +24,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .. import config, db
+from .. import config, db, families
 from ..conv import networks
 from ..conv.driver import COMMANDS as CONV_COMMANDS
 from ..conv.problem import directions, map_problem
 from ..errors import BadParam, MiopyError, check
-from ..families import FAMILIES
 from ..find import tensor_bytes
 from ..handle import Handle
 from ..plan import check_fits
@@ -41,11 +39,10 @@ PROGRAMS = ("./bin/MIOpenDriver", "MIOpenDriver", "miopy-driver")
 DEFAULT_COMMAND = "conv"
 
 
-@functools.cache
 def drivers() -> dict[str, ModuleType]:
     """Every family's driver module, by the commands its add_parsers adds."""
     out = {}
-    for family in FAMILIES:
+    for family in families.FAMILIES:
         driver = family.module("driver")
         commands = argparse.ArgumentParser().add_subparsers()
         driver.add_parsers(commands)

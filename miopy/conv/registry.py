@@ -26,7 +26,7 @@ from .solvers.winograd_wrw import (
     ConvWinograd5x5F3WrW,
 )
 
-REGISTRY = Registry("convolution", ConvProblem, (
+REGISTRY = Registry("conv", ConvProblem, (
     ConvImplicitGemmMma(),
     ConvDepthwise(),
     ConvCpuDirect(),

@@ -11,6 +11,7 @@ from .descriptor import (
     TensorAddOp,
 )
 from .epilogue import BatchNormMode, Epilogue
+from .functional import conv2d_bias_activation
 from .problem import FusedProblem
 from .registry import REGISTRY
 
@@ -19,4 +20,4 @@ TOP_LEVEL = ("ActivationForwardOp", "BatchNormInferenceOp", "BiasForwardOp", "Co
              "OperatorArgs", "TensorAddOp", "conv_bias_activation_forward", "convolution_forward_bias")
 __all__ = ["REGISTRY", "ActivationForwardOp", "BatchNormInferenceOp", "BatchNormMode", "BiasForwardOp",
            "ConvForwardOp", "Epilogue", "FusedProblem", "FusionPlan", "OperatorArgs", "TensorAddOp",
-           "conv_bias_activation_forward", "convolution_forward_bias"]
+           "conv2d_bias_activation", "conv_bias_activation_forward", "convolution_forward_bias"]

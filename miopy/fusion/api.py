@@ -31,7 +31,7 @@ def conv_bias_activation_forward(handle: Handle, x_desc: TensorDesc, x, w_desc: 
     add = z is not None
     key = ("fusion.conv_bias_activation", x_desc, w_desc, conv_desc, bias_desc, mode, y_desc, add, z_desc)
     plan = memo_plan(handle, key,
-                     lambda: _fused_plan(handle, x_desc, w_desc, conv_desc, bias_desc, mode, y_desc, add, z_desc),
+                     lambda: fused_plan(handle, x_desc, w_desc, conv_desc, bias_desc, mode, y_desc, add, z_desc),
                      (mode,))
     scalars = {role: scalar(value, name) for role, name, value in
                zip(ACTIVATION_ROLES, ("alpha", "beta", "gamma"), (alpha, beta, gamma))}
@@ -42,7 +42,8 @@ def conv_bias_activation_forward(handle: Handle, x_desc: TensorDesc, x, w_desc: 
     return plan.run_values((x, y, w, bias, z), scalars=scalars)
 
 
-def _fused_plan(handle: Handle, x_desc, w_desc, conv_desc, bias_desc, mode, y_desc, add=False, z_desc=None) -> Plan:
+def fused_plan(handle: Handle, x_desc, w_desc, conv_desc, bias_desc, mode, y_desc, add=False, z_desc=None) -> Plan:
+    """The compiled plan of conv -> bias [-> add z] -> activation (operands x, y, w, bias [, z])."""
     check(isinstance(handle, Handle), "handle", "must be a miopy Handle")
     fusion = FusionPlan(handle, x_desc)
     fusion.add_conv_forward(conv_desc, w_desc)
