@@ -20,6 +20,7 @@ from .descriptor import BatchNormMode, derive_bn_tensor_descriptor
 
 EPSILON, FACTOR = 1e-5, 0.1   # MIOpenDriver's epsilon and a PyTorch-like exponential average factor
 TOLERANCE = {"FP32": 1e-4, "FP16": 2e-3}
+COMMANDS = ("bnorm",)   # the miopy-driver sub-commands add_parsers adds (MIOpenDriver's names)
 
 
 def add_parsers(subparsers) -> None:

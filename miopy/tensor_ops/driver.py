@@ -15,6 +15,7 @@ from .descriptor import TensorOp
 
 OPS = ("SetTensor", "ScaleTensor", "Add", "Mul", "Min", "Max")   # -o values 0 .. 5, as MIOpenDriver
 TOLERANCE = {"FP32": 1e-6, "FP16": 1e-3}
+COMMANDS = ("tensorop",)   # the miopy-driver sub-commands add_parsers adds (MIOpenDriver's names)
 
 
 def add_parsers(subparsers) -> None:
