@@ -15,6 +15,7 @@ from .problem import ROLES, ActivationProblem, Direction
 
 NAMES = {Direction.FORWARD: "Forward Activation", Direction.BACKWARD: "Backward Activation"}
 TOLERANCE = {"FP32": 1e-5, "FP16": 2e-3}   # a few float operations per element, then the output's rounding
+COMMANDS = ("activ",)   # the miopy-driver sub-commands add_parsers adds (MIOpenDriver's names)
 
 
 def add_parsers(subparsers) -> None:

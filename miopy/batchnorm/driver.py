@@ -21,6 +21,7 @@ from .problem import BatchNormProblem, BnDirection
 
 EPSILON, FACTOR = 1e-5, 0.1   # MIOpenDriver's epsilon and a PyTorch-like exponential average factor
 TOLERANCE = {"FP32": 1e-4, "FP16": 2e-3}
+COMMANDS = ("bnorm",)   # the miopy-driver sub-commands add_parsers adds (MIOpenDriver's names)
 
 
 def add_parsers(subparsers) -> None:

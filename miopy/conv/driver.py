@@ -19,7 +19,9 @@ from .reference import solve, tolerance
 from .registry import REGISTRY as registry
 from .solver import ConvSolver
 
-COMMANDS = {"conv": "FP32", "convfp16": "FP16"}   # MIOpenDriver's sub-commands and their data types
+# The miopy-driver sub-commands add_parsers adds (MIOpenDriver's names), each with its data type
+# (miopy-tune reads conv's); as in every family's driver module, iterating COMMANDS gives the names.
+COMMANDS = {"conv": "FP32", "convfp16": "FP16"}
 NAMES = {Direction.FORWARD: "Forward Convolution", Direction.BACKWARD_DATA: "Backward Data Convolution",
          Direction.BACKWARD_WEIGHTS: "Backward Weights Convolution"}
 

@@ -21,6 +21,7 @@ from .api import (
 from .problem import DropoutDirection, DropoutProblem
 
 TOLERANCE = {"FP32": 1e-6, "FP16": 1e-3}
+COMMANDS = ("dropout",)   # the miopy-driver sub-commands add_parsers adds (MIOpenDriver's names)
 
 
 def add_parsers(subparsers) -> None:

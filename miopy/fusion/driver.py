@@ -20,7 +20,9 @@ from .api import conv_bias_activation_forward
 from .epilogue import Epilogue, apply_reference
 from .problem import FusedProblem
 
-COMMANDS = {"CBAInfer": "FP32", "CBAInferfp16": "FP16"}   # MIOpenDriver's fusion commands and their data types
+# The miopy-driver sub-commands add_parsers adds (MIOpenDriver's names), each with its data type; as in every
+# family's driver module, iterating COMMANDS gives the names.
+COMMANDS = {"CBAInfer": "FP32", "CBAInferfp16": "FP16"}
 
 
 def add_parsers(subparsers) -> None:

@@ -14,6 +14,7 @@ from .descriptor import LRNDesc, LRNMode
 from .problem import Direction, LRNProblem
 
 TOLERANCE = 1e-5   # hybrid error of a window sum and a pow in float
+COMMANDS = ("lrn",)   # the miopy-driver sub-commands add_parsers adds (MIOpenDriver's names)
 
 
 def add_parsers(subparsers) -> None:

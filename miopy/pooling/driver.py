@@ -14,6 +14,7 @@ from .descriptor import PoolingDesc, PoolingMode
 from .problem import Direction, PoolingProblem
 
 TOLERANCE = 1e-5   # hybrid error of window sums in float
+COMMANDS = ("pool",)   # the miopy-driver sub-commands add_parsers adds (MIOpenDriver's names)
 
 
 def add_parsers(subparsers) -> None:

@@ -14,6 +14,7 @@ from .descriptor import SoftmaxAlgorithm, SoftmaxDesc, SoftmaxMode
 from .problem import Direction, SoftmaxProblem
 
 NAMES = {Direction.FORWARD: "Forward Softmax", Direction.BACKWARD: "Backward Softmax"}
+COMMANDS = ("softmax",)   # the miopy-driver sub-commands add_parsers adds (MIOpenDriver's names)
 
 
 def add_parsers(subparsers) -> None:

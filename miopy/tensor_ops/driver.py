@@ -16,6 +16,7 @@ from .problem import TensorOpProblem
 
 OPS = ("SetTensor", "ScaleTensor", "Add", "Mul", "Min", "Max")   # -o values 0 .. 5, as MIOpenDriver
 TOLERANCE = {"FP32": 1e-6, "FP16": 1e-3}
+COMMANDS = ("tensorop",)   # the miopy-driver sub-commands add_parsers adds (MIOpenDriver's names)
 
 
 def add_parsers(subparsers) -> None:

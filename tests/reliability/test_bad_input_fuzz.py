@@ -3,11 +3,13 @@ random mutations (bad descriptors, mismatched channels or groups, dtype mismatch
 undersized or foreign buffers, invalid tuning values, bad scalars), raise only MiopyError subclasses, and
 every buffer passed in comes back untouched when they raise.
 
+Every other public call, and the functional layers, come from each family's tables (PUBLIC_CALLS and FUNCTIONAL
+of tests/families/<family>.py, for every family of miopy.families.FAMILIES) and get generic mutations.
+
 Sizes stay tiny so the valid combinations compile in a moment on PoCL.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,9 +21,10 @@ from hypothesis import strategies as st
 
 import miopy
 from miopy import ConvAlgoPerf, ConvDesc, MiopyError, TensorDesc
+from tests import families
+from tests.families.common import HANDLE, POISON, Call, Functional
 from tests.reliability.faults import Outcome
 
-POISON = -7.25  # what every buffer holds before a call
 # Cases per public call: CI runs 100; the slow job (`pytest -m slow`, on the GPU machine and before a release)
 # runs 1000.
 SLOW = 1000
@@ -294,216 +297,8 @@ def test_random_conv2d_arguments_raise_only_miopy_errors(handle, report, example
             tally, examples)
 
 
-# -- every other public call with buffers: one table, generic mutations ---------------------------------------
-@dataclass
-class Arg:
-    """One argument of a public call: what kind of thing it is (so it is spoiled in kind) and its value."""
-
-    kind: str        # "handle", "mode", "scalar", "desc" or "buffer"
-    value: Any
-    desc: int = -1   # a buffer's descriptor: the index of that argument
-
-
-@dataclass
-class Call:
-    function: Any
-    args: list[Arg] = field(default_factory=list)
-    original: list[Any] = field(default_factory=list)   # the valid values, before any spoiling
-    setup: Any = None   # called with the test's handle before the call (a forward that saves for a backward)
-
-    def __post_init__(self) -> None:
-        self.original = [a.value for a in self.args]
-
-    def prepare(self, handle) -> None:
-        if self.setup is not None:
-            self.setup(handle)
-            handle.finish()
-
-
-HANDLE = object()   # stands for the test's handle in a valid call
-
-
-def _poisoned(queue, desc: TensorDesc):
-    """A poisoned array for desc: its dims when packed, else flat storage of its span."""
-    shape = desc.dims if desc.is_packed else (desc.element_span,)
-    return cl_array.to_device(queue, np.full(shape, POISON, np.float32))
-
-
-def _element_wise(queue, function, modes: tuple[str, ...], roles: int):
-    """A call of the shape (handle, mode, alpha, beta, gamma, desc, buffer, ...) on one small tensor shape."""
-    desc = TensorDesc("FP32", (1, 2, 3, 4))
-    args = [Arg("handle", HANDLE), Arg("mode", modes[0]), Arg("scalar", 0.5), Arg("scalar", 0.0), Arg("scalar", 1.0)]
-    for _ in range(roles):
-        args += [Arg("desc", desc), Arg("buffer", _poisoned(queue, desc), len(args))]
-    return Call(function, args)
-
-
-def _conv_bias_activation(queue):
-    x, w = TensorDesc("FP32", (1, 4, 6, 6)), TensorDesc("FP32", (4, 4, 3, 3))
-    bias = TensorDesc("FP32", (1, 4, 1, 1))
-    return Call(miopy.conv_bias_activation_forward, [
-        Arg("handle", HANDLE), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 1), Arg("desc", w),
-        Arg("buffer", _poisoned(queue, w), 3), Arg("conv", ConvDesc(1)), Arg("desc", bias),
-        Arg("buffer", _poisoned(queue, bias), 6), Arg("mode", "relu"), Arg("scalar", 0.0), Arg("scalar", 0.0),
-        Arg("scalar", 0.0), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 12)])
-
-
-def _forward_bias(queue):
-    y, bias = TensorDesc("FP32", (1, 4, 6, 6)), TensorDesc("FP32", (1, 4, 1, 1))
-    return Call(miopy.convolution_forward_bias, [Arg("handle", HANDLE), Arg("desc", bias),
-                                                  Arg("buffer", _poisoned(queue, bias), 1), Arg("desc", y),
-                                                  Arg("buffer", _poisoned(queue, y), 3)])
-
-
-def _pooling_forward(queue):
-    x, y = TensorDesc("FP32", (1, 2, 4, 4)), TensorDesc("FP32", (1, 2, 2, 2))
-    return Call(miopy.pooling_forward, [
-        Arg("handle", HANDLE), Arg("pool", miopy.PoolingDesc("max", 2)), Arg("scalar", 1.0), Arg("desc", x),
-        Arg("buffer", _poisoned(queue, x), 3), Arg("scalar", 0.0), Arg("desc", y),
-        Arg("buffer", _poisoned(queue, y), 6)])
-
-
-def _pooling_backward(queue):
-    x, y = TensorDesc("FP32", (1, 2, 4, 4)), TensorDesc("FP32", (1, 2, 2, 2))
-    return Call(miopy.pooling_backward, [
-        Arg("handle", HANDLE), Arg("pool", miopy.PoolingDesc("average", 2)), Arg("scalar", 1.0), Arg("desc", y),
-        Arg("buffer", _poisoned(queue, y), 3), Arg("desc", y), Arg("buffer", _poisoned(queue, y), 5),
-        Arg("desc", x), Arg("buffer", _poisoned(queue, x), 7), Arg("scalar", 0.0), Arg("desc", x),
-        Arg("buffer", _poisoned(queue, x), 10)])
-
-
-def _softmax_forward(queue):
-    x = TensorDesc("FP32", (2, 5, 2, 3))
-    return Call(miopy.softmax_forward, [Arg("handle", HANDLE), Arg("scalar", 1.0), Arg("desc", x),
-                                        Arg("buffer", _poisoned(queue, x), 2), Arg("scalar", 0.0), Arg("desc", x),
-                                        Arg("buffer", _poisoned(queue, x), 5), Arg("mode", "accurate"),
-                                        Arg("mode", "channel")])
-
-
-def _softmax_backward(queue):
-    x = TensorDesc("FP32", (2, 5, 2, 3))
-    return Call(miopy.softmax_backward, [Arg("handle", HANDLE), Arg("scalar", 1.0), Arg("desc", x),
-                                         Arg("buffer", _poisoned(queue, x), 2), Arg("desc", x),
-                                         Arg("buffer", _poisoned(queue, x), 4), Arg("scalar", 0.0), Arg("desc", x),
-                                         Arg("buffer", _poisoned(queue, x), 7)])
-
-
-def _batch_norm_inference(queue):
-    x, bn = TensorDesc("FP32", (2, 3, 4, 4)), TensorDesc("FP32", (1, 3, 1, 1))
-    return Call(miopy.batch_normalization_forward_inference, [
-        Arg("handle", HANDLE), Arg("mode", "spatial"), Arg("scalar", 1.0), Arg("scalar", 0.0), Arg("desc", x),
-        Arg("buffer", _poisoned(queue, x), 4), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 6),
-        Arg("desc", bn), Arg("buffer", _poisoned(queue, bn), 8), Arg("buffer", _poisoned(queue, bn), 8),
-        Arg("buffer", _positive(queue, bn), 8), Arg("buffer", _positive(queue, bn), 8), Arg("scalar", 1e-5)])
-
-
-def _batch_norm_training(queue):
-    x, bn = TensorDesc("FP32", (2, 3, 4, 4)), TensorDesc("FP32", (1, 3, 1, 1))
-    return Call(miopy.batch_normalization_forward_training, [
-        Arg("handle", HANDLE), Arg("mode", "spatial"), Arg("scalar", 1.0), Arg("scalar", 0.0), Arg("desc", x),
-        Arg("buffer", _poisoned(queue, x), 4), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 6),
-        Arg("desc", bn), Arg("buffer", _poisoned(queue, bn), 8), Arg("buffer", _poisoned(queue, bn), 8),
-        Arg("scalar", 0.1), Arg("buffer", _poisoned(queue, bn), 8), Arg("buffer", _positive(queue, bn), 8),
-        Arg("scalar", 1e-5), Arg("buffer", _poisoned(queue, bn), 8), Arg("buffer", _poisoned(queue, bn), 8)])
-
-
-def _batch_norm_backward(queue):
-    x, bn = TensorDesc("FP32", (2, 3, 4, 4)), TensorDesc("FP32", (1, 3, 1, 1))
-    return Call(miopy.batch_normalization_backward, [
-        Arg("handle", HANDLE), Arg("mode", "spatial"), Arg("scalar", 1.0), Arg("scalar", 0.0), Arg("scalar", 1.0),
-        Arg("scalar", 0.0), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 6), Arg("desc", x),
-        Arg("buffer", _poisoned(queue, x), 8), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 10),
-        Arg("desc", bn), Arg("buffer", _poisoned(queue, bn), 12), Arg("buffer", _poisoned(queue, bn), 12),
-        Arg("buffer", _poisoned(queue, bn), 12), Arg("scalar", 1e-5)])
-
-
-def _op_tensor(queue):
-    a, b = TensorDesc("FP32", (2, 3, 4, 4)), TensorDesc("FP32", (1, 3, 1, 1))
-    return Call(miopy.op_tensor, [Arg("handle", HANDLE), Arg("mode", "add"), Arg("scalar", 1.0), Arg("desc", a),
-                                  Arg("buffer", _poisoned(queue, a), 3), Arg("scalar", 2.0), Arg("desc", b),
-                                  Arg("buffer", _poisoned(queue, b), 6), Arg("scalar", 0.0), Arg("desc", a),
-                                  Arg("buffer", _poisoned(queue, a), 9)])
-
-
-def _one_tensor(function):
-    def call(queue):
-        y = TensorDesc("FP32", (2, 3, 4, 4))
-        return Call(function, [Arg("handle", HANDLE), Arg("desc", y), Arg("buffer", _poisoned(queue, y), 1),
-                               Arg("scalar", 0.5)])
-    return call
-
-
-def _transform_tensor(queue):
-    x, y = TensorDesc("FP32", (2, 3, 4, 4)), TensorDesc("FP32", (2, 3, 4, 4), (48, 1, 12, 3))   # to NHWC
-    return Call(miopy.transform_tensor, [Arg("handle", HANDLE), Arg("scalar", 1.0), Arg("desc", x),
-                                         Arg("buffer", _poisoned(queue, x), 2), Arg("scalar", 0.0), Arg("desc", y),
-                                         Arg("buffer", _poisoned(queue, y), 5)])
-
-
-def _dropout(function, queue):
-    x = TensorDesc("FP32", (2, 3, 4, 4))
-    handle = _HANDLES.get(queue.int_ptr)   # one handle on the states' context for every example
-    if handle is None:
-        handle = _HANDLES[queue.int_ptr] = miopy.Handle(context=queue.context)
-    states = cl_array.to_device(queue, np.zeros(miopy.dropout_get_states_size(handle), np.uint8))
-    desc = miopy.set_dropout_descriptor(handle, 0.5, states, seed=7)
-    reserve = cl_array.to_device(queue, np.ones(miopy.dropout_get_reserve_space_size(x), np.uint8))
-    return Call(function, [Arg("handle", HANDLE), Arg("dropout", desc), Arg("noise", None), Arg("desc", x),
-                           Arg("buffer", _poisoned(queue, x), 3), Arg("desc", x), Arg("buffer", _poisoned(queue, x), 5),
-                           Arg("raw", reserve)])
-
-
-_HANDLES: dict[int, miopy.Handle] = {}
-
-
-LRN = miopy.LRNDesc("cross", 3)
-
-
-def _lrn_forward(queue):
-    x = TensorDesc("FP32", (1, 6, 4, 4))
-    return Call(miopy.lrn_forward, [Arg("handle", HANDLE), Arg("lrn", LRN), Arg("scalar", 1.0), Arg("desc", x),
-                                    Arg("buffer", _poisoned(queue, x), 3), Arg("scalar", 0.0), Arg("desc", x),
-                                    Arg("buffer", _poisoned(queue, x), 6)])
-
-
-def _lrn_backward(queue):
-    """dx from dy, x and the scale a forward with do_backward saved (into a byte workspace) on the call's handle."""
-    t = TensorDesc("FP32", (1, 6, 4, 4))
-    x, y = _positive(queue, t), _positive(queue, t)
-    workspace = cl_array.to_device(queue, np.zeros(miopy.lrn_workspace_size(t), np.uint8))
-    return Call(miopy.lrn_backward, [
-        Arg("handle", HANDLE), Arg("lrn", LRN), Arg("scalar", 1.0), Arg("desc", t), Arg("buffer", y, 3),
-        Arg("desc", t), Arg("buffer", _poisoned(queue, t), 5), Arg("desc", t), Arg("buffer", x, 7), Arg("scalar", 0.0),
-        Arg("desc", t), Arg("buffer", _poisoned(queue, t), 10), Arg("raw", workspace)],
-        setup=lambda handle: miopy.lrn_forward(handle, LRN, 1.0, t, x, 0.0, t, y, True, workspace))
-
-
-def _positive(queue, desc: TensorDesc):
-    return cl_array.to_device(queue, np.ones(desc.dims, np.float32))
-
-
-# The table new primitives join as they land: name -> a valid call on a queue.
-PUBLIC_CALLS = {
-    "softmax_forward": _softmax_forward,
-    "softmax_backward": _softmax_backward,
-    "batch_normalization_forward_inference": _batch_norm_inference,
-    "batch_normalization_forward_training": _batch_norm_training,
-    "batch_normalization_backward": _batch_norm_backward,
-    "op_tensor": _op_tensor,
-    "set_tensor": _one_tensor(miopy.set_tensor),
-    "scale_tensor": _one_tensor(miopy.scale_tensor),
-    "transform_tensor": _transform_tensor,
-    "dropout_forward": lambda q: _dropout(miopy.dropout_forward, q),
-    "dropout_backward": lambda q: _dropout(miopy.dropout_backward, q),
-    "pooling_forward": _pooling_forward,
-    "pooling_backward": _pooling_backward,
-    "lrn_forward": _lrn_forward,
-    "lrn_backward": _lrn_backward,
-    "activation_forward": lambda q: _element_wise(q, miopy.activation_forward, ("relu", "tanh", "leaky_relu"), 2),
-    "activation_backward": lambda q: _element_wise(q, miopy.activation_backward, ("relu", "logistic"), 4),
-    "conv_bias_activation_forward": _conv_bias_activation,
-    "convolution_forward_bias": _forward_bias,
-}
+# -- every other public call with buffers: each family's table (tests/families), generic mutations ----------
+PUBLIC_CALLS = families.table("PUBLIC_CALLS")   # name -> a valid call on a queue (common.Call)
 BAD_SCALARS = [True, np.bool_(False), "1", float("nan"), float("inf"), 1e39, None, [1.0], object()]
 BAD_MODES = [None, "bogus", -1, 99, 2.5, [1], True, object()]
 
@@ -512,15 +307,15 @@ def _spoil_argument(call: Call, index: int, draw, queue) -> None:
     arg = call.args[index]
     if arg.kind == "handle":
         arg.value = draw(st.sampled_from([None, "handle", 3, object()]))
-    elif arg.kind in ("mode", "conv", "pool", "dropout", "noise", "lrn"):
-        arg.value = draw(st.sampled_from(BAD_MODES))
-    elif arg.kind == "raw":   # an untyped buffer (dropout's reserve space)
+    elif arg.kind == "raw":   # an untyped buffer (dropout's reserve space, LRN's workspace)
         size = call.original[index].size
         arg.value = draw(st.sampled_from([None, np.ones(size, np.uint8),
                                           cl_array.to_device(queue, np.ones(1, np.uint8)),
                                           cl_array.to_device(queue, np.ones(size + 1, np.uint8))[1:]]))
     elif arg.kind == "scalar":
         arg.value = draw(st.sampled_from(BAD_SCALARS))
+    elif arg.kind not in ("desc", "buffer"):   # a mode or a descriptor object ("mode", "conv", "pool", ...)
+        arg.value = draw(st.sampled_from(BAD_MODES))
     elif arg.kind == "desc":
         valid: TensorDesc = call.original[index]
         dims = valid.dims
@@ -555,6 +350,13 @@ def _overlapping(queue, other, desc: TensorDesc):
     return base.get_sub_region(align, desc.nbytes)
 
 
+def test_every_family_brings_its_fuzz_tables():
+    """Each family of miopy.families has tests/families/<name>.py with PUBLIC_CALLS and FUNCTIONAL (empty where it
+    has none), no name in two families."""
+    problems = families.missing(("PUBLIC_CALLS", "FUNCTIONAL"))
+    assert not problems, "\n".join(problems)
+
+
 @st.composite
 def spoiled_public_calls(draw, name: str, queue) -> tuple[Call, int]:
     call = PUBLIC_CALLS[name](queue)
@@ -576,7 +378,7 @@ def test_every_public_call_given_bad_input_raises_only_miopy_errors(handle, repo
         call.prepare(handle)
         values = [handle if a.value is HANDLE else a.value for a in call.args]
         buffers = [v for v in values if isinstance(v, (cl_array.Array, cl.Buffer, np.ndarray))]
-        buffers += [v.states for v in values if isinstance(v, miopy.DropoutDescriptor)]
+        buffers += call.watch   # held elsewhere (dropout's states, in its descriptor)
         before = [_snapshot(handle.queue, b) for b in buffers]
         try:
             call.function(*values)
@@ -595,28 +397,13 @@ def test_every_public_call_given_bad_input_raises_only_miopy_errors(handle, repo
 
 
 # -- the functional layers: arrays and keyword arguments, spoiled ---------------------------------------------
-FUNCTIONAL = {   # name -> (function, array shapes, valid keyword arguments)
-    "conv_transpose2d": (miopy.conv_transpose2d, [(1, 4, 5, 5), (4, 2, 3, 3)], {"stride": 2, "padding": 1}),
-    "max_pool2d": (miopy.max_pool2d, [(1, 2, 4, 4)], {"kernel_size": 2}),
-    "avg_pool2d": (miopy.avg_pool2d, [(1, 2, 4, 4)], {"kernel_size": 2, "padding": 1}),
-    "adaptive_avg_pool2d": (miopy.adaptive_avg_pool2d, [(1, 2, 4, 4)], {"output_size": 1}),
-    "softmax": (miopy.softmax.softmax, [(2, 5, 2, 3)], {"dim": 1}),
-    "batch_norm": (miopy.batch_norm, [(2, 3, 4, 4), (3,), (3,)], {"training": False, "eps": 1e-5}),
-    "tensor_ops.add": (miopy.tensor_ops.add, [(2, 3, 4, 4), (1, 3, 1, 1)], {"alpha": 2.0}),
-    "tensor_ops.scale": (miopy.tensor_ops.scale, [(2, 3, 4, 4)], {"factor": 0.5}),
-    "local_response_norm": (miopy.lrn.local_response_norm, [(1, 6, 4, 4)], {"size": 3, "alpha": 1e-3}),
-    "dropout": (miopy.dropout.dropout, [(2, 3, 4, 4)], {"p": 0.5, "training": True}),
-    "log_softmax": (miopy.softmax.log_softmax, [(2, 5, 2, 3)], {"dim": 1}),
-    "softmax_backward_data": (miopy.softmax.softmax_backward_data, [(2, 5, 2, 3), (2, 5, 2, 3)], {"dim": 1}),
-    "avg_pool2d_backward": (miopy.pooling.avg_pool2d_backward, [(1, 2, 2, 2), (1, 2, 4, 4)], {"kernel_size": 2}),
-    "batch_norm_backward": (miopy.batchnorm.batch_norm_backward, [(2, 3, 4, 4), (2, 3, 4, 4)], {"eps": 1e-5}),
-}
+FUNCTIONAL: dict[str, Functional] = families.table("FUNCTIONAL")
 BAD_KEYWORDS = [None, -1, 0, 2.5, "2", True, (1, 2, 3), [1], float("nan"), object()]
 
 
 @st.composite
 def spoiled_functional_calls(draw, name: str) -> tuple[list[dict], dict, int]:
-    _, shapes, keywords = FUNCTIONAL[name]
+    shapes, keywords = FUNCTIONAL[name].shapes, FUNCTIONAL[name].keywords
     arrays: list[Any] = [{"shape": shape, "dtype": np.float32, "view": False} for shape in shapes]
     keywords = dict(keywords)
     count = draw(st.integers(0, 2))
@@ -644,13 +431,15 @@ def test_functional_calls_given_bad_input_raise_only_miopy_errors(handle, report
     @given(spoiled_functional_calls(name))
     def prop(example):
         specs, keywords, mutations = example
-        arrays = [spec if spec is None else np.ones(FUNCTIONAL[name][1][i], np.float32) if spec == "numpy"
+        entry = FUNCTIONAL[name]
+        arrays = [spec if spec is None else np.ones(entry.shapes[i], np.float32) if spec == "numpy"
                   else _conv2d_array(handle.queue, spec) for i, spec in enumerate(specs)]
-        if name == "batch_norm" and isinstance(arrays[2], cl_array.Array) and arrays[2].size:
-            arrays[2] = cl_array.to_device(handle.queue, np.ones(arrays[2].shape, arrays[2].dtype))   # variance > 0
+        for i in entry.positive:   # ones rather than poison (a variance must be > 0)
+            if isinstance(arrays[i], cl_array.Array) and arrays[i].size:
+                arrays[i] = cl_array.to_device(handle.queue, np.ones(arrays[i].shape, arrays[i].dtype))
         before = [_snapshot(handle.queue, a) for a in arrays]
         try:
-            FUNCTIONAL[name][0](*arrays, handle=handle, **keywords)
+            entry.function(*arrays, handle=handle, **keywords)
             handle.finish()
         except MiopyError:
             assert mutations, "an unspoiled call was refused"

@@ -1,5 +1,9 @@
 """Every public argument is checked: booleans are not integers, limits and counts are in range, the CLIs
-say what is wrong in one line (naming the flag, or the line of a --file) and never print a traceback."""
+say what is wrong in one line (naming the flag, or the line of a --file) and never print a traceback.
+
+The warm-path cases and the driver commands come from every family of miopy.families: its WARM and DRIVER
+tables (tests/families/<family>.py), one DRIVER entry for each command of its driver's COMMANDS."""
+import argparse
 import math
 
 import numpy as np
@@ -10,8 +14,11 @@ from miopy import BadParam, ConvDesc, TensorDesc
 from miopy.cli import driver as driver_cli
 from miopy.cli import tune as tune_cli
 from miopy.conv import registry
+from miopy.families import FAMILIES
 from miopy.find import find_problem
 from miopy.tuning import Compiler, TuneOptions
+from tests import families
+from tests.families.common import Driver, WarmArrays
 from tests.helpers import make_problem
 
 X_DESC, W_DESC = TensorDesc("FP32", (1, 4, 6, 6)), TensorDesc("FP32", (4, 4, 3, 3))
@@ -208,66 +215,16 @@ WARM = ("a boolean where a number or a mode belongs, on a call whose int twin al
         "nothing enqueued", TEST)
 
 
-def _array(handle, *shape, seed=0):
-    return handle.to_device((np.random.default_rng(seed).random(shape) + 0.5).astype(np.float32))
+WARM_CASES = families.table("WARM")   # name -> common.Warm
 
 
-def _warm_then_bool(handle):
-    """(name, the int call, the same call with a bool in its place) for every memoised call path."""
-    x, w = _array(handle, 1, 4, 6, 6), _array(handle, 4, 4, 3, 3)
-    d, y = TensorDesc("FP32", (1, 4, 6, 6)), _array(handle, 1, 4, 6, 6, seed=1)
-    bn = TensorDesc("FP32", (1, 4, 1, 1))
-    stats = [_array(handle, 1, 4, 1, 1, seed=s) for s in range(4)]
-    bias = _array(handle, 1, 4, 1, 1)
-    return {
-        "conv2d stride": (lambda v: miopy.conv2d(x, w, stride=v, padding=1, handle=handle), 1, True),
-        "conv2d groups": (lambda v: miopy.conv2d(x, w, groups=v, handle=handle), 1, np.bool_(True)),
-        "conv2d padding": (lambda v: miopy.conv2d(x, w, padding=v, handle=handle), (0, 0), (False, 0)),
-        "softmax dim": (lambda v: miopy.softmax.softmax(x, v, handle=handle), 1, True),
-        "log_softmax dim": (lambda v: miopy.softmax.log_softmax(x, v, handle=handle), 1, True),
-        "max_pool2d stride": (lambda v: miopy.max_pool2d(x, 2, stride=v, handle=handle), 1, True),
-        "max_pool2d ceil_mode": (lambda v: miopy.max_pool2d(x, 2, ceil_mode=v, handle=handle), False, 0),
-        "avg_pool2d kernel": (lambda v: miopy.avg_pool2d(x, v, handle=handle), 1, True),
-        "local_response_norm size": (lambda v: miopy.local_response_norm(x, v, handle=handle), 1, True),
-        "local_response_norm return_scale": (
-            lambda v: miopy.local_response_norm(x, 3, return_scale=v, handle=handle), False, 0),
-        "op_tensor op": (lambda v: miopy.op_tensor(handle, v, 1.0, d, x, 1.0, d, x, 0.0, d, y), 1, True),
-        "activation mode": (lambda v: miopy.activation_forward(handle, v, 1.0, 0.0, 0.0, d, x, d, y), 1, True),
-        "softmax_forward algorithm": (lambda v: miopy.softmax_forward(handle, 1.0, d, x, 0.0, d, y, v), 1, True),
-        "batch norm mode": (lambda v: miopy.batch_normalization_forward_inference(
-            handle, v, 1.0, 0.0, d, x, d, y, bn, *stats, 1e-5), 1, True),
-        "conv_bias_activation mode": (lambda v: miopy.conv_bias_activation_forward(
-            handle, d, x, TensorDesc("FP32", (4, 4, 3, 3)), w, ConvDesc(1), bn, bias, v, 0.0, 0.0, 0.0, d, y),
-            3, True),
-        "pooling_forward do_backward": (lambda v: miopy.pooling_forward(
-            handle, miopy.PoolingDesc("average", 2), 1.0, d, x, 0.0, TensorDesc("FP32", (1, 4, 3, 3)),
-            _array(handle, 1, 4, 3, 3), v), False, 0),
-        "lrn_forward do_backward": (lambda v: miopy.lrn_forward(
-            handle, miopy.LRNDesc("cross", 3), 1.0, d, x, 0.0, d, y, v), False, "no"),
-        "tensor_ops.add alpha": (lambda v: miopy.tensor_ops.add(x, y, alpha=v, handle=handle), 1.0, True),
-        "dropout p": (lambda v: miopy.dropout.dropout(x, v, handle=handle), 0.0, False),
-        "dropout training": (lambda v: miopy.dropout.dropout(x, 0.5, training=v, handle=handle), False, 0),
-        "batch_norm training": (lambda v: miopy.batch_norm(x, stats[0].reshape(4), stats[1].reshape(4), training=v,
-                                                           handle=handle), False, 0),
-    }
-
-
-WARM_CASES = ["conv2d stride", "conv2d groups", "conv2d padding", "softmax dim", "log_softmax dim",
-              "max_pool2d stride", "max_pool2d ceil_mode", "avg_pool2d kernel", "local_response_norm size",
-              "local_response_norm return_scale", "op_tensor op", "activation mode", "softmax_forward algorithm",
-              "batch norm mode", "conv_bias_activation mode", "pooling_forward do_backward", "lrn_forward do_backward",
-              "tensor_ops.add alpha", "dropout p", "dropout training", "batch_norm training"]
-
-
-@pytest.mark.parametrize("name", WARM_CASES)
+@pytest.mark.parametrize("name", list(WARM_CASES))
 def test_a_bool_is_refused_on_a_warm_path_too(handle, name, report):
-    cases = _warm_then_bool(handle)
-    assert sorted(cases) == sorted(WARM_CASES)
-    call, good, bad = cases[name]
-    call(good)   # builds the plan the bool's key would find
+    case, arrays = WARM_CASES[name], WarmArrays.on(handle)
+    case.call(handle, arrays, case.good)   # builds the plan the bool's key would find
     handle.finish()
     with pytest.raises(BadParam):
-        call(bad)
+        case.call(handle, arrays, case.bad)
     report.tally(*WARM)
 
 
@@ -329,7 +286,39 @@ def test_miopy_run_refuses_bad_flags_in_one_line(tmp_path, capsys, flags, flag, 
     report.tally(*CLI_MORE)
 
 
-PRIMITIVES = ["pool", "softmax", "lrn", "bnorm", "tensorop", "dropout"]
+def _commands() -> list[str]:
+    """Every family's miopy-driver commands (its driver module's COMMANDS), in the order of FAMILIES."""
+    return [command for family in FAMILIES for command in getattr(family.module("driver"), "COMMANDS", ())]
+
+
+def _driver_commands() -> dict[str, Driver]:
+    """Every family's driver commands with their DRIVER entries (a command without one is left out here and
+    fails test_every_family_brings_its_validation_data)."""
+    drivers = families.table("DRIVER")
+    return {command: drivers[command] for command in _commands() if command in drivers}
+
+
+DRIVERS = _driver_commands()
+PRIMITIVES = [command for command, driver in DRIVERS.items() if driver.iterations]   # those taking -i
+SEEDS = [pytest.param(command, seed, id=f"{command}-{seed}") for command, driver in DRIVERS.items()
+         for seed in driver.seeds]
+
+
+def test_every_family_brings_its_validation_data():
+    """Each family of miopy.families has tests/families/<name>.py with WARM and DRIVER, no name in two families,
+    and a DRIVER entry for exactly the commands its driver module's COMMANDS names; those are the sub-commands
+    miopy-driver has."""
+    problems = families.missing(("WARM", "DRIVER"))
+    problems += [f"{family.package}.driver has no COMMANDS (the sub-commands it adds)" for family in FAMILIES
+                 if not hasattr(family.module("driver"), "COMMANDS")]
+    drivers, commands = families.table("DRIVER"), _commands()
+    problems += [f"miopy-driver {command} (COMMANDS of a family's driver) has no DRIVER entry in tests/families"
+                 for command in commands if command not in drivers]
+    problems += [f"DRIVER entry {command!r} is in no family's driver COMMANDS" for command in drivers
+                 if command not in commands]
+    assert not problems, "\n".join(problems)
+    sub = next(a for a in driver_cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert sorted(sub.choices) == sorted(commands), "a family's driver COMMANDS differ from the sub-commands it adds"
 
 
 @pytest.mark.parametrize("command", PRIMITIVES)
@@ -340,22 +329,19 @@ def test_primitive_drivers_refuse_bad_counts(capsys, command, flags, flag, repor
     report.tally(*CLI_MORE)
 
 
-@pytest.mark.parametrize("command, seed", [("pool", "-s"), ("softmax", "-s"), ("lrn", "-s"), ("bnorm", "--seed"),
-                                           ("tensorop", "--seed"), ("dropout", "-l"), ("dropout", "-m")])
+@pytest.mark.parametrize("command, seed", SEEDS)
 def test_primitive_drivers_refuse_a_negative_seed(capsys, command, seed, report):
     assert driver_cli.main([command, seed, "-1"]) == 1
     _one_error_line(capsys, "miopy-driver", seed)
     report.tally(*CLI_MORE)
 
 
-@pytest.mark.parametrize("command", PRIMITIVES)
+@pytest.mark.parametrize("command", list(DRIVERS))
 def test_primitive_drivers_refuse_a_tensor_the_device_cannot_hold_before_making_data(capsys, handle, monkeypatch,
                                                                                     command, report):
-    c = handle.info.max_alloc_bytes // 4 // (1024 * 1024) + 1   # x just over the largest allocation
+    c = handle.info.max_alloc_bytes // 4 // (1024 * 1024) + 1   # x just over the largest allocation (FP32)
     monkeypatch.setattr(np.random, "default_rng", None)   # making host data for it would fail loudly
-    dims = ["--input_dim", f"{c},1024,1024"] if command == "dropout" else ["-n", "1", "-c", str(c), "-H", "1024",
-                                                                           "-W", "1024"]
-    assert driver_cli.main([command, *dims]) == 1
+    assert driver_cli.main([command, *DRIVERS[command].big(c)]) == 1
     line = _one_error_line(capsys, "miopy-driver", "OutOfResources")
     assert "largest allocation" in line
     report.tally(*CLI_MORE)
