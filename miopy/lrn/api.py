@@ -34,10 +34,15 @@ def lrn_workspace_size(y_desc: TensorDesc) -> int:
 def lrn_forward(handle: Handle, lrn_desc: LRNDesc, alpha: float, x_desc: TensorDesc, x, beta: float,
                 y_desc: TensorDesc, y, do_backward: bool = False, workspace=None) -> list[cl.Event]:
     """y = alpha * lrn(x) + beta * y; with do_backward the scale goes to workspace for lrn_backward."""
-    do_backward = as_flag(do_backward, "do_backward")
-    call = memo_plan(handle, ("lrn.forward", lrn_desc, x_desc, y_desc, do_backward),
-                     lambda: forward_call(handle, lrn_desc, x_desc, y_desc, do_backward))
+    call = memoised_forward(handle, lrn_desc, x_desc, y_desc, as_flag(do_backward, "do_backward"))
     return call.run((x, y, workspace) if call.saves else (x, y), alpha, beta)
+
+
+def memoised_forward(handle: Handle, lrn_desc: LRNDesc, x_desc: TensorDesc, y_desc: TensorDesc,
+                     do_backward: bool) -> LRNCall:
+    """The handle's call of one lrn_forward shape, built on the first call."""
+    return memo_plan(handle, ("lrn.forward", lrn_desc, x_desc, y_desc, do_backward),
+                     lambda: forward_call(handle, lrn_desc, x_desc, y_desc, do_backward))
 
 
 def lrn_backward(handle: Handle, lrn_desc: LRNDesc, alpha: float, y_desc: TensorDesc, y, dy_desc: TensorDesc, dy,

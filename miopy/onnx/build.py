@@ -28,12 +28,12 @@ from ..fusion import BatchNormMode, Epilogue, FusionPlan, OperatorArgs
 from ..fusion.epilogue import ACTIVATION_ROLES
 from ..handle import Handle
 from ..lrn import LRNDesc, LRNMode
-from ..lrn.api import forward_call as lrn_forward_call
+from ..lrn.api import memoised_forward as memoised_lrn
 from ..plan import Operand, Plan, checked_solution, memo_plan
 from ..pointwise import pointwise_launch
 from ..pooling import PoolingDesc, PoolingMode, pooling_forward
-from ..softmax import SoftmaxAlgorithm, SoftmaxDesc, SoftmaxMode
-from ..softmax.api import forward_plan as softmax_plan
+from ..softmax import SoftmaxAlgorithm, SoftmaxMode
+from ..softmax.api import memoised_forward as memoised_softmax
 from ..solver import Solution
 from ..tensor import DataType, TensorDesc
 from . import layout
@@ -317,8 +317,7 @@ def _softmax(b: Builder, node: Node) -> Step:
     axis = softmax_axis(node, shape)
     d = TensorDesc(FP32, (int(np.prod(shape[:axis])), shape[axis], int(np.prod(shape[axis + 1:])), 1))
     algorithm = SoftmaxAlgorithm.LOG if node.op == "LogSoftmax" else SoftmaxAlgorithm.ACCURATE
-    plan = memo_plan(b.handle, ("softmax.forward", algorithm, SoftmaxMode.CHANNEL, d, d),
-                     lambda: softmax_plan(b.handle, SoftmaxDesc(algorithm, SoftmaxMode.CHANNEL), d, d))
+    plan = memoised_softmax(b.handle, algorithm, SoftmaxMode.CHANNEL, d, d)
     values = (b.buffer(node.inputs[0]), b.buffer(node.outputs[0]))
     return Step(node, lambda: plan.run_values(values), plan.solver_id, algorithm.name)
 
@@ -328,8 +327,7 @@ def _lrn(b: Builder, node: Node) -> Step:
     size, alpha, beta, bias = lrn_params(node)
     lrn = LRNDesc(LRNMode.CROSS_CHANNEL, size, alpha, beta, bias)
     d = TensorDesc(FP32, b.shape(node.inputs[0]))
-    call = memo_plan(b.handle, ("lrn.forward", lrn, d, d, False),
-                     lambda: lrn_forward_call(b.handle, lrn, d, d, False))
+    call = memoised_lrn(b.handle, lrn, d, d, False)
     plan = call.plan
     values = (b.buffer(node.inputs[0]), b.buffer(node.outputs[0]))
     return Step(node, lambda: plan.run_values(values), plan.solver_id, f"n={size}")

@@ -17,15 +17,19 @@ from .descriptor import SoftmaxAlgorithm, SoftmaxDesc, SoftmaxMode
 from .problem import Direction, SoftmaxProblem
 from .registry import REGISTRY  # creating the registry sets SoftmaxProblem.registry
 
-__all__ = ["REGISTRY", "backward_plan", "forward_plan", "softmax_backward", "softmax_forward"]
+__all__ = ["REGISTRY", "backward_plan", "forward_plan", "memoised_forward", "softmax_backward", "softmax_forward"]
 
 
 def softmax_forward(handle: Handle, alpha: float, x_desc: TensorDesc, x, beta: float, y_desc: TensorDesc, y,
                     algorithm=SoftmaxAlgorithm.ACCURATE, mode=SoftmaxMode.CHANNEL) -> list[cl.Event]:
     """y = alpha * softmax(x) + beta * y (log-softmax with algorithm LOG) over the mode's axes."""
-    plan = memo_plan(handle, ("softmax.forward", algorithm, mode, x_desc, y_desc),
+    return memoised_forward(handle, algorithm, mode, x_desc, y_desc).run_values((x, y), alpha, beta)
+
+
+def memoised_forward(handle: Handle, algorithm, mode, x_desc: TensorDesc, y_desc: TensorDesc) -> Plan:
+    """The handle's plan of one softmax_forward call shape (operands x, y), built on the first call."""
+    return memo_plan(handle, ("softmax.forward", algorithm, mode, x_desc, y_desc),
                      lambda: forward_plan(handle, SoftmaxDesc(algorithm, mode), x_desc, y_desc), (algorithm, mode))
-    return plan.run_values((x, y), alpha, beta)
 
 
 def softmax_backward(handle: Handle, alpha: float, y_desc: TensorDesc, y, dy_desc: TensorDesc, dy, beta: float,
