@@ -132,7 +132,8 @@ class Handle:
         self._pooled_templates: dict[tuple, cl_array.Array] = {}
         self._scratch: dict[str, cl.Buffer] = {}
         # Held while a plan enqueues its launches (the queue, scratch buffers and kernel arguments are shared
-        # by every plan of the handle) and while scratch buffers are replaced: see docs/guide/caches_and_environment.md, Threads.
+        # by every plan of the handle) and while scratch buffers are replaced: see
+        # docs/guide/caches_and_environment.md, Threads.
         self.lock = threading.RLock()
         _BY_QUEUE[self.queue.int_ptr] = self
 

@@ -1,7 +1,7 @@
-"""The threading model (docs/guide/caches_and_environment.md, Threads): a Handle may be shared by threads, and each thread may have
-its own. 8 threads issue different convolutions (every direction, solvers with and without workspace,
-alpha/beta blends, find on first use), all at once, on one shared handle and then on a handle each; every
-result is checked against the float64 reference."""
+"""The threading model (docs/guide/caches_and_environment.md, Threads): a Handle may be shared by threads, and
+each thread may have its own. 8 threads issue different convolutions (every direction, solvers with and without
+workspace, alpha/beta blends, find on first use), all at once, on one shared handle and then on a handle each;
+every result is checked against the float64 reference."""
 import sys
 import threading
 
