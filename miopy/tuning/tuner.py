@@ -26,7 +26,7 @@ from ..log import warn_once
 from ..plan import check_fits, plan_of
 from ..solver import Params, Problem, Solver
 from .compile import Compiler
-from .device import DeviceRunner
+from .device_runner import DeviceRunner
 from .priors import priors
 from .runner import GuardedRunner, Measurement, TuneOptions
 from .space import SearchSpace
