@@ -20,7 +20,7 @@ FLOORS = [
     {"tensor", "device"},
     {"kernel_cache", "db", "accuracy", "ptx_probe"},
     {"solver"},
-    {"gemm", "pointwise", "plan"},
+    {"tiled_gemm", "pointwise", "plan"},
     {"handle"},
     {"compile_pool", "driver_common"},
     {"find"},

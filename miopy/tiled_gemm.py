@@ -1,4 +1,4 @@
-"""The shared SGEMM (kernels/gemm.cl): matrix shapes, tunable tiling, validity rules and launch builders.
+"""The shared tiled SGEMM (kernels/gemm.cl): matrix shapes, tunable tiling, validity rules and launch builders.
 
 Shared machinery that knows no family: a GEMM-based solver (convolution's 1x1 and im2col today) describes
 its matrix product as a ``GemmShape`` (sizes, layouts, batch, index maps) and turns it into kernel launches
