@@ -8,7 +8,7 @@ import miopy
 from miopy import BadParam, ConvDesc, Direction, TensorDesc, db
 from miopy.accuracy import max_error
 from miopy.conv import api, heuristic, reference, registry
-from miopy.conv.solver import ConvSolver as Solver
+from miopy.conv.solvers.common import ConvSolver as Solver
 from miopy.find import compile_solution, find_problem, get_solutions
 from tests.helpers import make_problem
 

@@ -17,7 +17,7 @@ from .descriptor import ConvDesc, same_padding
 from .problem import OUTPUT_ROLE, Direction, directions, map_problem
 from .reference import solve, tolerance
 from .registry import REGISTRY as registry
-from .solver import ConvSolver
+from .solvers.common import ConvSolver
 
 COMMANDS = {"conv": "FP32", "convfp16": "FP16"}   # MIOpenDriver's sub-commands and their data types
 NAMES = {Direction.FORWARD: "Forward Convolution", Direction.BACKWARD_DATA: "Backward Data Convolution",

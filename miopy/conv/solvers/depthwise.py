@@ -14,8 +14,7 @@ from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
 from ...tensor import DataType
 from ..problem import ConvProblem, Direction
-from ..solver import ConvSolver
-from .common import problem_defines, stride_defines
+from .common import ConvSolver, problem_defines, stride_defines
 
 KERNEL_FILE = "conv_depthwise.cl"
 MAX_TAPS = 64            # R*S filter values (and backward-weights sums) held in registers per work-item

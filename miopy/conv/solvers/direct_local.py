@@ -17,8 +17,7 @@ from ...device import sum_steps as device_sum_steps
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
 from ..problem import ConvProblem, Direction
-from ..solver import ConvSolver
-from .common import problem_defines, stride_defines
+from .common import ConvSolver, problem_defines, stride_defines
 
 KERNEL_FILE = "conv_direct_local.cl"
 LOCAL_PAD = 4                 # floats of padding per local-memory row (bank spread, keeps float4 alignment)

@@ -29,7 +29,7 @@ from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, ceil_div, require, require_none, round_up
 from ..geometry import FFT_SIZES, plane_size
 from ..problem import ConvProblem, Direction
-from ..solver import ConvSolver
+from .common import ConvSolver
 from .winograd import FLOAT_BYTES, WinogradTiling
 
 TRANSFORM_WG = 128      # work-items per transform work-group: planes of L/2 work-items each

@@ -13,7 +13,7 @@ from ...tiled_gemm import (
     split_workspace_bytes,
 )
 from ..problem import ConvProblem, Direction
-from ..solver import ConvSolver
+from .common import ConvSolver
 
 _MIN_TILE = min(GEMM_GRID["TILE_M"])
 

@@ -7,7 +7,7 @@ from ...device import DeviceInfo, index_reason, local_memory_reason, work_group_
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, ceil_div, require, require_none
 from ..problem import ConvProblem
-from ..solver import ConvSolver
+from .common import ConvSolver
 
 MAX_IMAGES = 64         # beyond, a tiled GEMM has work-groups enough and reuses each weight more often
 MAX_OUTS = 32           # ROWS x images per group: partial sums in registers, and local memory per work-item

@@ -33,7 +33,7 @@ from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, ceil_div, require, require_none, round_up
 from ...tensor import DataType
 from ..problem import ConvProblem, Direction
-from ..solver import ConvSolver
+from .common import ConvSolver
 
 MAX_TILE = 128        # largest TILE_M / TILE_N of the grid: workspace padding, so it never depends on params
 MAX_K_BLK = 16        # largest K_BLK of the grid: the reduction axis is padded (with zeros) to a multiple
