@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyopencl as cl
 
-from . import compile_pool, config, db
+from . import config, db, find_compile_pool
 from .accuracy import max_error
 from .device import allocation_reason
 from .errors import BadParam, MiopyError, NotSupported, check
@@ -476,14 +476,14 @@ def prebuild(handle: Handle, problem: Problem, candidates: Sequence[Solver], wit
     """Compile the kernels of every candidate (and of the naive reference) not yet built, in
     config.find_jobs() threads (the OpenCL compiler runs with the GIL released, so a cold find waits for
     its slowest compile rather than for the sum) or, where the driver compiles one program at a time per
-    process (NVIDIA), in as many helper processes (miopy.compile_pool). Failures are left for the
+    process (NVIDIA), in as many helper processes (miopy.find_compile_pool). Failures are left for the
     candidate's own build to report."""
     jobs = config.find_jobs()
     cold = [spec for spec in find_specs(handle, problem, candidates, with_reference) if not _is_built(handle, spec)]
     if jobs < 2 or len(cold) < 2:
         return
-    if compile_pool.wanted(handle):
-        compile_pool.pool_for(handle, jobs).build(cold)
+    if find_compile_pool.wanted(handle):
+        find_compile_pool.pool_for(handle, jobs).build(cold)
         return
     with cf.ThreadPoolExecutor(min(jobs, len(cold)), thread_name_prefix="miopy-find-compile") as pool:
         for future in [pool.submit(handle.kernels.kernel, spec) for spec in cold]:

@@ -22,7 +22,7 @@ FLOORS = [
     {"solver"},
     {"tiled_gemm", "pointwise", "plan"},
     {"handle"},
-    {"compile_pool", "driver_common"},
+    {"find_compile_pool", "driver_common"},
     {"find"},
     {"tuning"},
     {f.name for f in FAMILIES},
