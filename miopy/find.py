@@ -42,7 +42,7 @@ from .kernel_cache import KernelSpec
 from .log import warn_once
 from .plan import Operand, Plan, check_fits, checked_solution, solution_plan
 from .solver import Params, Problem, Solver, ceil_div, run_scalars
-from .tensor import STRICT, DataType, as_int, strided_view
+from .tensor import FLOAT_BYTES, STRICT, DataType, as_int, strided_view
 from .version import __version__
 
 logger = logging.getLogger(__name__)
@@ -160,7 +160,7 @@ class AccuracyCheck:
         desc = self.problem.tensors()[role]
         spec = error_kernel(desc.dtype)
         groups = max(1, min(ERROR_GROUPS, ceil_div(desc.element_span, ERROR_WG)))
-        partial = self.handle.scratch("find-check-partial", 4 * ERROR_GROUPS)
+        partial = self.handle.scratch("find-check-partial", FLOAT_BYTES * ERROR_GROUPS)
         self.handle.launch(self.handle.kernels.kernel(spec), (groups * ERROR_WG,), (ERROR_WG,),
                            (self.buffers[role], want, np.uint64(desc.element_span), partial))
         out = np.empty(groups, np.float32)

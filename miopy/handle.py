@@ -212,7 +212,7 @@ class Handle:
         """A device buffer of nbytes, backed by device memory now: a size over the device's largest
         allocation, or memory the device cannot find, raises OutOfResources here rather than at a later
         launch (drivers that allocate lazily would otherwise fail the first kernel that touches it)."""
-        nbytes = max(int(nbytes), 4)
+        nbytes = max(int(nbytes), np.dtype(np.uint32).itemsize)   # the zero written below
         self._check_allocation(nbytes, "buffer")
         try:
             buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, nbytes)

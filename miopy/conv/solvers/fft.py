@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from ...device import DeviceInfo, index_reason, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, ceil_div, require, require_none, round_up
+from ...tensor import FLOAT_BYTES
 from ..geometry import FFT_SIZES, plane_size
 from ..problem import ConvProblem, Direction
 from .common import ConvSolver
-from .winograd import FLOAT_BYTES, WinogradTiling
+from .winograd import WinogradTiling
 
 TRANSFORM_WG = 128      # work-items per transform work-group: planes of L/2 work-items each
 PAD = 32                # every GEMM dimension is padded to a multiple of this (GEMM blocks divide it)

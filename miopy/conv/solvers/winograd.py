@@ -31,7 +31,7 @@ from ...device import (
 )
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, ceil_div, require, require_none, round_up
-from ...tensor import DataType
+from ...tensor import FLOAT_BYTES, DataType
 from ..problem import ConvProblem, Direction
 from .common import ConvSolver
 
@@ -40,7 +40,6 @@ MAX_K_BLK = 16        # largest K_BLK of the grid: the reduction axis is padded 
 TRANSFORM_WG = 64     # work-group size of the three transform kernels
 REGISTERS_PER_ITEM = 255       # most 32-bit registers one work-item may use (NVIDIA and AMD GPUs)
 REGISTERS_PER_GROUP = 65536    # register file one work-group may fill (an NVIDIA SM / AMD SIMD)
-FLOAT_BYTES = 4
 MAX_SPLIT = 64        # backward-weights: most partial sums of dU (the grid's largest SPLIT)
 MIN_SPLIT_CHUNK = 128 # backward-weights: tiles each partial sum covers, at least
 SUM_BLOCK = 64        # backward-weights: tiles summed in registers before they join the compensated running total
