@@ -113,7 +113,7 @@ def run_direction(handle: Handle, direction: Direction, x_desc, w_desc, conv, ar
     return ok
 
 
-def _call(handle, direction, x_desc, w_desc, y_desc, conv, dev, rec):
+def _call(handle: Handle, direction, x_desc, w_desc, y_desc, conv, dev, rec):
     if direction is Direction.FORWARD:
         return lambda: api.convolution_forward(handle, x_desc, dev["x"], w_desc, dev["w"], conv, y_desc, dev["y"],
                                                algo=rec)
