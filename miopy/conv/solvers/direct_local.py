@@ -39,7 +39,7 @@ class ImplicitGemm:
 
 
 def gemm_shape(p: ConvProblem) -> ImplicitGemm:
-    """Per-group GEMM sizes of p's direction (see direct_local.cl for the index mapping)."""
+    """Per-group GEMM sizes of p's direction (see conv_direct_local.cl for the index mapping)."""
     crs, krs = p.c_per_group * p.r * p.s, p.k_per_group * p.r * p.s
     if p.direction is Direction.FORWARD:
         return ImplicitGemm(p.k_per_group, p.n * p.out_h * p.out_w, crs)

@@ -3,7 +3,7 @@
 1. ``wino_filter_transform``: U = G g G^T for every filter pair (the 180-degree rotation and channel swap
    of backward-data happen in its addressing);
 2. ``wino_input_transform``: V = B^T d B for every (ALPHA x ALPHA input patch, channel);
-3. ``wino_gemm`` (winograd_gemm.cl): ALPHA^2 independent GEMMs M[xi] = U[xi]^T V[xi], (out channels x
+3. ``wino_gemm`` (conv_winograd_gemm.cl): ALPHA^2 independent GEMMs M[xi] = U[xi]^T V[xi], (out channels x
    in channels) times (in channels x tiles), tiled through local memory and register-blocked;
 4. ``wino_output_transform``: y = A^T M A per tile, clipped at the edges, with the epilogue hook.
 
