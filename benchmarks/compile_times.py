@@ -25,7 +25,7 @@ def child(set_name: str, layer_name: str, direction: int, mode: str, jobs: int, 
     import concurrent.futures as cf
 
     import miopy
-    from miopy import compile_pool
+    from miopy import find_compile_pool
     from miopy.conv import networks
     from miopy.conv.problem import Direction
     from miopy.find import _candidates, find_specs
@@ -43,7 +43,7 @@ def child(set_name: str, layer_name: str, direction: int, mode: str, jobs: int, 
             rows.append({"s": time.perf_counter() - t, "solver": sid, "file": spec.file, "kernel": spec.name})
         out["builds"] = sorted(rows, key=lambda r: -r["s"])
     elif mode == "processes":
-        pool = compile_pool.pool_for(handle, jobs)
+        pool = find_compile_pool.pool_for(handle, jobs)
         out["workers_ready"] = pool.start(wait=True)
         out["start_s"] = time.perf_counter() - start
         start = time.perf_counter()

@@ -1,6 +1,6 @@
 """Immediate mode against find: how often the shape rule's and the trained model's first choice is within
 1.1x of find's best, on the find records of a DB (the model evaluated on held-out layers: 5 folds split by
-layer, each layer's three directions together; each fold's model fitted by heuristic_model.fit, the shipped
+layer, each layer's three directions together; each fold's model fitted by heuristic_training.fit, the shipped
 procedure, on the other folds alone). Optionally fits on every record and writes the model.
 
     python benchmarks/heuristic_eval.py --db miopy/data/system_perf.db [--device NAME] \\
@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from miopy.conv import heuristic, heuristic_model, registry
+from miopy.conv import heuristic, heuristic_model, heuristic_training, registry
 
 
 def shape_choice(problem, ran):
@@ -34,9 +34,9 @@ def main(argv=None) -> int:
                     help="fold assignments to evaluate the model on (the first is the reported one; the others, "
                          "salted hashes of the layer, show how much the numbers depend on the split)")
     args = ap.parse_args(argv)
-    records = heuristic_model.records_from_db(args.db, args.device)
-    shape = heuristic_model.evaluate(shape_choice, records)
-    splits = [heuristic_model.cross_validate(records, salt=salt)
+    records = heuristic_training.records_from_db(args.db, args.device)
+    shape = heuristic_training.evaluate(shape_choice, records)
+    splits = [heuristic_training.cross_validate(records, salt=salt)
               for salt in ["", *(f"split{i}" for i in range(1, args.splits))]]
     model = splits[0]
     mean = {key: sum(q[key] for q in splits) / len(splits) for key in ("within_1.1x", "within_1.3x", "geomean")}
@@ -47,7 +47,7 @@ def main(argv=None) -> int:
               f"{100 * q.get('within_1.3x', 0):.1f}% within 1.3x, geomean {q.get('geomean', 0):.3f}x, "
               f"worst {q.get('worst', 0):.2f}x")
     if args.out:
-        trained = heuristic_model.fit(records, (args.match or args.device or "").split(","))
+        trained = heuristic_training.fit(records, (args.match or args.device or "").split(","))
         heuristic_model.write_model(trained, args.out)
         print(f"wrote {args.out}: {trained.trained_on} problems, solvers {sorted(trained.solvers)}")
     if args.json:
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
                                                                    for q in splits],
                                          "model_held_out_mean_of_splits": mean,
                                          "features": len(heuristic_model.FEATURES),
-                                         "format": heuristic_model.FORMAT, "members": list(heuristic_model.GRID)},
+                                         "format": heuristic_model.FORMAT, "members": list(heuristic_training.GRID)},
                                         indent=1))
     return 0
 

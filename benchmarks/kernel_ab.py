@@ -47,10 +47,10 @@ def cases(args, info):
 
 
 def prebuild(handle, args) -> None:
-    """Compile both builds of every row up front in compile_pool's worker processes (NVIDIA's compiler does not run
+    """Compile both builds of every row up front in find_compile_pool's worker processes (NVIDIA's compiler does not run
     in parallel within one process; one build at a time, the run waits on the compiler for most of its time)."""
-    from miopy import compile_pool
-    if args.emulate or not compile_pool.wanted(handle):
+    from miopy import find_compile_pool
+    if args.emulate or not find_compile_pool.wanted(handle):
         return
     started = time.monotonic()
     specs = []
@@ -58,7 +58,7 @@ def prebuild(handle, args) -> None:
         solution = SOLVER.solution(problem, params)
         specs += [launch.spec for sol in (solution, with_file(solution, args.alt)) for launch in sol.launches]
     specs = list(dict.fromkeys(specs))
-    errors = compile_pool.pool_for(handle, 12).build(specs)
+    errors = find_compile_pool.pool_for(handle, 12).build(specs)
     print(json.dumps({"prebuild": len(specs), "failed": sum(e is not None for e in errors.values()),
                       "s": round(time.monotonic() - started, 1)}), flush=True)
 

@@ -11,7 +11,7 @@ AlexNet conv2 5x5; N=32), both data types (fp32 under TF32, fp16) and each direc
 (cudnn.benchmark; allow_tf32 for TF32, fp16 tensors for fp16), miopy's default params, and the VARIANTS below
 made from the defaults (each repaired to the largest tile / slice that is valid, local memory included; the
 params that ran are recorded). Every kernel of every variant is built first, in parallel (--jobs worker
-processes of miopy.compile_pool on NVIDIA, whose compiler does not run in parallel within a process; threads
+processes of miopy.find_compile_pool on NVIDIA, whose compiler does not run in parallel within a process; threads
 elsewhere); a build failure is recorded with the first 40 lines of its log and printed, never fatal. Each
 built variant runs once on NaN-poisoned outputs and is checked against the float64 bound of
 docs/tensor_cores.md before it is timed: a wrong one is reported (worst error as a fraction of the bound, NaN
@@ -51,7 +51,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import miopy  # noqa: E402
-from miopy import compile_pool, ptx_probe  # noqa: E402
+from miopy import find_compile_pool, ptx_probe  # noqa: E402
 from miopy.conv.solvers import mma  # noqa: E402
 from miopy.conv.solvers.mma import _TILES, CP_ASYNC_PROBE, mma_k  # noqa: E402
 
@@ -279,7 +279,7 @@ def plan_rows(info, args) -> list[dict]:
 
 def build_all(handle, rows: list[dict], jobs: int) -> tuple[dict, int]:
     """Build every kernel of every variant: (spec -> None (built) or the error text, how many worker processes
-    built). On NVIDIA's OpenCL (whose compiler does not run in parallel within a process) in miopy.compile_pool's
+    built). On NVIDIA's OpenCL (whose compiler does not run in parallel within a process) in miopy.find_compile_pool's
     worker processes, the calling thread building from the other end of the list; elsewhere in threads."""
     specs: dict = {}
     for row in rows:
@@ -294,12 +294,12 @@ def build_all(handle, rows: list[dict], jobs: int) -> tuple[dict, int]:
             return None
         except Exception as exc:  # noqa: BLE001 -- a failing build is data
             return f"{type(exc).__name__}: {exc}"
-    if not compile_pool.wanted(handle):
+    if not find_compile_pool.wanted(handle):
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             for spec, error in zip(list(specs), pool.map(here, list(specs))):
                 specs[spec] = error
         return specs, 0
-    pool = compile_pool.pool_for(handle, jobs)
+    pool = find_compile_pool.pool_for(handle, jobs)
     specs.update(pool.build(list(specs)))
     pool.close()
     return specs, pool.stats["by_workers"]

@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import miopy  # noqa: E402
-from miopy import compile_pool, config, find  # noqa: E402
+from miopy import config, find, find_compile_pool  # noqa: E402
 from miopy.conv import networks  # noqa: E402
 from miopy.conv.problem import Direction  # noqa: E402
 from miopy.find import find_problem  # noqa: E402
@@ -60,8 +60,8 @@ def main(argv=None) -> int:
     pstats.Stats(profile).sort_stats("cumulative").print_stats(args.top)
     for phase, seconds in sorted(PHASES.items(), key=lambda kv: -kv[1]):
         print(f"phase {phase}: {seconds:.3f} s")
-    if compile_pool.wanted(handle):
-        for seconds, label, who in compile_pool.pool_for(handle, config.find_jobs()).slowest(8):
+    if find_compile_pool.wanted(handle):
+        for seconds, label, who in find_compile_pool.pool_for(handle, config.find_jobs()).slowest(8):
             print(f"build {seconds:6.2f} s by {who}: {label[:400]}")
     return 0
 

@@ -258,16 +258,16 @@ def set_layers(names: str) -> list[tuple]:
 
 def prebuild(handle, record, problems: list[ConvProblem], count: int) -> None:
     """Compile the kernels of every problem's default params (and, with count > 1, its variants) up front, in
-    compile_pool's worker processes where find would use them (NVIDIA's compiler does not run in parallel
+    find_compile_pool's worker processes where find would use them (NVIDIA's compiler does not run in parallel
     within one process): one problem at a time, the timing loop waits on the compiler for most of its time."""
-    from miopy import compile_pool
-    if not compile_pool.wanted(handle):
+    from miopy import find_compile_pool
+    if not find_compile_pool.wanted(handle):
         return
     started = time.monotonic()
     specs = list(dict.fromkeys(launch.spec for problem in problems for params in variants(problem, handle, count)
                                for launch in SOLVER.solution(problem, params).launches))
     specs_s = time.monotonic() - started
-    pool = compile_pool.pool_for(handle, 12)
+    pool = find_compile_pool.pool_for(handle, 12)
     errors = pool.build(specs)
     record["prebuild"] = {"kernels": len(specs), "failed": sum(e is not None for e in errors.values()),
                           "s": time.monotonic() - started, "specs_s": specs_s, **pool.stats,

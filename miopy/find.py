@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyopencl as cl
 
-from . import compile_pool, config, db
+from . import config, db, find_compile_pool
 from .accuracy import max_error
 from .device import allocation_reason
 from .errors import BadParam, MiopyError, NotSupported, check
@@ -43,7 +43,7 @@ from .kernel_cache import KernelSpec
 from .log import warn_once
 from .plan import Operand, Plan, check_fits, checked_solution, solution_plan
 from .solver import Params, Problem, Solver, ceil_div, run_scalars
-from .tensor import STRICT, DataType, as_int, strided_view
+from .tensor import FLOAT_BYTES, STRICT, DataType, as_int, strided_view
 from .version import __version__
 
 logger = logging.getLogger(__name__)
@@ -161,7 +161,7 @@ class AccuracyCheck:
         desc = self.problem.tensors()[role]
         spec = error_kernel(desc.dtype)
         groups = max(1, min(ERROR_GROUPS, ceil_div(desc.element_span, ERROR_WG)))
-        partial = self.handle.scratch("find-check-partial", 4 * ERROR_GROUPS)
+        partial = self.handle.scratch("find-check-partial", FLOAT_BYTES * ERROR_GROUPS)
         self.handle.launch(self.handle.kernels.kernel(spec), (groups * ERROR_WG,), (ERROR_WG,),
                            (self.buffers[role], want, np.uint64(desc.element_span), partial))
         out = np.empty(groups, np.float32)
@@ -485,14 +485,14 @@ def prebuild(handle: Handle, problem: Problem, candidates: Sequence[Solver], wit
     """Compile the kernels of every candidate (and of the naive reference) not yet built, in
     config.find_jobs() threads (the OpenCL compiler runs with the GIL released, so a cold find waits for
     its slowest compile rather than for the sum) or, where the driver compiles one program at a time per
-    process (NVIDIA), in as many helper processes (miopy.compile_pool). Failures are left for the
+    process (NVIDIA), in as many helper processes (miopy.find_compile_pool). Failures are left for the
     candidate's own build to report."""
     jobs = config.find_jobs()
     cold = [spec for spec in find_specs(handle, problem, candidates, with_reference) if not _is_built(handle, spec)]
     if jobs < 2 or len(cold) < 2:
         return
-    if compile_pool.wanted(handle):
-        compile_pool.pool_for(handle, jobs).build(cold)
+    if find_compile_pool.wanted(handle):
+        find_compile_pool.pool_for(handle, jobs).build(cold)
         return
     with cf.ThreadPoolExecutor(min(jobs, len(cold)), thread_name_prefix="miopy-find-compile") as pool:
         for future in [pool.submit(handle.kernels.kernel, spec) for spec in cold]:

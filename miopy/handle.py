@@ -214,7 +214,7 @@ class Handle:
         """A device buffer of nbytes, backed by device memory now: a size over the device's largest
         allocation, or memory the device cannot find, raises OutOfResources here rather than at a later
         launch (drivers that allocate lazily would otherwise fail the first kernel that touches it)."""
-        nbytes = max(int(nbytes), 4)
+        nbytes = max(int(nbytes), np.dtype(np.uint32).itemsize)   # the zero written below
         self._check_allocation(nbytes, "buffer")
         try:
             buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, nbytes)
@@ -264,6 +264,22 @@ class Handle:
 
 _HANDLES: dict = {}
 _BY_QUEUE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()   # queue's cl handle -> its Handle
+
+
+def device_address(device: cl.Device) -> tuple[int, int]:
+    """(platform index, device index) of device, valid in any process on this machine: what a helper process
+    (find's compile pool, tuning's compile-ahead workers) opens its own Handle on, with handle_at."""
+    for pi, platform in enumerate(cl.get_platforms()):
+        devices = platform.get_devices()
+        if device in devices:
+            return pi, devices.index(device)
+    raise LookupError(f"{device.name} is in no platform's device list")
+
+
+def handle_at(address: tuple[int, int]) -> Handle:
+    """A new Handle on the device at address (platform index, device index: device_address's)."""
+    platform_index, device_index = address
+    return Handle(device=cl.get_platforms()[platform_index].get_devices()[device_index])
 
 
 def functional_handle(array: Any, field: str = "x", handle: Handle | None = None) -> Handle:

@@ -1,6 +1,6 @@
 """Helper processes that never outlive their parent, however it ends (SIGKILL included).
 
-A worker process (the tuning compile pool's, later the distributed runner's) calls ``die_with_parent`` first
+A worker process (one of tuning's compile-ahead workers or of find's compile pool) calls ``die_with_parent`` first
 thing. On Linux, when the parent was started from its main thread, the kernel then kills the worker the
 moment the parent dies (``prctl(PR_SET_PDEATHSIG, SIGKILL)``: the signal follows the *thread* that started
 the worker, so it is used only when that thread is the main one, which lives as long as the process). In

@@ -12,22 +12,23 @@ with one call, for fixed-shape loops such as an inference pass.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
 from . import families
-from .device import allocation_reason
+from .device import DeviceInfo, allocation_reason
 from .errors import BadParam, LaunchError, NotApplicable, OutOfResources, check
-from .kernel_cache import KernelSpec
+from .kernel_cache import KernelCache, KernelSpec
 from .solver import KernelLaunch, Solution, round_up
 from .tensor import TensorDesc, as_float32, holds_bool
 
@@ -36,8 +37,32 @@ T = TypeVar("T")
 _MEMORY = cl.MemoryObjectHolder
 _MEM_PARENT = cl.mem_info.ASSOCIATED_MEMOBJECT
 _MEM_OFFSET = cl.mem_info.OFFSET
-_SCALARS = frozenset({np.float32, np.int32, np.uint32, np.int64, np.uint64})   # kernel scalar arguments
+_SCALARS: frozenset[Any] = frozenset({np.float32, np.int32, np.uint32, np.int64, np.uint64})   # kernel scalar arguments
 _BOOLS = frozenset({bool, np.bool_})   # equal to 1 and 0, but not numbers a caller meant
+
+
+class PlanHandle(Protocol):
+    """What a plan uses of its handle (a miopy.handle.Handle is one). Stated here because handle.py builds
+    plans and so sits above this module (imports point down): mypy checks every use of a plan's handle."""
+
+    @property
+    def context(self) -> cl.Context: ...
+    @property
+    def queue(self) -> cl.CommandQueue: ...
+    @property
+    def info(self) -> DeviceInfo: ...
+    @property
+    def kernels(self) -> KernelCache: ...
+    @property
+    def lock(self) -> contextlib.AbstractContextManager[Any]: ...
+    @property
+    def plans(self) -> PlanCache: ...
+    @property
+    def state(self) -> dict[str, Any]: ...
+    @property
+    def recording(self) -> list | None: ...
+
+    def scratch(self, slot: str, nbytes: int) -> cl.Buffer: ...
 
 
 @dataclass(frozen=True)
@@ -143,7 +168,7 @@ def overlap_reason(spans: Mapping[str, tuple[Any, int]], written: Seq[str],
     return None
 
 
-def check_fits(handle, sizes: Mapping[str, int]) -> None:
+def check_fits(handle: PlanHandle, sizes: Mapping[str, int]) -> None:
     """OutOfResources unless buffers of these sizes (field -> bytes) fit the handle's device: each under
     its largest allocation, all together under its global memory. Nothing is allocated."""
     reason = allocation_reason(handle.info, sizes)
@@ -168,7 +193,7 @@ class Plan:
     temporary; workspace overrides the plan's own. Returns the enqueued events.
     """
 
-    def __init__(self, handle, solution: Solution, ops: Seq[Operand], *, workspace: Any = None,
+    def __init__(self, handle: PlanHandle, solution: Solution, ops: Seq[Operand], *, workspace: Any = None,
                  blend_output: str | None = None, may_alias: Seq[tuple[str, str]] = (), problem: Any = None):
         self.handle, self.solution, self.problem = handle, solution, problem
         self.context = handle.context
@@ -361,7 +386,7 @@ class _Step:
 
     __slots__ = ("kernel", "global_size", "local_size", "slots", "last", "name")
 
-    def __init__(self, handle, launch):
+    def __init__(self, handle: PlanHandle, launch: KernelLaunch):
         self.kernel = handle.kernels.new_kernel(launch.spec)
         self.global_size, self.local_size = launch.global_size, launch.local_size
         self.name = launch.spec.name
@@ -488,7 +513,7 @@ def memo_plan(handle, key: tuple, build: Callable[[], T], numbers: tuple = ()) -
     return plan
 
 
-def saved_by_forward(handle, family: str) -> dict[int, Any]:
+def saved_by_forward(handle: PlanHandle, family: str) -> dict[int, Any]:
     """The handle's record of buffers a family's forward calls saved data into for the backward (pooling's
     max indices, LRN's scale): device address -> the forward's signature. A backward call looks its buffer
     up and refuses one that no forward with matching descriptors wrote (a cheap dict lookup)."""
@@ -496,7 +521,7 @@ def saved_by_forward(handle, family: str) -> dict[int, Any]:
 
 
 # -- building plans from a family's registry (the slow path, memoised per handle) -------------------------
-def checked_solution(handle, problem, solver_id: str, params: dict, epilogue: Any = None) -> Solution:
+def checked_solution(handle: PlanHandle, problem, solver_id: str, params: dict, epilogue: Any = None) -> Solution:
     """solver_id's solution with params on problem, memoised per handle. Raises NotApplicable, or
     BadParam("params") for tuning values outside the solver's valid space. The slow path: it formats keys."""
     check(isinstance(params, dict), "params", f"must be a dict, got {type(params).__name__}")
@@ -517,13 +542,13 @@ def checked_solution(handle, problem, solver_id: str, params: dict, epilogue: An
     return solution
 
 
-def plan_of(handle, problem, solution: Solution) -> Plan:
+def plan_of(handle: PlanHandle, problem, solution: Solution) -> Plan:
     """A plan of solution on problem with kernel roles as operand names (not memoised: tuning's candidates)."""
     return Plan(handle, solution, operands(problem.tensors(), problem.outputs()),
                 blend_output=problem.outputs()[0], problem=problem)
 
 
-def solution_plan(handle, problem, solver_id: str, params: dict, epilogue: Any = None) -> Plan:
+def solution_plan(handle: PlanHandle, problem, solver_id: str, params: dict, epilogue: Any = None) -> Plan:
     """The plan (kernel roles as operand names) of solver_id with params on problem, memoised per handle;
     what find and tuning time. Raises as checked_solution."""
     solution = checked_solution(handle, problem, solver_id, params, epilogue)
@@ -542,7 +567,7 @@ class Sequence:
     captured input arrays before a replay.
     """
 
-    def __init__(self, handle):
+    def __init__(self, handle: PlanHandle):
         self.handle = handle
         self.steps: list[tuple[Any, dict]] = []
 

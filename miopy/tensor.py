@@ -57,6 +57,11 @@ class DataType(enum.Enum):
         raise BadParam("dtype", f"unsupported data type {dt}")
 
 
+# Kernels store in the data type and compute in float (kernels/types.h): what a kernel stages in local memory,
+# keeps as partial sums or writes to a float workspace takes this many bytes an element, whatever the storage type.
+FLOAT_BYTES = DataType.FLOAT32.itemsize
+
+
 # Math modes, like cuDNN's math type and PyTorch's allow_tf32: "strict" computes fp32 convolutions in fp32;
 # "tf32" lets find choose solvers that round fp32 operands to TF32 (10-bit mantissa) on tensor cores.
 MATH_MODES = ("strict", "tf32")

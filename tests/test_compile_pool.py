@@ -1,4 +1,4 @@
-"""Find's compile processes (miopy.compile_pool): cold kernels built by helper processes and by the caller, the
+"""Find's compile processes (miopy.find_compile_pool): cold kernels built by helper processes and by the caller, the
 result the same as a serial find's, nothing of the caller's script run again, and the caller alone when the
 workers cannot start."""
 import subprocess
@@ -9,7 +9,7 @@ import time
 import pytest
 
 import miopy
-from miopy import Direction, compile_pool
+from miopy import Direction, find_compile_pool
 from miopy.conv import registry
 from miopy.find import find_problem
 from miopy.plan import checked_solution
@@ -35,14 +35,14 @@ def cold_handle(tmp_path, monkeypatch):
     monkeypatch.setenv("MIOPY_FIND_JOBS", "2")
     handle = miopy.Handle()
     yield handle
-    compile_pool.pool_for(handle, 2).close()
+    find_compile_pool.pool_for(handle, 2).close()
 
 
 def test_workers_and_caller_build_every_cold_kernel(cold_handle):
     problem = make_problem(**PROBLEM)
     specs = _cold_specs(cold_handle, problem)
     assert len(specs) >= 3 and not any(cold_handle.kernels.is_built(s) for s in specs)
-    pool = compile_pool.pool_for(cold_handle, 2)
+    pool = find_compile_pool.pool_for(cold_handle, 2)
     assert pool.start(wait=True) == 2
     pool.build(specs)
     assert all(cold_handle.kernels.is_built(s) for s in specs)
@@ -54,14 +54,14 @@ def test_a_find_compiled_in_processes_is_checked_and_ranked(cold_handle, fresh_d
     problem = make_problem(**PROBLEM)
     result = find_problem(cold_handle, problem, mode="normal")
     assert len(result) >= 3 and not result.rejected
-    assert compile_pool.pool_for(cold_handle, 2).alive
+    assert find_compile_pool.pool_for(cold_handle, 2).alive
 
 
 def test_workers_that_cannot_start_leave_the_build_to_the_caller(cold_handle, monkeypatch):
-    monkeypatch.setattr(compile_pool.sys, "executable", "/bin/false")
+    monkeypatch.setattr(find_compile_pool.sys, "executable", "/bin/false")
     problem = make_problem(**PROBLEM)
     specs = _cold_specs(cold_handle, problem)
-    pool = compile_pool.pool_for(cold_handle, 2)
+    pool = find_compile_pool.pool_for(cold_handle, 2)
     pool.build(specs)
     assert all(cold_handle.kernels.is_built(s) for s in specs)
     programs = {cold_handle.kernels.program_key(s) for s in specs}
@@ -72,7 +72,7 @@ def test_workers_leave_pyopencls_shared_caches_alone(cold_handle, monkeypatch, t
     """A worker's kernels would write pyopencl's invoker cache, one sqlite file that every process of the user
     reads: a dozen workers writing it stalled the parent's reads for seconds on the H100."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))   # where the workers' pyopencl would keep it
-    pool = compile_pool.pool_for(cold_handle, 2)
+    pool = find_compile_pool.pool_for(cold_handle, 2)
     assert pool.start(wait=True) == 2
     pool.build(_cold_specs(cold_handle, make_problem(**PROBLEM)))
     assert pool.stats["by_workers"] >= 1
@@ -80,8 +80,8 @@ def test_workers_leave_pyopencls_shared_caches_alone(cold_handle, monkeypatch, t
 
 
 def test_idle_workers_exit(cold_handle, monkeypatch):
-    monkeypatch.setattr(compile_pool, "IDLE_S", 0.2)
-    pool = compile_pool.pool_for(cold_handle, 2)
+    monkeypatch.setattr(find_compile_pool, "IDLE_S", 0.2)
+    pool = find_compile_pool.pool_for(cold_handle, 2)
     pool.build(_cold_specs(cold_handle, make_problem(**PROBLEM))[:1])
     time.sleep(1.0)
     assert not pool.alive
@@ -115,6 +115,6 @@ def test_a_spec_that_cannot_build_is_an_error_not_an_exception(cold_handle):
     good = _cold_specs(cold_handle, make_problem(**PROBLEM))[:2]
     missing = KernelSpec.make("no_such_kernel_file.cl", "nothing")
     broken = KernelSpec.make(good[0].file, good[0].name, {**dict(good[0].defines), "NOT_A_DEFINE(": 1})
-    errors = compile_pool.pool_for(cold_handle, 2).build([missing, *good, broken])
+    errors = find_compile_pool.pool_for(cold_handle, 2).build([missing, *good, broken])
     assert errors[missing] and errors[broken] and all(errors[s] is None for s in good)
     assert all(cold_handle.kernels.is_built(s) for s in good)

@@ -189,7 +189,7 @@ def test_damage_sqlite_reads_past_is_found_on_open(user_db, caplog, damage):
         with sqlite3.connect(user_db) as conn:
             conn.execute("DROP TABLE tuning")
             conn.execute("CREATE TABLE tuning (x TEXT)")
-    db._STORES.clear()
+    db.store._STORES.clear()
     with caplog.at_level(logging.WARNING, logger="miopy.db"):
         record = db.user_perf_db().get(DEVICE, "p", "S")
         assert db.tuning_log().put(DEVICE, "p", "S", db.TuningPoint({"WG": 64}, 1.0, None))
@@ -206,7 +206,7 @@ def test_unwritable_file_is_served_from_a_copy_in_memory(user_db, monkeypatch, c
     blob = _checkpointed_db(user_db)
     real_access = os.access
     monkeypatch.setattr(os, "access", lambda path, mode: real_access(path, mode) and str(path) != str(user_db))
-    db._STORES.clear()
+    db.store._STORES.clear()
     with caplog.at_level(logging.WARNING, logger="miopy.db"):
         assert db.user_perf_db().get(DEVICE, "p", "S").params == {"WG": 64}
         assert db.user_perf_db().put(DEVICE, "q", "S", {"WG": 128}, 1.0)
@@ -218,7 +218,7 @@ def test_unwritable_file_is_served_from_a_copy_in_memory(user_db, monkeypatch, c
 def test_corrupt_files_moved_aside_in_one_second_keep_distinct_names(user_db):
     for _ in range(3):
         user_db.write_bytes(b"not a db" * 100)
-        db._STORES.clear()
+        db.store._STORES.clear()
         db.user_perf_db().get(DEVICE, "p", "S")
     assert len(list(user_db.parent.glob("user.db.corrupt-*"))) == 3
 

@@ -8,7 +8,7 @@ import miopy
 from miopy import BadParam, ConvDesc, Direction, TensorDesc, db
 from miopy.accuracy import max_error
 from miopy.conv import api, heuristic, reference, registry
-from miopy.conv.solver import ConvSolver as Solver
+from miopy.conv.solvers.common import ConvSolver as Solver
 from miopy.find import compile_solution, find_problem, get_solutions
 from tests.helpers import make_problem
 
@@ -106,7 +106,7 @@ def test_retuned_solver_makes_the_find_record_stale(fresh_dbs, handle):
 
 
 def test_search_tunes_each_solver_then_finds(fresh_dbs, handle, monkeypatch):
-    monkeypatch.setattr("miopy.tuning.compile.default_jobs", lambda: 0)
+    monkeypatch.setattr("miopy.tuning.compile_ahead.default_jobs", lambda: 0)
     monkeypatch.setenv("MIOPY_FIND_ENFORCE", "search")
     problem, timer = _problem(c=5), CountingTimer()
     result = api.find(handle, problem, timer=timer)   # the family's find tunes first (tuning sits above find)

@@ -8,7 +8,7 @@ import pytest
 
 from miopy import Direction, db
 from miopy.cli import tune
-from miopy.conv import heuristic, heuristic_model, registry
+from miopy.conv import heuristic, heuristic_model, heuristic_training, registry
 from miopy.find import get_solutions
 from tests.helpers import make_problem
 
@@ -40,7 +40,7 @@ def synthetic(seed: int, count: int) -> dict:
 @pytest.fixture(scope="module")
 def model(handle):
     """A model for the test device (PoCL's CPU in CI, the GPU on the GPU machine), trained on the synthetic rule."""
-    return heuristic_model.train(synthetic(0, 90), [handle.info.name], rounds=30)
+    return heuristic_training.train(synthetic(0, 90), [handle.info.name], rounds=30)
 
 
 def test_the_model_recovers_the_rule_on_held_out_problems(model):
@@ -48,9 +48,9 @@ def test_the_model_recovers_the_rule_on_held_out_problems(model):
         scores = model.scores(problem)
         return min(ran, key=lambda s: scores.get(s, np.inf))
     held_out = synthetic(1, 40)
-    quality = heuristic_model.evaluate(choose, held_out)
+    quality = heuristic_training.evaluate(choose, held_out)
     assert quality["problems"] == 40 and quality["within_1.1x"] >= 0.9
-    shape = heuristic_model.evaluate(lambda p, ran: next(s.id for s in heuristic.shape_rank(
+    shape = heuristic_training.evaluate(lambda p, ran: next(s.id for s in heuristic.shape_rank(
         p, [registry.get(s) for s in SOLVERS]) if s.id in ran), held_out)
     assert shape["within_1.1x"] < quality["within_1.1x"]      # the rule is not the shape rule's
 
@@ -100,8 +100,8 @@ def test_a_corrupt_model_file_falls_back_with_a_warning(tmp_path, handle, monkey
 def test_keys_parse_back_to_their_problems():
     for p in (make_problem(Direction.BACKWARD_WEIGHTS, 2, 6, 9, 7, 6, 3, 2, pad=(1, 0), stride=2, groups=3),
               make_problem(Direction.FORWARD, 1, 4, 5, 5, 4, 1, 1)):
-        assert heuristic_model.problem_from_key(p.key()).key() == p.key()
-    assert heuristic_model.problem_from_key("pool-3x3-whatever") is None
+        assert heuristic_training.problem_from_key(p.key()).key() == p.key()
+    assert heuristic_training.problem_from_key("pool-3x3-whatever") is None
 
 
 def test_train_heuristic_cli_retrains_from_a_find_db(tmp_path, capsys):
@@ -142,7 +142,7 @@ def test_array_prediction_equals_walking_the_trees():
     m = heuristic_model.SolverModel(0.1, 0.2, trees)
     for _ in range(20):
         x = rng.normal(size=nf)
-        walked = 0.1 + 0.2 * sum(heuristic_model._predict_tree(t, x) for t in trees)
+        walked = 0.1 + 0.2 * sum(heuristic_training._predict_tree(t, x) for t in trees)
         assert m.predict(x) == pytest.approx(walked, abs=1e-12)
     assert heuristic_model.SolverModel(0.7, 0.2, ()).predict(np.zeros(nf)) == 0.7
 
@@ -150,9 +150,9 @@ def test_array_prediction_equals_walking_the_trees():
 def test_fit_averages_its_members_and_ranks_relative_to_a_reference():
     records = synthetic(4, 40)
     grid = ({"clip": 0.5, "rate": 0.15, "rounds": 10}, {"clip": 2.0, "rate": 0.1, "rounds": 20})
-    fitted = heuristic_model.fit(records, ["a"], grid=grid)
-    members = [heuristic_model.train(records, ["a"], **point) for point in grid]
-    assert fitted.reference == members[0].reference == heuristic_model.reference_solver(records)
+    fitted = heuristic_training.fit(records, ["a"], grid=grid)
+    members = [heuristic_training.train(records, ["a"], **point) for point in grid]
+    assert fitted.reference == members[0].reference == heuristic_training.reference_solver(records)
     # of the solvers that ran everywhere (GEMM 1x1 and Winograd run on some shapes only), the one often best
     assert fitted.reference == "ConvDirectLocal"               # naive, the other, is never best
     for p in (make_problem(Direction.FORWARD, 1, 64, 14, 14, 128, 3, 3, pad=1), make_problem(2, 8, 8, 7, 7, 16, 1, 1)):
@@ -169,8 +169,8 @@ def test_held_out_picks_are_immediate_modes_picks(model):
     assert "ConvGemv1x1" not in model.solvers
     expected = heuristic_model.rank_by_model(model, fc, heuristic.shape_rank(
         fc, [s for s in registry.ALL if s.id in ran]))[0].id
-    assert heuristic_model.shipped_choice(model, fc, ran) == expected == "ConvGemv1x1"
+    assert heuristic_training.shipped_choice(model, fc, ran) == expected == "ConvGemv1x1"
     # the one record holding ConvGemv1x1 is held out (every layer in its own fold): it is still picked there
     records = {fc.key(): {"ConvGemv1x1": 0.035, "ConvDirectLocal": 0.245, "ConvGemm1x1": 0.42}, **synthetic(3, 12)}
-    quality = heuristic_model.cross_validate(records, folds=len(records), rounds=5)
+    quality = heuristic_training.cross_validate(records, folds=len(records), rounds=5)
     assert all(case["problem"] != fc.key() for case in quality["worst_cases"] if case["ratio"] > 1.0)

@@ -166,7 +166,7 @@ def test_fast_cuts_by_default_and_other_strategies_do_not(fresh_dbs, handle):
 def test_builds_move_into_this_process_when_the_workers_cannot_start(fresh_dbs, handle, monkeypatch):
     """A worker whose device cannot be opened breaks the pool before it builds anything: every point is then
     built here and measured, none is lost to the broken pool."""
-    from miopy.tuning import compile as compile_module
+    from miopy.tuning import compile_ahead as compile_module
     monkeypatch.setattr(compile_module, "device_address", lambda h: (99, 0))   # no such platform
     problem = make_problem(Direction.FORWARD, 1, 3, 7, 5, 2, 3, 3, 1)
     timer = FirstRunTimer({64: 3.0, 128: 1.0, 256: 2.0})

@@ -72,7 +72,7 @@ def _run(handle: Handle, args: argparse.Namespace) -> bool:
     return _backward(handle, args, mode, x_desc, bn_desc, host, view)
 
 
-def _training(handle, args, mode, x_desc, bn_desc, host, view) -> bool:
+def _training(handle: Handle, args, mode, x_desc, bn_desc, host, view) -> bool:
     dev = {k: to_device(handle, v) for k, v in host.items()}
     poison = np.full(bn_desc.dims, np.nan, np.float32)
     saved = {"saved_mean": to_device(handle, poison), "saved_inv_variance": to_device(handle, poison)}
@@ -98,7 +98,7 @@ def _training(handle, args, mode, x_desc, bn_desc, host, view) -> bool:
     return common.verify_outputs("Forward Train Batch Norm", got, {k: expected[k] for k in got}, TOLERANCE[args.dtype])
 
 
-def _inference(handle, args, mode, x_desc, bn_desc, host, view) -> bool:
+def _inference(handle: Handle, args, mode, x_desc, bn_desc, host, view) -> bool:
     dev = {k: to_device(handle, v) for k, v in host.items()}
     mean, var = (dev["mean"], dev["var"]) if args.running else (None, None)
     call = lambda: batch_normalization_forward_inference(handle, mode, args.alpha, args.beta, x_desc, dev["x"], x_desc,
@@ -118,7 +118,7 @@ def _inference(handle, args, mode, x_desc, bn_desc, host, view) -> bool:
     return common.verify_outputs("Forward Inference Batch Norm", got, expected, TOLERANCE[args.dtype])
 
 
-def _backward(handle, args, mode, x_desc, bn_desc, host, view) -> bool:
+def _backward(handle: Handle, args, mode, x_desc, bn_desc, host, view) -> bool:
     dev = {k: to_device(handle, v) for k, v in host.items()}
     saved = (dev["mean"], dev["inv"]) if args.save else (None, None)
     call = lambda: batch_normalization_backward(handle, mode, args.alpha, args.beta, args.alpha, args.beta, x_desc,

@@ -25,7 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from .. import config, db, families
-from ..conv import networks
+from ..conv import heuristic_model, heuristic_training, networks
 from ..conv.driver import COMMANDS as CONV_COMMANDS
 from ..conv.problem import directions, map_problem
 from ..errors import BadParam, MiopyError, check
@@ -114,7 +114,7 @@ def _convolution_sources(ap: argparse.ArgumentParser) -> None:
     source.add_argument("--onnx", type=Path, help="tune the convolutions an ONNX model runs (the onnx extra), "
                                                   "in the directions -F asks, at --batch")
     ap.add_argument("--batch", type=int, default=None, help="--onnx: batch size of the model's inputs")
-    model = ap.add_argument_group("immediate-mode model (miopy.conv.heuristic_model)")
+    model = ap.add_argument_group("immediate-mode model (miopy.conv.heuristic_training)")
     model.add_argument("--train-heuristic", action="store_true",
                        help="train the immediate-mode model from a DB's find records and write it to --out")
     model.add_argument("--db", type=Path, default=None, help="DB file to train from (default: the user DB)")
@@ -135,7 +135,6 @@ def with_command(argv: list[str]) -> list[str]:
 
 def train_heuristic(args: argparse.Namespace) -> int:
     """--train-heuristic: fit the model on the DB's find records, report its held-out quality, write it."""
-    from ..conv import heuristic_model as hm
     check(args.out is not None, "--out", "--train-heuristic needs --out PATH")
     found: Path | None = args.db or config.user_db_path()
     if found is None:
@@ -143,12 +142,12 @@ def train_heuristic(args: argparse.Namespace) -> int:
     path = Path(found)
     check(path.exists(), "--db", f"no DB file at {path}")
     device = args.device or _busiest_device(path)
-    records = hm.records_from_db(path, device)
+    records = heuristic_training.records_from_db(path, device)
     check(len(records) >= 10, "--db", f"{path} holds {len(records)} find records of {device!r}; need >= 10")
     match = args.match.split(",") if args.match else [device.split("|")[1] if "|" in device else device]
-    held_out = hm.cross_validate(records)
-    model = hm.fit(records, match)
-    hm.write_model(model, args.out)
+    held_out = heuristic_training.cross_validate(records)
+    model = heuristic_training.fit(records, match)
+    heuristic_model.write_model(model, args.out)
     print(f"miopy-tune: trained on {model.trained_on} problems of {device}; held out (5-fold by layer): "
           f"{100 * held_out['within_1.1x']:.0f}% within 1.1x of find's best, geomean {held_out['geomean']:.3f}x, "
           f"worst {held_out['worst']:.2f}x; wrote {args.out} (serves devices named like {match})")

@@ -17,7 +17,7 @@ from .descriptor import ConvDesc, same_padding
 from .problem import OUTPUT_ROLE, ConvProblem, Direction, directions, map_problem
 from .reference import solve, tolerance
 from .registry import REGISTRY as registry
-from .solver import ConvSolver
+from .solvers.common import ConvSolver
 
 # The miopy-driver sub-commands add_parsers adds (MIOpenDriver's names), each with its data type
 # (miopy-tune reads conv's); as in every family's driver module, iterating COMMANDS gives the names.
@@ -115,7 +115,7 @@ def run_direction(handle: Handle, direction: Direction, x_desc, w_desc, conv, ar
     return ok
 
 
-def _call(handle, direction, x_desc, w_desc, y_desc, conv, dev, rec):
+def _call(handle: Handle, direction, x_desc, w_desc, y_desc, conv, dev, rec):
     if direction is Direction.FORWARD:
         return lambda: api.convolution_forward(handle, x_desc, dev["x"], w_desc, dev["w"], conv, y_desc, dev["y"],
                                                algo=rec)

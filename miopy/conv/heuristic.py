@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from ..device import DeviceInfo
 from ..solver import Solver
 from . import heuristic_model
+from .geometry import plane_size
 from .problem import ConvProblem, Direction
-from .solvers.fft import plane_size
 
 WINOGRAD_MIN_CHANNELS = 16
 WINOGRAD_5X5_MIN_CHANNELS = 32

@@ -4,7 +4,7 @@
  * MIOPY_EPILOGUE(v, k, pq, yi) instead of v, where k is the output channel, pq the index of the
  * element within its P*Q output plane and yi its offset in y (where the residual z is read: z has y's
  * layout). Without MIOPY_FUSED both expand to nothing / v, so plain
- * convolutions pay nothing. Fused solvers (miopy/fusion.py) define MIOPY_FUSED and the FUSE_* macros.
+ * convolutions pay nothing. Fused solvers (miopy/fusion/epilogue.py) define MIOPY_FUSED and the FUSE_* macros.
  */
 #ifndef MIOPY_EPILOGUE_H
 #define MIOPY_EPILOGUE_H

@@ -2,7 +2,8 @@
  * term, the tail of a ResNet block), then activation, applied to a value before it is stored (the
  * MIOPY_FUSED branch of epilogue.h). The structure is chosen by defines; every number
  * (activation alpha / beta / gamma, batch-norm epsilon) is a kernel argument, so new values never
- * recompile. miopy.epilogue.Epilogue writes the defines and lists the arguments in the order declared here.
+ * recompile. miopy.fusion.epilogue.Epilogue writes the defines and lists the arguments in the order declared
+ * here.
  *
  * Defines (all ints):
  *   FUSE_BIAS     1: v += epi_bias[k]

@@ -1,6 +1,6 @@
 /* Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011), the counter-based
  * generator of Random123 and PyTorch: four independent uniform 32-bit words from a 128-bit counter and a
- * 64-bit key, with no state to carry between work-items. miopy.reference.dropout mirrors it in NumPy. */
+ * 64-bit key, with no state to carry between work-items. miopy.dropout.reference mirrors it in NumPy. */
 #ifndef MIOPY_PHILOX_H
 #define MIOPY_PHILOX_H
 

@@ -44,7 +44,7 @@ def _run(handle: Handle, a: argparse.Namespace) -> bool:
     x, dy = common.random(t.dims, a.seed), common.random(t.dims, a.seed + 1)
     xa, dya = handle.to_device(x), handle.to_device(dy)
     ya, dxa = (handle.to_device(np.full(t.dims, np.nan, np.float32)) for _ in range(2))
-    ws = handle.empty((lrn_workspace_size(t) // 4,))
+    ws = handle.empty((lrn_workspace_size(t) // np.dtype(np.float32).itemsize,), np.float32)
     forward = lambda: lrn_forward(handle, desc, 1.0, t, xa, 0.0, t, ya, True, ws)
     forward()
     geometry = (int(desc.mode), desc.n, desc.alpha, desc.beta, desc.k, desc.pre)

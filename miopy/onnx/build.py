@@ -21,7 +21,7 @@ from ..conv import REGISTRY as CONV_REGISTRY
 from ..conv.api import convolution_plan
 from ..conv.api import find as conv_find
 from ..conv.problem import ConvDesc, ConvProblem, Direction, map_problem
-from ..conv.solver import ConvSolver
+from ..conv.solvers.common import ConvSolver
 from ..errors import MiopyError, NotSupported
 from ..find import AlgoPerf, get_solutions
 from ..fusion import BatchNormMode, Epilogue, FusionPlan, OperatorArgs

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import NotSupported, check
+from ..handle import Handle
 from ..kernel_cache import KernelSpec
 from ..plan import Operand, Plan, memo_plan
 from ..pointwise import MAX_ELEMENTS, WORK_GROUP
@@ -31,7 +32,7 @@ def _six(values: Sequence[int], fill: int) -> tuple[int, ...]:
     return (fill,) * (RANK - len(values)) + tuple(int(v) for v in values)
 
 
-def _plan(handle, name: str, space: Sequence[int], src: tuple[int, int], dst: tuple[int, int],
+def _plan(handle: Handle, name: str, space: Sequence[int], src: tuple[int, int], dst: tuple[int, int],
           src_strides: Sequence[int], dst_strides: Sequence[int], pad_mode: str = "none",
           pad_begin: Sequence[int] = (), src_dims: Sequence[int] = ()) -> Plan:
     """A copy over index space with the given strides; src / dst are (element offset, element count)."""
@@ -48,7 +49,7 @@ def _plan(handle, name: str, space: Sequence[int], src: tuple[int, int], dst: tu
     return Plan(handle, Solution(name, {}, (launch,)), ops)
 
 
-def concat_plan(handle, part: Sequence[int], whole: Sequence[int], axis: int, offset: int) -> Plan:
+def concat_plan(handle: Handle, part: Sequence[int], whole: Sequence[int], axis: int, offset: int) -> Plan:
     """Copies x of shape part into y of shape whole at offset along axis (one input of a concatenation)."""
     key = ("onnx.layout_concat", tuple(part), tuple(whole), axis, offset)
 
@@ -59,7 +60,7 @@ def concat_plan(handle, part: Sequence[int], whole: Sequence[int], axis: int, of
     return memo_plan(handle, key, build)
 
 
-def transpose_plan(handle, shape: Sequence[int], perm: Sequence[int]) -> Plan:
+def transpose_plan(handle: Handle, shape: Sequence[int], perm: Sequence[int]) -> Plan:
     """y = x transposed by perm (numpy.transpose's convention)."""
     key = ("onnx.layout_transpose", tuple(shape), tuple(perm))
 
@@ -71,7 +72,8 @@ def transpose_plan(handle, shape: Sequence[int], perm: Sequence[int]) -> Plan:
     return memo_plan(handle, key, build)
 
 
-def pad_plan(handle, shape: Sequence[int], begins: Sequence[int], ends: Sequence[int], mode: str = "constant") -> Plan:
+def pad_plan(handle: Handle, shape: Sequence[int], begins: Sequence[int], ends: Sequence[int],
+             mode: str = "constant") -> Plan:
     """y = x padded by begins / ends per axis (negative: cropped); run with scalars {"value": v}."""
     key = ("onnx.layout_pad", tuple(shape), tuple(begins), tuple(ends), mode)
 
@@ -82,7 +84,7 @@ def pad_plan(handle, shape: Sequence[int], begins: Sequence[int], ends: Sequence
     return memo_plan(handle, key, build)
 
 
-def expand_plan(handle, shape: Sequence[int], out: Sequence[int]) -> Plan:
+def expand_plan(handle: Handle, shape: Sequence[int], out: Sequence[int]) -> Plan:
     """y = x broadcast to out (numpy.broadcast_to, materialised): shape has out's rank, each dim out's or 1."""
     key = ("onnx.layout_expand", tuple(shape), tuple(out))
 

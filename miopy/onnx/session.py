@@ -39,7 +39,7 @@ from .graph import Graph, Node, ValueInfo, graph_of, load_model
 from .memory import MemoryPlan, plan_memory
 from .passes import run_passes
 
-ITEMSIZE = 4
+ITEMSIZE = np.dtype(np.float32).itemsize   # every tensor the runner holds is float32
 
 
 @dataclass(frozen=True)

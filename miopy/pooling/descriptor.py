@@ -4,10 +4,13 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..errors import BadParam, check
 from ..tensor import TensorDesc, as_int, enum_member, int_tuple
 
-INDEX_BYTES = 4   # max pooling saves one int32 per output: the argmax's flat offset h * W + w in its input plane
+INDEX_BYTES = np.dtype(np.int32).itemsize   # max pooling saves one int32 per output: the argmax's flat offset
+                                            # h * W + w in its input plane
 
 
 class PoolingMode(enum.IntEnum):

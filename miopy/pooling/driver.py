@@ -63,7 +63,7 @@ def _run(handle: Handle, a: argparse.Namespace) -> bool:
     x, dy = common.random(x_desc.dims, a.seed), common.random(y_desc.dims, a.seed + 1)
     xa, dya = handle.to_device(x), handle.to_device(dy)
     ya, dxa = handle.to_device(np.full(y_desc.dims, np.nan, np.float32)), handle.empty(x_desc.dims)
-    ws = handle.empty((max(pooling_workspace_size(desc, y_desc) // 4, 1),), np.int32)
+    ws = handle.empty((max(pooling_workspace_size(desc, y_desc) // np.dtype(np.int32).itemsize, 1),), np.int32)
     forward = lambda: pooling_forward(handle, desc, 1.0, x_desc, xa, 0.0, y_desc, ya, True, ws)
     forward()
     geometry = (int(desc.mode), desc.window, desc.pads, desc.strides, desc.ceil_mode)

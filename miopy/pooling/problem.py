@@ -9,7 +9,7 @@ from typing import ClassVar
 from ..errors import check
 from ..solver import Registry
 from ..tensor import DataType, TensorDesc
-from .descriptor import PoolingDesc
+from .descriptor import INDEX_BYTES, PoolingDesc
 
 
 class Direction(enum.IntEnum):
@@ -94,5 +94,5 @@ class PoolingProblem:
     def bytes(self) -> int:
         """Bytes a kernel must move at least: read the input side once, write the output side once."""
         moved = self.x.element_count + self.y.element_count
-        indices = self.y.element_count * 4 if self.uses_indices else 0
+        indices = self.y.element_count * INDEX_BYTES if self.uses_indices else 0
         return moved * self.dtype.itemsize + indices

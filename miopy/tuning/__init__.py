@@ -1,6 +1,6 @@
 """Tuning: search strategies over a solver's grid, a runner that compiles in parallel and times on the
 device, a tuning log so runs resume, and the user perf DB as the destination of every verified winner."""
-from .compile import Compiler
+from .compile_ahead import Compiler
 from .runner import GuardedRunner, Measurement, ReplayRunner, TuneOptions
 from .space import SearchSpace
 from .strategies import STRATEGIES

@@ -1,6 +1,6 @@
 """Runners own timing; strategies only see a GuardedRunner.
 
-A runner's ``measure(points)`` yields one Measurement per point, in order. DeviceRunner (device.py)
+A runner's ``measure(points)`` yields one Measurement per point, in order. DeviceRunner (device_runner.py)
 compiles and times on a device; ReplayRunner serves recorded timings, so strategy logic is testable with no
 device. GuardedRunner wraps either: it serves points already recorded in the tuning log without measuring
 them again, and stops when the budget, the time limit or the patience is spent.

@@ -97,8 +97,8 @@ def _read_only(path: Path) -> sqlite3.Connection:
 def _perf_fault(row: tuple) -> str | None:
     """Why a perf row is not a record miopy would use: unparsable, or params that are not its solver's."""
     device, problem, solver, params, time_ms = row
-    parsed = db._parsed_params(params)
-    db._parsed_time(time_ms, 0.0)
+    parsed = db.rows._parsed_params(params)
+    db.rows._parsed_time(time_ms, 0.0)
     known = {s.id: s for s in registry.REGISTRY.ALL}
     if solver not in known or set(parsed) != set(known[solver].grid):
         return f"params {params} are not {solver}'s"
@@ -107,13 +107,13 @@ def _perf_fault(row: tuple) -> str | None:
 
 def _find_fault(rows: list[tuple]) -> str | None:
     for position, row in enumerate(rows):
-        db._find_record(position, row)
+        db.records._find_record(position, row)
     return None
 
 
 def _tuning_fault(row: tuple) -> str | None:
-    db._parsed_params(row[3])
-    db._parsed_time(row[4], 0.0)
+    db.rows._parsed_params(row[3])
+    db.rows._parsed_time(row[4], 0.0)
     return None
 
 
@@ -130,7 +130,7 @@ def _row_faults(path: Path) -> tuple[int, list[str]]:
     for table, key, fault_of, item in items:
         try:
             fault = fault_of(item)
-        except db._Malformed as exc:
+        except db.rows._Malformed as exc:
             fault = str(exc)
         if fault is None:
             whole += 1
@@ -150,8 +150,8 @@ def check_user_db(path: Path, handle) -> StoreCheck:
             integrity = [row[0] for row in conn.execute("PRAGMA integrity_check")]
             if integrity != ["ok"]:
                 return StoreCheck(0, (f"integrity_check: {integrity}",), temporaries)
-            db._schema_state(conn)
-    except (sqlite3.Error, db._Unusable) as exc:
+            db.schema._schema_state(conn)
+    except (sqlite3.Error, db.schema._Unusable) as exc:
         return StoreCheck(0, (f"{type(exc).__name__}: {exc}",), temporaries)
     whole, bad = _row_faults(path)
     return StoreCheck(whole, tuple(bad), temporaries)
@@ -193,9 +193,9 @@ STORES = {KERNEL_CACHE.name: KERNEL_CACHE, USER_DB.name: USER_DB}
 def reopen_dbs() -> None:
     """Close this process's DB connections and forget them, so the next DB call opens its files afresh, as
     a new process would."""
-    for store in db._STORES.values():
+    for store in db.store._STORES.values():
         store._close()
-    db._STORES.clear()
+    db.store._STORES.clear()
 
 
 def store_dir(root: Path, store: Store) -> Path:

@@ -61,7 +61,7 @@ HOW = """
   files that a killed writer of the same entry left. A cache directory that cannot be created or written
   (read-only, full, a path through a file) leaves miopy working from memory. Every fault is logged once
   per kind and cache directory (`miopy.log.warn_once`), never once per entry or call.
-- **User DB** (`miopy/db.py`, SQLite in WAL mode): every write is one transaction, so a writer killed
+- **User DB** (`miopy/db/`, SQLite in WAL mode): every write is one transaction, so a writer killed
   inside one leaves nothing of it; SQLite's locks die with their holder; a lock held by a live process is
   waited out (busy timeout, a few retries with backoff), then the write is a miss with one warning. A file
   is checked when a process opens it (SQLite `quick_check`, schema version, the columns of every table):

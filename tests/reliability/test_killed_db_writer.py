@@ -37,8 +37,8 @@ def _whole_db(path, handle) -> None:
 def test_writer_killed_inside_a_transaction(tmp_path, monkeypatch, caplog, handle, report):
     path = tmp_path / "user.db"
     monkeypatch.setenv("MIOPY_USER_DB_PATH", str(path))
-    monkeypatch.setattr(db, "BUSY_TIMEOUT_S", 0.1)
-    monkeypatch.setattr(db, "ATTEMPTS", 3)
+    monkeypatch.setattr(db.schema, "BUSY_TIMEOUT_S", 0.1)
+    monkeypatch.setattr(db.store, "ATTEMPTS", 3)
     caplog.set_level(logging.WARNING, logger="miopy")
     child = procs.start_worker("db-hang", {})
     try:

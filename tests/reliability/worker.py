@@ -222,7 +222,7 @@ def db_hang(handle, args: dict) -> dict:
         say("HANG")
         time.sleep(600)
 
-    db._transaction = stop_halfway
+    db.store._transaction = stop_halfway
     db.find_db().put(DB_DEVICE, "killed", ranking(1))
     return {"calls": 2, "failures": ["did not hang"]}
 

@@ -12,9 +12,9 @@ from miopy.conv.solvers import im2col_gemm
 from miopy.conv.solvers.gemm_1x1 import ConvGemm1x1
 from miopy.conv.solvers.im2col_gemm import ConvIm2colGemm
 from miopy.find import find_problem
-from miopy.gemm import GemmShape, IndexMap, gemm_launch, split_reduce_launch
 from miopy.plan import Plan
 from miopy.solver import Solution
+from miopy.tiled_gemm import GemmShape, IndexMap, gemm_launch, split_reduce_launch
 from tests.helpers import check_solution, expected, make_problem, random_tensors, run_solution
 
 SMALL = {"TILE_M": 16, "TILE_N": 16, "WPT_M": 2, "WPT_N": 2, "K_BLK": 4, "SPLIT_K": 1}

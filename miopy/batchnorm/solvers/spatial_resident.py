@@ -4,6 +4,7 @@ from __future__ import annotations
 from ...device import DeviceInfo, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, ceil_div, require
+from ...tensor import FLOAT_BYTES
 from ..descriptor import BatchNormMode
 from ..problem import BatchNormProblem, BnDirection
 from .common import BACKWARD_SCALARS, FORWARD_SCALARS, BatchNormSolver, data_defines, optional_roles, stat_defines
@@ -46,7 +47,7 @@ class BatchNormSpatialResident(BatchNormSolver):
         wg, limit = params["WG"], MAX_ITEMS[problem.direction]
         if items(problem, wg) > limit:
             return f"{items(problem, wg)} values per work-item > {limit}"
-        return work_group_reason(dev, (wg,)) or local_memory_reason(dev, 2 * wg * 4)
+        return work_group_reason(dev, (wg,)) or local_memory_reason(dev, 2 * wg * FLOAT_BYTES)
 
     def default_params(self, problem: BatchNormProblem, dev: DeviceInfo) -> Params:
         """The smallest work-group holding the channel in DEFAULT_ITEMS per work-item, else the smallest valid."""

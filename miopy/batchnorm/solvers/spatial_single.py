@@ -4,6 +4,7 @@ from __future__ import annotations
 from ...device import DeviceInfo, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution
+from ...tensor import FLOAT_BYTES
 from ..descriptor import BatchNormMode
 from ..problem import BatchNormProblem, BnDirection
 from .common import BACKWARD_SCALARS, FORWARD_SCALARS, BatchNormSolver, data_defines, optional_roles, stat_defines
@@ -24,7 +25,7 @@ class BatchNormSpatialSingle(BatchNormSolver):
 
     def invalid_reason(self, problem: BatchNormProblem, params: Params, dev: DeviceInfo) -> str | None:
         return (super().invalid_reason(problem, params, dev) or work_group_reason(dev, (params["WG"],))
-                or local_memory_reason(dev, 2 * params["WG"] * 4))
+                or local_memory_reason(dev, 2 * params["WG"] * FLOAT_BYTES))
 
     def default_params(self, problem: BatchNormProblem, dev: DeviceInfo) -> Params:
         wg = 256 if problem.count >= 4096 else 64

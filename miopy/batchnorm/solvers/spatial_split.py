@@ -6,6 +6,7 @@ import numpy as np
 from ...device import DeviceInfo, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
 from ...solver import Arg, KernelLaunch, Params, Solution, round_up
+from ...tensor import FLOAT_BYTES
 from ..descriptor import BatchNormMode
 from ..problem import BatchNormProblem, BnDirection
 from .common import (
@@ -18,7 +19,7 @@ from .common import (
     stat_defines,
 )
 
-FLOAT = 4
+COUNT_BYTES = np.dtype(np.int32).itemsize   # the merge's per-item count (its mean and M2 are float)
 CHUNKS_GRID = (1024, 4096, 16384)
 GROUP_GRID = (0, 1, 2, 4, 8, 16, 32)   # channels per launch group; 0: all channels in one group
 UNUSED_FACTOR = np.float32(0.0)   # the merge of a backward updates no running statistics
@@ -50,7 +51,8 @@ class BatchNormSpatialSplit(BatchNormSolver):
         reason = super().invalid_reason(problem, params, dev)
         if reason is not None:
             return reason
-        reason = work_group_reason(dev, (params["WG"],)) or local_memory_reason(dev, 3 * params["WG"] * 4)
+        reason = (work_group_reason(dev, (params["WG"],))
+                  or local_memory_reason(dev, params["WG"] * (COUNT_BYTES + 2 * FLOAT_BYTES)))
         group, channels = params["GROUP"], problem.x.c
         if reason is None and group and (group >= channels or channels % group):
             reason = f"GROUP={group} is not a divisor of C={channels} below it (0 takes all channels)"
@@ -64,7 +66,7 @@ class BatchNormSpatialSplit(BatchNormSolver):
         return {"WG": wg, "CHUNK": chunk, "GROUP": 0}
 
     def workspace_bytes(self, problem: BatchNormProblem) -> int:
-        return FLOAT * (2 * problem.x.c * _chunks(problem.count, min(CHUNKS_GRID)) + PER_CHANNEL * problem.x.c)
+        return FLOAT_BYTES * (2 * problem.x.c * _chunks(problem.count, min(CHUNKS_GRID)) + PER_CHANNEL * problem.x.c)
 
     def solution(self, problem: BatchNormProblem, params: Params) -> Solution:
         wg, chunk, c = params["WG"], params["CHUNK"], problem.x.c

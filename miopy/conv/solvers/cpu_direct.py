@@ -9,8 +9,7 @@ from ...device import DeviceInfo, index_reason
 from ...kernel_cache import KernelSpec
 from ...solver import Arg, KernelLaunch, Params, Solution, require, require_none, round_up
 from ..problem import ConvProblem, Direction
-from ..solver import ConvSolver
-from .common import problem_defines
+from .common import ConvSolver, problem_defines
 
 KERNEL_FILE = "conv_cpu_direct.cl"
 PAD_FILE = "conv_cpu_pad.cl"

@@ -9,7 +9,7 @@ from ...device import DeviceInfo, index_reason
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
 from ..problem import ConvProblem, Direction
-from ..solver import ConvSolver
+from .common import ConvSolver
 
 KERNEL_FILE = "conv_cpu_gemm.cl"
 MAX_VW = 16               # the grid's widest vector: channel padding is sized for it

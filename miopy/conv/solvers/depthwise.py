@@ -12,17 +12,14 @@ from ...device import (
 )
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
-from ...tensor import DataType
+from ...tensor import FLOAT_BYTES, DataType
 from ..problem import ConvProblem, Direction
-from ..solver import ConvSolver
-from .common import problem_defines, stride_defines
+from .common import ConvSolver, problem_defines, stride_defines
 
 KERNEL_FILE = "conv_depthwise.cl"
 MAX_TAPS = 64            # R*S filter values (and backward-weights sums) held in registers per work-item
 MAX_SPLIT = 128
 MIN_SPLIT_ROWS = 4       # backward-weights: rows (n, p) per split, at least
-PARTIAL_BYTES = 4        # backward-weights partial sums are float whatever the storage type
-LOCAL_BYTES = 4          # the staged input window is float whatever the storage type
 REDUCE_WG = 64
 
 
@@ -50,7 +47,7 @@ def window(p: ConvProblem, params: Params) -> tuple[int, int]:
 def max_split(p: ConvProblem) -> int:
     """Most work-groups per channel backward-weights may use on p (a power of two)."""
     cap = min(MAX_SPLIT, p.n * p.out_h // MIN_SPLIT_ROWS,
-              SPLIT_WORKSPACE_CAP // (PARTIAL_BYTES * p.k * p.r * p.s))
+              SPLIT_WORKSPACE_CAP // (FLOAT_BYTES * p.k * p.r * p.s))
     return 1 << (max(cap, 1).bit_length() - 1)
 
 
@@ -117,7 +114,7 @@ class ConvDepthwise(ConvSolver):
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
         split = max_split(problem) if problem.direction is Direction.BACKWARD_WEIGHTS else 1
-        return PARTIAL_BYTES * split * problem.k * problem.r * problem.s if split > 1 else 0
+        return FLOAT_BYTES * split * problem.k * problem.r * problem.s if split > 1 else 0
 
     def solution(self, problem: ConvProblem, params: Params, epilogue=None) -> Solution:
         defines = {**problem_defines(problem), **stride_defines(problem), **problem.dtype.defines,
@@ -166,7 +163,7 @@ def _tile_reason(problem: ConvProblem, params: Params, dev: DeviceInfo) -> str |
     reason = work_group_reason(dev, (params["WG_X"], params["WG_Y"]))
     if reason is None and params["USE_LOCAL"]:
         span_h, span_w = window(problem, params)
-        reason = local_memory_reason(dev, LOCAL_BYTES * span_h * (span_w + 1), groups_per_unit=2)
+        reason = local_memory_reason(dev, FLOAT_BYTES * span_h * (span_w + 1), groups_per_unit=2)
     return reason
 
 
@@ -182,7 +179,7 @@ def _wgrad_reason(problem: ConvProblem, params: Params, dev: DeviceInfo) -> str 
         return "2^31 work-items or more"
     wg = params["WG_X"]
     return (work_group_reason(dev, (wg,))
-            or local_memory_reason(dev, PARTIAL_BYTES * problem.r * problem.s * wg))
+            or local_memory_reason(dev, FLOAT_BYTES * problem.r * problem.s * wg))
 
 
 # -- default params ---------------------------------------------------------------------------------------

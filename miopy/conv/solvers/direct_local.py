@@ -16,9 +16,9 @@ from ...device import (
 from ...device import sum_steps as device_sum_steps
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, require, require_none, round_up
+from ...tensor import FLOAT_BYTES
 from ..problem import ConvProblem, Direction
-from ..solver import ConvSolver
-from .common import problem_defines, stride_defines
+from .common import ConvSolver, problem_defines, stride_defines
 
 KERNEL_FILE = "conv_direct_local.cl"
 LOCAL_PAD = 4                 # floats of padding per local-memory row (bank spread, keeps float4 alignment)
@@ -39,7 +39,7 @@ class ImplicitGemm:
 
 
 def gemm_shape(p: ConvProblem) -> ImplicitGemm:
-    """Per-group GEMM sizes of p's direction (see direct_local.cl for the index mapping)."""
+    """Per-group GEMM sizes of p's direction (see conv_direct_local.cl for the index mapping)."""
     crs, krs = p.c_per_group * p.r * p.s, p.k_per_group * p.r * p.s
     if p.direction is Direction.FORWARD:
         return ImplicitGemm(p.k_per_group, p.n * p.out_h * p.out_w, crs)
@@ -64,7 +64,7 @@ def max_split(p: ConvProblem) -> int:
     """Most partial sums backward-weights may use on p (a power of two; 1 for the other directions)."""
     if p.direction is not Direction.BACKWARD_WEIGHTS:
         return 1
-    cap = min(MAX_SPLIT, gemm_shape(p).k // MIN_SPLIT_CHUNK, SPLIT_WORKSPACE_CAP // (4 * p.w.element_count))
+    cap = min(MAX_SPLIT, gemm_shape(p).k // MIN_SPLIT_CHUNK, SPLIT_WORKSPACE_CAP // (FLOAT_BYTES * p.w.element_count))
     return _pow2_floor(max(cap, 1))
 
 
@@ -92,7 +92,7 @@ def split_chunk(p: ConvProblem, split: int, k_blk: int, terms: int | None = None
 def local_bytes(params: Params) -> int:
     """Local memory of one work-group: K_BLK rows of the A and B tiles, padded, once or twice."""
     rows = params["K_BLK"] * (params["M_DIM"] * params["M_PER"] + params["N_DIM"] * params["N_PER"] + 2 * LOCAL_PAD)
-    return 4 * rows * (2 if params["DOUBLE_BUF"] else 1)
+    return FLOAT_BYTES * rows * (2 if params["DOUBLE_BUF"] else 1)
 
 
 def _pow2_floor(value: int) -> int:
@@ -167,7 +167,7 @@ class ConvDirectLocal(ConvSolver):
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
         split = max_split(problem)
-        return 4 * split * problem.w.element_count if split > 1 else 0
+        return FLOAT_BYTES * split * problem.w.element_count if split > 1 else 0
 
     def solution(self, problem: ConvProblem, params: Params, epilogue=None) -> Solution:
         shape, split = gemm_shape(problem), params["SPLIT"]

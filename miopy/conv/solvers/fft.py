@@ -27,11 +27,12 @@ from dataclasses import dataclass
 from ...device import DeviceInfo, index_reason, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, ceil_div, require, require_none, round_up
+from ...tensor import FLOAT_BYTES
+from ..geometry import FFT_SIZES, plane_size
 from ..problem import ConvProblem, Direction
-from ..solver import ConvSolver
-from .winograd import FLOAT_BYTES, WinogradTiling
+from .common import ConvSolver
+from .winograd import WinogradTiling
 
-SIZES = (8, 16, 32)     # FFT plane sizes (the kernels' twiddle table stops at 32)
 TRANSFORM_WG = 128      # work-items per transform work-group: planes of L/2 work-items each
 PAD = 32                # every GEMM dimension is padded to a multiple of this (GEMM blocks divide it)
 MIN_FILTER = 5          # smaller filters are left to Winograd / direct (fewer multiplies per output)
@@ -204,18 +205,6 @@ class FFTLayout:
         return KernelLaunch(spec, (groups * self.work_group, self.out.rows), (self.work_group, 1), args)
 
 
-def plane_size(p: ConvProblem) -> int:
-    """The smallest FFT plane (a power of two, at least 8) on which the cyclic correlation of the problem's
-    forward-equivalent geometry (backward-data: dy with padding r - 1 - pad) is exact: no output reads a
-    wrapped input element that holds data, and the outputs are distinct; 0 above 32."""
-    if p.direction is Direction.BACKWARD_DATA:
-        dims = ((p.out_h, p.in_h, p.r - 1 - p.pad_h, p.r), (p.out_w, p.in_w, p.s - 1 - p.pad_w, p.s))
-    else:
-        dims = ((p.in_h, p.out_h, p.pad_h, p.r), (p.in_w, p.out_w, p.pad_w, p.s))
-    need = max(max(i + max(pad, 0), o - pad + r - 1, o, i) for i, o, pad, r in dims)
-    return next((size for size in SIZES if size >= need), 0)
-
-
 class ConvFFT(ConvSolver):
     """FFT convolution: filters of 5 or more taps along an axis, stride 1, dilation 1, no groups, every
     direction, on planes (with their padding) of at most 32x32: AlexNet's and GoogLeNet's 5x5 layers.
@@ -248,7 +237,7 @@ class ConvFFT(ConvSolver):
         require((problem.stride_h, problem.stride_w) == (1, 1), f"stride {problem.conv.stride} is not 1x1")
         require((problem.dil_h, problem.dil_w) == (1, 1), f"dilation {problem.conv.dilation} is not 1x1")
         require(problem.groups == 1, "grouped convolution is not implemented")
-        require(plane_size(problem) > 0, f"the padded planes exceed {SIZES[-1]}x{SIZES[-1]}")
+        require(plane_size(problem) > 0, f"the padded planes exceed {FFT_SIZES[-1]}x{FFT_SIZES[-1]}")
         layout = FFTLayout.of(problem)
         require_none(work_group_reason(dev, (layout.work_group,)) or local_memory_reason(dev, layout.local_bytes))
         if layout.small_grids:

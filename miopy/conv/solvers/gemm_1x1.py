@@ -4,12 +4,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...device import DeviceInfo
-from ...gemm import GemmShape, IndexMap, gemm_launch, split_reduce_launch
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, require, round_up
 from ...tensor import DataType
+from ...tiled_gemm import GemmShape, IndexMap, gemm_launch, split_reduce_launch
 from ..problem import ConvProblem, Direction
-from .gemm import GemmSolver
+from .gemm_base import GemmSolver
 
 
 class ConvGemm1x1(GemmSolver):

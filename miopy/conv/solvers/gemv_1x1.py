@@ -6,8 +6,9 @@ from collections.abc import Iterator
 from ...device import DeviceInfo, index_reason, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, ceil_div, require, require_none
+from ...tensor import FLOAT_BYTES
 from ..problem import ConvProblem
-from ..solver import ConvSolver
+from .common import ConvSolver
 
 MAX_IMAGES = 64         # beyond, a tiled GEMM has work-groups enough and reuses each weight more often
 MAX_OUTS = 32           # ROWS x images per group: partial sums in registers, and local memory per work-item
@@ -17,7 +18,6 @@ DEFAULT_GROUPS = (1, 2, 4, 8, 16)   # the defaults leave a 32-wide SIMD unit at 
 MIN_LANES = 8           # work-items of an image group along C (fewer: long C sums on few work-items)
 MAX_STAGE_REGS = 8      # float4s of the next weight tile each work-item holds in flight
 STAGE_DEFAULT_REGS = 2  # the default's: 32 distinct bytes in flight per work-item (best of 2/4/8 on an H100)
-FLOAT_BYTES = 4         # the partial sums are float whatever the storage type
 
 
 def images_per_group(n: int, image_groups: int) -> int:

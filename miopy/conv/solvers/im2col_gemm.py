@@ -4,13 +4,13 @@ from __future__ import annotations
 import numpy as np
 
 from ...device import SPLIT_WORKSPACE_CAP, DeviceInfo
-from ...gemm import PARTIAL_BYTES, GemmShape, IndexMap, gemm_launch, split_reduce_launch
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, require, round_up
 from ...tensor import DataType
+from ...tiled_gemm import PARTIAL_BYTES, GemmShape, IndexMap, gemm_launch, split_reduce_launch
 from ..problem import ConvProblem, Direction
 from .common import problem_defines
-from .gemm import GemmSolver
+from .gemm_base import GemmSolver
 
 COLUMN_CAP_BYTES = SPLIT_WORKSPACE_CAP   # column matrix size above which images are processed in chunks
 

@@ -5,8 +5,7 @@ from ...device import INT_LIMIT, DeviceInfo, index_reason, work_group_reason
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, round_up
 from ..problem import ConvProblem, Direction
-from ..solver import ConvSolver
-from .common import problem_defines, stride_defines
+from .common import ConvSolver, problem_defines, stride_defines
 
 _KERNELS = {
     Direction.FORWARD: ("naive_fwd", ("x", "w", "y")),

@@ -3,7 +3,7 @@
 1. ``wino_filter_transform``: U = G g G^T for every filter pair (the 180-degree rotation and channel swap
    of backward-data happen in its addressing);
 2. ``wino_input_transform``: V = B^T d B for every (ALPHA x ALPHA input patch, channel);
-3. ``wino_gemm`` (winograd_gemm.cl): ALPHA^2 independent GEMMs M[xi] = U[xi]^T V[xi], (out channels x
+3. ``wino_gemm`` (conv_winograd_gemm.cl): ALPHA^2 independent GEMMs M[xi] = U[xi]^T V[xi], (out channels x
    in channels) times (in channels x tiles), tiled through local memory and register-blocked;
 4. ``wino_output_transform``: y = A^T M A per tile, clipped at the edges, with the epilogue hook.
 
@@ -31,16 +31,15 @@ from ...device import (
 )
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, ceil_div, require, require_none, round_up
-from ...tensor import DataType
+from ...tensor import FLOAT_BYTES, DataType
 from ..problem import ConvProblem, Direction
-from ..solver import ConvSolver
+from .common import ConvSolver
 
 MAX_TILE = 128        # largest TILE_M / TILE_N of the grid: workspace padding, so it never depends on params
 MAX_K_BLK = 16        # largest K_BLK of the grid: the reduction axis is padded (with zeros) to a multiple
 TRANSFORM_WG = 64     # work-group size of the three transform kernels
 REGISTERS_PER_ITEM = 255       # most 32-bit registers one work-item may use (NVIDIA and AMD GPUs)
 REGISTERS_PER_GROUP = 65536    # register file one work-group may fill (an NVIDIA SM / AMD SIMD)
-FLOAT_BYTES = 4
 MAX_SPLIT = 64        # backward-weights: most partial sums of dU (the grid's largest SPLIT)
 MIN_SPLIT_CHUNK = 128 # backward-weights: tiles each partial sum covers, at least
 SUM_BLOCK = 64        # backward-weights: tiles summed in registers before they join the compensated running total

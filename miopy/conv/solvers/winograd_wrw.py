@@ -28,6 +28,7 @@ import numpy as np
 from ...device import DeviceInfo, accurate_split
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, require_none, round_up
+from ...tensor import FLOAT_BYTES
 from ..problem import ConvProblem, Direction
 from .winograd import (
     _FALLBACK_DEFAULTS,
@@ -93,7 +94,7 @@ class _ConvWinogradWrW(_ConvWinograd3x3):
         return next(dict(p) for p in candidates if self.is_valid(problem, p, dev))
 
     def workspace_bytes(self, problem: ConvProblem) -> int:
-        return WinogradLayout.of(problem, self.tile).offsets[3] * 4
+        return WinogradLayout.of(problem, self.tile).offsets[3] * FLOAT_BYTES
 
     def solution(self, problem: ConvProblem, params: Params, epilogue=None) -> Solution:
         plan, file, split = WinogradLayout.of(problem, self.tile), self.transform_file, params["SPLIT"]

@@ -5,7 +5,7 @@ from typing import Any
 
 from ...conv import REGISTRY as CONV_REGISTRY
 from ...conv.problem import Direction
-from ...conv.solver import ConvSolver
+from ...conv.solvers.common import ConvSolver
 from ...device import DeviceInfo, index_reason
 from ...solver import Params, Solution, Solver, require, require_none
 from ..problem import FusedProblem

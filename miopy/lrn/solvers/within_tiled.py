@@ -4,14 +4,13 @@ from __future__ import annotations
 from ...device import INT_LIMIT, DeviceInfo, index_reason, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, Solver, ceil_div, require, require_none
-from ...tensor import DataType
+from ...tensor import FLOAT_BYTES, DataType
 from ..descriptor import LRNMode
 from ..problem import LRNProblem
 from .common import kernel_args, kernel_defines, kernel_suffix
 
 TILE_W = 32       # a tile's width: one row of it is a coalesced run of 32 pixels
 MAX_WINDOW = 16   # window sides beyond this stage more halo than tile (LRNDirect then)
-FLOAT = 4
 
 
 def work_items(problem: LRNProblem, th: int) -> int:
@@ -46,7 +45,7 @@ class LRNWithinChannelTiled(Solver[LRNProblem]):
             return reason
         th, halo = params["TH"], problem.desc.n - 1
         return (work_group_reason(dev, (TILE_W * th,))
-                or local_memory_reason(dev, (TILE_W + halo) * (th + halo) * FLOAT))
+                or local_memory_reason(dev, (TILE_W + halo) * (th + halo) * FLOAT_BYTES))
 
     def default_params(self, problem: LRNProblem, dev: DeviceInfo) -> Params:
         """8 rows (256 work-items), or 4 where the plane is low."""

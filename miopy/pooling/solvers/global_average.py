@@ -4,11 +4,9 @@ from __future__ import annotations
 from ...device import INT_LIMIT, DeviceInfo, index_reason, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, Solver, require, require_none
-from ...tensor import DataType
+from ...tensor import FLOAT_BYTES, DataType
 from ..problem import Direction, PoolingProblem
 from .common import strides
-
-FLOAT_BYTES = 4   # the reduction accumulates in float whatever the storage type
 
 
 class PoolingGlobalAverage(Solver[PoolingProblem]):

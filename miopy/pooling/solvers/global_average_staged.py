@@ -5,11 +5,10 @@ from __future__ import annotations
 from ...device import INT_LIMIT, DeviceInfo, index_reason, local_memory_reason, work_group_reason
 from ...kernel_cache import KernelSpec
 from ...solver import KernelLaunch, Params, Solution, Solver, ceil_div, require, require_none
-from ...tensor import DataType
+from ...tensor import FLOAT_BYTES, DataType
 from ..problem import Direction, PoolingProblem
 from .common import strides
 
-FLOAT_BYTES = 4        # planes are staged and summed in float whatever the storage type
 MAX_PLANE = 1024       # larger planes give PoolingGlobalAverage's one work-group per plane enough to read
 DEFAULT_STAGE = 16384  # bytes of staged planes per work-group the default aims at (several groups per unit)
 

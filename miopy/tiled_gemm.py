@@ -1,4 +1,4 @@
-"""The shared SGEMM (kernels/gemm.cl): matrix shapes, tunable tiling, validity rules and launch builders.
+"""The shared tiled SGEMM (kernels/gemm.cl): matrix shapes, tunable tiling, validity rules and launch builders.
 
 Shared machinery that knows no family: a GEMM-based solver (convolution's 1x1 and im2col today) describes
 its matrix product as a ``GemmShape`` (sizes, layouts, batch, index maps) and turns it into kernel launches
@@ -23,7 +23,7 @@ from .device import (
 )
 from .kernel_cache import KernelSpec
 from .solver import KernelLaunch, Params, ceil_div, round_up
-from .tensor import DataType
+from .tensor import FLOAT_BYTES, DataType
 
 GEMM_GRID = {
     "TILE_M": (16, 32, 64, 128),
@@ -42,7 +42,7 @@ GEMM_PARAM_DOC = {
     "SPLIT_K": "work-groups sharing one C tile along the inner dimension (partials summed in fixed order)",
 }
 LOCAL_PAD = 4                          # floats of padding per local row (gemm.cl: LDS_A, LDS_B)
-PARTIAL_BYTES = DataType.FLOAT32.itemsize   # split partials are float whatever the data type
+PARTIAL_BYTES = FLOAT_BYTES            # split partials are float whatever the data type
 GPU_REGISTER_FILE = 65536              # 32-bit registers per compute unit (NVIDIA since Kepler, AMD CU)
 GPU_MAX_REGISTERS_PER_ITEM = 255
 REGISTER_OVERHEAD = 24                 # estimated registers beyond accumulators and operands
@@ -177,7 +177,8 @@ def _launch_grid_reason(shape: GemmShape, params: Params, dev: DeviceInfo) -> st
 
 
 def _local_memory_reason(shape: GemmShape, params: Params, dev: DeviceInfo) -> str | None:
-    return local_memory_reason(dev, 4 * params["K_BLK"] * (params["TILE_M"] + params["TILE_N"] + 2 * LOCAL_PAD))
+    floats = params["K_BLK"] * (params["TILE_M"] + params["TILE_N"] + 2 * LOCAL_PAD)   # gemm.cl's a_tile, b_tile
+    return local_memory_reason(dev, floats * FLOAT_BYTES)
 
 
 def _register_reason(shape: GemmShape, params: Params, dev: DeviceInfo) -> str | None:

@@ -12,7 +12,7 @@ from ..find import Timer, default_timer
 from ..handle import Handle
 from ..plan import Plan, plan_of
 from ..solver import Params, Problem, Solution, Solver
-from .compile import Build, Compiler
+from .compile_ahead import Build, Compiler
 from .runner import Measurement
 from .workload import Workload
 

@@ -1,4 +1,4 @@
-"""Compiling candidates ahead of timing, in parallel worker processes.
+"""Tuning's compile-ahead workers: compiling candidates ahead of timing, in parallel worker processes.
 
 Each worker (spawn context) first ties its life to the parent's (miopy.lifeline: it exits when the parent
 dies, SIGKILL included), then opens its own Handle on the tuning device, found again by platform and device
@@ -16,6 +16,13 @@ solution, whose ``wait()`` gives the build's outcome after its binaries were ado
 pool of threads of this process (where a driver loads a binary by compiling it again, NVIDIA's PTX, those
 loads overlap each other and the timing of earlier points), so a tuning run times point i while the
 workers build the points after it.
+
+Find compiles with another mechanism, miopy.find_compile_pool: long-lived ``python -m`` helper processes per
+handle that take single kernels over pipes while the calling thread compiles alongside, with no futures to
+pipeline (a find needs every candidate built before it times any) and no spawn (which would re-run an unguarded
+user script in each worker). This pool lives for one tuning run (a context manager), builds a grid point's
+whole solution per task, overlaps the builds with timing, and falls back to building in this process when its
+workers cannot start.
 """
 from __future__ import annotations
 
@@ -28,11 +35,9 @@ import threading
 import time
 from collections.abc import Sequence
 
-import pyopencl as cl
-
-from .. import compile_pool
 from ..errors import check
-from ..handle import Handle
+from ..handle import Handle, handle_at
+from ..handle import device_address as address_of
 from ..kernel_cache import KernelSpec
 from ..lifeline import die_with_parent, parent_token
 from ..log import warn_once
@@ -51,7 +56,7 @@ def default_jobs() -> int:
 
 def device_address(handle: Handle) -> tuple[int, int]:
     """(platform index, device index) of the handle's device, valid in any process on this machine."""
-    return compile_pool.device_address(handle.device)
+    return address_of(handle.device)
 
 
 def _open_device(address: tuple[int, int], parent: tuple[int, bool] | None = None) -> None:
@@ -59,8 +64,7 @@ def _open_device(address: tuple[int, int], parent: tuple[int, bool] | None = Non
     global _WORKER_HANDLE
     if parent is not None:
         die_with_parent(parent)
-    platform_index, device_index = address
-    _WORKER_HANDLE = Handle(device=cl.get_platforms()[platform_index].get_devices()[device_index])
+    _WORKER_HANDLE = handle_at(address)
 
 
 def _build(specs: tuple[KernelSpec, ...], send_binaries: bool) -> tuple[str | None, tuple[bytes, ...]]:

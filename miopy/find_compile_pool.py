@@ -1,9 +1,10 @@
-"""Compiling a find's cold kernels in helper processes, for drivers whose compiler does not run in parallel
-within one process (NVIDIA's OpenCL: a cold find compiled its candidates no faster in 12 threads than in one).
+"""Find's compile pool: a find's cold kernels compiled in helper processes, for drivers whose compiler does not
+run in parallel within one process (NVIDIA's OpenCL: a cold find compiled its candidates no faster in 12 threads
+than in one).
 
 A pool belongs to one Handle and starts on the first find that has kernels to compile. Its workers are plain
-``python -m miopy.compile_pool`` processes (not multiprocessing's spawn, which would re-run the caller's main
-script in each worker when it lacks an ``if __name__ == "__main__"`` guard, as an ordinary script calling
+``python -m miopy.find_compile_pool`` processes (not multiprocessing's spawn, which would re-run the caller's
+main script in each worker when it lacks an ``if __name__ == "__main__"`` guard, as an ordinary script calling
 ``convolution_forward`` does). Each opens its own context on the device, reads kernel specs from a pipe,
 builds them with its own kernel cache and sends back each program's binary (or only whether it built, where
 the driver keeps its own binary cache); the parent adopts the binaries into its handle's kernel cache. No
@@ -13,6 +14,13 @@ calling process would hold up the loads of the workers' programs there); whateve
 (it died, or its binary did not load) is built in the calling thread at the end. Workers exit when their pipe
 closes: after IDLE_S without a build (each worker holds a context on the device), when the handle is
 collected, or when the parent dies.
+
+Tuning compiles with another mechanism, miopy.tuning.compile_ahead: a process pool that lives for one tuning
+run, builds whole solutions (a grid point's launches) ahead of the point being timed and hands back futures,
+so timing and compiling overlap (pipelining). It may use multiprocessing's spawn because ``miopy-tune`` and
+tuning scripts guard their main code. This pool instead serves find on any user's script, outlives one call
+(the handle's next find reuses the started workers), takes single kernels, and lets the caller compile
+alongside until a worker is ready: a find waits for all its kernels at once, so it has nothing to pipeline.
 """
 from __future__ import annotations
 
@@ -28,10 +36,8 @@ import weakref
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 
-import pyopencl as cl
-
 from . import config
-from .handle import Handle
+from .handle import Handle, device_address, handle_at
 from .kernel_cache import KernelSpec
 from .lifeline import die_with_parent
 
@@ -71,15 +77,6 @@ def pool_for(handle: Handle, jobs: int) -> CompilePool:
         return pool
 
 
-def device_address(device: cl.Device) -> tuple[int, int]:
-    """(platform index, device index) of device, valid in any process on this machine."""
-    for pi, platform in enumerate(cl.get_platforms()):
-        devices = platform.get_devices()
-        if device in devices:
-            return pi, devices.index(device)
-    raise LookupError(f"{device.name} is in no platform's device list")
-
-
 class _Worker:
     """One worker process and its two pipe ends (requests out, replies in)."""
 
@@ -88,7 +85,7 @@ class _Worker:
         from_child_r, from_child_w = os.pipe()
         package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # miopy importable there
         path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p)
-        command = [sys.executable, "-m", "miopy.compile_pool", str(address[0]), str(address[1]),
+        command = [sys.executable, "-m", "miopy.find_compile_pool", str(address[0]), str(address[1]),
                    str(int(send_binaries)), str(os.getpid()), str(to_child_r), str(from_child_w)]
         try:
             self.process = subprocess.Popen(command, pass_fds=(to_child_r, from_child_w), stdin=subprocess.DEVNULL,
@@ -295,7 +292,7 @@ def _serve(platform_index: int, device_index: int, send_binaries: bool, parent_p
     requests = Connection(rfd, writable=False)
     replies = Connection(wfd, readable=False)
     try:
-        handle = Handle(device=cl.get_platforms()[platform_index].get_devices()[device_index])
+        handle = handle_at((platform_index, device_index))
     except Exception as exc:  # reported as a failed start: the parent compiles alone
         replies.send(f"no device: {exc!r}")
         return 1

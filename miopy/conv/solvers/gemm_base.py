@@ -1,8 +1,9 @@
-"""GemmSolver: the base of convolution solvers whose work is one shared-GEMM shape (miopy.gemm)."""
+"""GemmSolver: the base of convolution solvers whose work is one shape of the shared tiled SGEMM (miopy.tiled_gemm)."""
 from __future__ import annotations
 
 from ...device import MAX_GRID_DIM, DeviceInfo, index_reason
-from ...gemm import (
+from ...solver import Params, ceil_div, require, require_none
+from ...tiled_gemm import (
     GEMM_GRID,
     GEMM_PARAM_DOC,
     GemmShape,
@@ -11,9 +12,8 @@ from ...gemm import (
     split_limit,
     split_workspace_bytes,
 )
-from ...solver import Params, ceil_div, require, require_none
 from ..problem import ConvProblem, Direction
-from ..solver import ConvSolver
+from .common import ConvSolver
 
 _MIN_TILE = min(GEMM_GRID["TILE_M"])
 
