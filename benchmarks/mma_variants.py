@@ -65,7 +65,7 @@ from miopy.conv.solvers import mma
 from miopy.conv.solvers.mma import _TILES, CP_ASYNC_PROBE, mma_k
 
 LOG_LINES = 40
-WG_PARAMS = mma.WGMMA_PARAMS   # the wg-* variants, benchmarks/wgmma_ab.py, wgmma_ptxas.py
+WG_PARAMS = mma.WGMMA_PARAMS   # the wg-* variants; experiments.wgmma_ab and wgmma_ptxas
 WG = {**WG_PARAMS, "*directions": "FB"}
 WGW = {**mma.WGMMA_W_PARAMS, "K_BLK": 32, "*pad_odd": True, "*directions": "W"}
 WGT = {**mma.WGMMA_W_PARAMS, "TRANSFORM_X": False, "PAD_DY": False, "K_BLK": 16, "*directions": "W"}
