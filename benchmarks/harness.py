@@ -39,12 +39,12 @@ RESULTS = ROOT / "benchmarks" / "results"
 WARMUP = 3
 ITERS = 20
 
-try:   # Boda's hybrid error |a - e| / (1 + |e|): miopy.accuracy on trees where conv.reference no longer has it
-    from miopy.accuracy import max_error
+# Boda's hybrid error |a - e| / (1 + |e|), which results record: miopy.accuracy's on trees where it lives there
+# (conv.reference re-exports it until the benchmarks import it from miopy.accuracy), conv.reference's before.
+try:
+    from miopy.accuracy import max_error  # noqa: F401 (re-exported: harness.max_error)
 except ImportError:
-    from miopy.conv.reference import max_error
-
-__all__ = ["max_error"]
+    from miopy.conv.reference import max_error  # noqa: F401
 
 
 # -- device time: OpenCL profiling events ---------------------------------------------------------------------
