@@ -9,7 +9,7 @@ repeated with new directories, medians reported:
 - warm: both as the cold run left them (a user's second run);
 - miopy cold, driver warm: a new miopy cache over the driver cache the cold run left (a test session).
 
-    python benchmarks/cache_start.py --repeat 3 --json benchmarks/results/pocl-cache-start.json
+    python -m benchmarks.cache_start --repeat 3 --json benchmarks/results/pocl-cache-start.json
 
 Writes the per-situation times, the programs compiled and served from disk, and the entry bytes on disk.
 """
@@ -25,7 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks import harness
+
+ROOT = harness.ROOT
 CHILD = """
 import json, time
 t0 = time.perf_counter()
@@ -79,18 +81,35 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json")
     args = ap.parse_args(argv)
-    result: dict = {"load_before": os.getloadavg(), "modes": {}}
+    result = harness.new_record(None, load_before=os.getloadavg(), modes={})
     for label, binaries in (("binaries", True), ("markers", False)):
         rounds = [one_round(binaries) for _ in range(args.repeat)]
-        result["device"] = rounds[0]["cold"]["device"]
+        result["meta"]["device_id"] = rounds[0]["cold"]["device"]   # the children's device (this process opens none)
+        result["meta"]["device"] = result["meta"]["device_id"].split("|")[1]
         result["modes"][label] = median_rows(rounds)
         for situation, row in result["modes"][label].items():
             print(f"{label:9s} {situation:24s} find {row['find_s']:7.2f} s  process {row['process_s']:7.2f} s  "
                   f"compiled={row['compiled']:.0f} disk_hits={row['disk_hits']:.0f}", flush=True)
     result["load_after"] = os.getloadavg()
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1))
+    harness.write_json(args.json, result)
     return 0
+
+
+def section(source: harness.Source) -> list[str]:
+    """The results pages' table of one run: find seconds of a new process in each situation, for binaries and
+    markers in miopy's cache (medians of the run's rounds)."""
+    modes = source.data["modes"]
+    labels = {"cold": "cold: both caches empty", "warm": "warm: both caches as the cold run left them",
+              "miopy cold, driver warm": "miopy's cache new, the driver's warm (a test session)"}
+    rows = [[labels.get(sit, sit)] + [f"{modes[m][sit]['find_s']:.2f} s" if m in modes else "-"
+                                      for m in ("binaries", "markers")] for sit in SITUATIONS]
+    rows.append(["bytes miopy stores"] + [f"{modes[m]['warm'].get('entry_bytes', 0):,} B" if m in modes else "-"
+                                          for m in ("binaries", "markers")])
+    lines = ["## Kernel cache at process start", "", f"`benchmarks.cache_start` ({source.link()}, "
+             f"{source.meta.get('device')}): a new process finds one small 3x3 convolution in all three directions "
+             "(normal find), with miopy's kernel cache storing program binaries or only markers (the driver keeping "
+             "the binaries); find seconds, medians of the run's rounds.", ""]
+    return lines + harness.md_table(["situation", "binaries", "markers"], rows) + [""]
 
 
 if __name__ == "__main__":

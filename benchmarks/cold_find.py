@@ -1,7 +1,7 @@
 """Cold versus warm find: the first find of one layer in a new process with empty caches, then again in a
 second process with the caches the first one left (kernel binaries, find DB, NVIDIA's JIT cache).
 
-    python benchmarks/cold_find.py --set resnet50 --layer l1.b --json out.json
+    python -m benchmarks.cold_find --set resnet50 --layer l1.b --json out.json
 """
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ import os
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks import harness
+
+ROOT = harness.ROOT
 CHILD = """
-import sys, time
+import json, sys, time
 t0 = time.perf_counter()
 import miopy
 from miopy.conv import networks
@@ -26,15 +27,15 @@ layer = next(l for l in networks.layer_set(sys.argv[1]) if l.name == sys.argv[2]
 found = find_problem(handle, layer.problem(networks.DEFAULT_BATCH[sys.argv[1]]), mode=sys.argv[3])
 t2 = time.perf_counter()
 s = handle.cache_stats()
-print(f"{t1 - t0:.3f} {t2 - t1:.3f} {found[0].solver_id} {int(found.from_db)} {s['compiled']} {s['disk_hits']}")
+print(json.dumps({"device": handle.info.name, "startup_s": t1 - t0, "find_s": t2 - t1, "solver": found[0].solver_id,
+                  "from_find_db": bool(found.from_db), "compiled": s["compiled"], "disk_hits": s["disk_hits"]}))
 """
 
 
 def run(set_name: str, layer: str, mode: str, env: dict) -> dict:
     out = subprocess.run([sys.executable, "-c", CHILD, set_name, layer, mode], env=env, capture_output=True,
-                         text=True, check=True, cwd=ROOT).stdout.split()
-    return {"mode": mode, "startup_s": float(out[0]), "find_s": float(out[1]), "solver": out[2],
-            "from_find_db": bool(int(out[3])), "compiled": int(out[4]), "disk_hits": int(out[5])}
+                         text=True, check=True, cwd=ROOT).stdout
+    return {"mode": mode, **json.loads(out.strip().splitlines()[-1])}
 
 
 def main(argv=None) -> int:
@@ -52,9 +53,21 @@ def main(argv=None) -> int:
     for r in rows:
         print(f"{r['process']:40s} find {r['find_s']:7.3f} s (startup {r['startup_s']:.2f} s) compiled={r['compiled']} "
               f"disk_hits={r['disk_hits']} from_find_db={r['from_find_db']} -> {r['solver']}")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"set": args.set, "layer": args.layer, "runs": rows}, indent=1))
+    record = harness.new_record(None, set=args.set, layer=args.layer, runs=rows)
+    record["meta"]["device"] = [r.pop("device") for r in rows][0]   # the children's device (this process opens none)
+    harness.write_json(args.json, record)
     return 0
+
+
+def section(source: harness.Source) -> list[str]:
+    """The results pages' table of one run: each process's find time, what it compiled and where it found it."""
+    data = source.data
+    lines = ["## Cold versus warm find", "", f"`benchmarks.cold_find` ({source.link()}, {source.meta.get('device')}): "
+             f"{data['set']} layer {data['layer']}, each line a new process.", ""]
+    lines += harness.md_table(["process", "find s", "compiled", "disk hits", "from find DB", "chosen"],
+                              [[r["process"], f"{r['find_s']:.3f}", r["compiled"], r["disk_hits"], r["from_find_db"],
+                                r["solver"]] for r in data["runs"]])
+    return lines + [""]
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 NVIDIA's JIT cache, user DB), finding every sampled layer once in normal mode (nothing served from a DB).
 A tiny find first pays the process's one-time costs, so each layer's time is its own.
 
-    python benchmarks/cold_find_sweep.py --per-set 4 --directions 1,2,4 --jobs 1,8 --json out.json
+    python -m benchmarks.cold_find_sweep --per-set 4 --directions 1,2,4 --jobs 1,8 --json out.json
 """
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks import harness
+
+ROOT = harness.ROOT
 CHILD = """
 import json, sys, time
 import miopy
@@ -33,14 +35,14 @@ for set_name, layer_name, d in json.loads(sys.argv[1]):
     t = time.perf_counter()
     found = find_problem(handle, problem, mode="normal", store=False)
     t = time.perf_counter() - t
-    print(json.dumps({"set": set_name, "layer": layer_name, "direction": d, "problem": problem.key(), "find_s": t,
+    print(json.dumps({"device": handle.info.name, "set": set_name, "layer": layer_name, "direction": d,
+                      "problem": problem.key(), "find_s": t,
                       "compiled": handle.cache_stats()["compiled"] - before, "winner": found[0].solver_id,
                       "rejected": getattr(found, "rejected", {})}), flush=True)
 """
 
 
 def sample(per_set: int, sets: list[str], directions: list[int]) -> list[tuple[str, str, int]]:
-    sys.path.insert(0, str(ROOT))
     from miopy.conv import networks
     out = []
     for name in sets:
@@ -79,21 +81,34 @@ def main(argv=None) -> int:
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     layers = sample(args.per_set, args.sets.split(","), [int(d) for d in args.directions.split(",")])
-    report = {"layers": len(layers), "configs": {}}
+    report = harness.new_record(None, layers=len(layers), configs={})
     configs = [("before", 1, args.before)] if args.before else []
     configs += [(f"jobs={j}", int(j), ROOT) for j in args.jobs.split(",")]
     for name, jobs, root in configs:
         rows = run(layers, jobs, args.timeout, root.resolve())
+        for r in rows:   # the children's device (this process opens none)
+            report["meta"]["device"] = r.pop("device", None) or report["meta"].get("device")
         times = [r["find_s"] for r in rows]
         summary = {"root": str(root), "finds": len(rows), "median_s": statistics.median(times) if times else None,
                    "worst_s": max(times) if times else None, "total_s": sum(times), "rows": rows}
         report["configs"][name] = summary
         print(f"{name}: {len(rows)}/{len(layers)} finds, median {summary['median_s']} s, worst "
               f"{summary['worst_s']} s, total {summary['total_s']:.1f} s", flush=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1))
+    harness.write_json(args.json, report)
     return 0
 
+
+
+def section(source: harness.Source) -> list[str]:
+    """The results pages' table of one sweep: each configuration's median, worst (which layer) and total find time."""
+    rows = []
+    for name, c in source.data["configs"].items():
+        worst = max(c["rows"], key=lambda r: r["find_s"], default=None)
+        where = f" ({worst['set']} {worst['layer']} F{worst['direction']})" if worst else ""
+        rows.append([name, f"{c['finds']} / {source.data['layers']}", harness.fmt(c["median_s"], ".2f"),
+                     harness.fmt(c["worst_s"], ".2f") + where, f"{c['total_s']:.1f}"])
+    return ([f"### {source.name}", "", f"{source.meta.get('device')}: `{source.meta.get('command', '-')}`.", ""]
+            + harness.md_table(["configuration", "finds", "median s", "worst s", "total s"], rows) + [""])
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -4,7 +4,7 @@ process, then all at once through the compile pool (processes) and through threa
 cold find slow, and whether compiling them side by side helps. Each mode starts from empty caches (miopy's,
 and NVIDIA's JIT cache through CUDA_CACHE_PATH), so run it as a fresh process per mode.
 
-    python3 benchmarks/compile_times.py --set vgg16 --layer conv1 -F 4 [--modes serial,processes,threads] \
+    python -m benchmarks.compile_times --set vgg16 --layer conv1 -F 4 [--modes serial,processes,threads] \
         [--dtype FP16] [--math tf32] [--json OUT]
 """
 from __future__ import annotations
@@ -18,7 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks import harness
+
+ROOT = harness.ROOT
 
 
 def child(set_name: str, layer_name: str, direction: int, mode: str, jobs: int, dtype: str, math: str) -> dict:
@@ -33,7 +35,7 @@ def child(set_name: str, layer_name: str, direction: int, mode: str, jobs: int, 
     layer = next(x for x in networks.layer_set(set_name) if x.name == layer_name)
     problem = layer.problem(networks.DEFAULT_BATCH[set_name], Direction(direction), dtype, math or None)
     specs = find_specs(handle, problem, _candidates(handle, problem, None, None)[0], with_reference=True)
-    out: dict = {"problem": problem.key(), "mode": mode, "kernels": len(specs)}
+    out: dict = {"device": handle.info.name, "problem": problem.key(), "mode": mode, "kernels": len(specs)}
     start = time.perf_counter()
     if mode == "serial":
         rows = []
@@ -76,10 +78,11 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             env = dict(os.environ, MIOPY_CACHE_DIR=f"{tmp}/cache", CUDA_CACHE_PATH=f"{tmp}/nv",
                        PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}")
-            done = subprocess.run([sys.executable, __file__, "--set", args.set, "--layer", args.layer, "-F",
+            done = subprocess.run([sys.executable, "-m", "benchmarks.compile_times", "--set", args.set, "--layer",
+                                   args.layer, "-F",
                                    str(args.F), "--jobs", str(args.jobs), "--dtype", args.dtype, "--math", args.math,
                                    "--child", mode],
-                                  env=env, capture_output=True, text=True)
+                                  env=env, capture_output=True, text=True, cwd=ROOT)
             if done.returncode:
                 results.append({"mode": mode, "error": done.stderr[-2000:]})
             else:
@@ -92,10 +95,27 @@ def main(argv=None) -> int:
             print(f"   {b['s']:6.2f} s {b.get('solver', b.get('by', ''))} {name}")
         if "error" in r:
             print(r["error"])
-    if args.json:
-        args.json.write_text(json.dumps({"layer": f"{args.set} {args.layer} F{args.F}", "results": results}, indent=1))
+    record = harness.new_record(None, layer=f"{args.set} {args.layer} F{args.F}", results=results)
+    record["meta"]["device"] = next((r.pop("device") for r in results if "device" in r), None)   # the children's
+    harness.write_json(args.json, record)
     return 0
 
+
+
+def section(source: harness.Source) -> list[str]:
+    """The results pages' table of one run: each mode's kernels and seconds, and the slowest builds."""
+    rows = []
+    for r in source.data["results"]:
+        slowest = "; ".join(f"{b['s']:.2f} s {b.get('solver') or b.get('by', '')} "
+                            f"{b['file'] + ':' + b['kernel'] if 'file' in b else b['kernel'].split(' ')[0]}"
+                            for b in r.get("builds", [])[:3])
+        rows.append([r["mode"], r.get("kernels", "-"), harness.fmt(r.get("total_s"), ".2f"),
+                     harness.fmt(r.get("start_s"), ".2f"), r.get("error", "")[:80] or slowest or "-"])
+    problem = next((r["problem"] for r in source.data["results"] if "problem" in r), "-")
+    return ([f"### {source.name}", "", f"{source.meta.get('device')}, {source.data['layer']} (`{problem}`): "
+             f"`{source.meta.get('command', '-')}`.", ""]
+            + harness.md_table(["mode", "kernels", "total s", "workers ready after s", "slowest builds"], rows)
+            + [""])
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -7,46 +7,37 @@ time (torch.nn.functional.conv2d / aten.convolution_backward on the same threads
 in interleaved rounds (wall clock around the call and a queue finish; medians), because the machine is
 shared. GFLOP/s are against a peak measured in the same run: PyTorch's large sgemm.
 
-    python benchmarks/cpu.py --json benchmarks/results/cpu-pocl.json [--batches 1,8] [--directions F,B,W]
+    python -m benchmarks.cpu --json benchmarks/results/pocl-cpu-vs-torch.json [--batches 1,8] [--directions F,B,W]
 
 Run it in a venv with torch (CPU) installed; tuning writes to a private user DB (a temporary directory),
-so the user's perf DB is untouched and "default" really means untuned.
+so the user's perf DB is untouched and "default" really means untuned. The results page is docs/results/cpu.md
+(`python -m benchmarks.report`).
 """
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import math
 import os
-import resource
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+import pyopencl as cl
 
-_TMP = tempfile.mkdtemp(prefix="miopy-cpu-bench-")
-os.environ.setdefault("MIOPY_USER_DB_PATH", os.path.join(_TMP, "user.db"))
-# PyTorch's OpenMP threads otherwise spin after each call and slow the PoCL threads timed next (and the
-# reverse): measured 2-20x distortions on the shared 2-core machine. Set before torch is imported.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import miopy
+from benchmarks import harness
+from benchmarks.torch_conv import LETTERS, device_buffers
+from benchmarks.torch_conv import torch_call as torch_conv_call
+from miopy.conv import reference, registry
+from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction
+from miopy.find import find_problem
+from miopy.plan import solution_plan
+from miopy.tensor import TensorDesc
+from miopy.tuning.runner import TuneOptions
+from miopy.tuning.tuner import tune_solver
 
-import pyopencl as cl  # noqa: E402
-
-import miopy  # noqa: E402
-from miopy.conv import reference, registry  # noqa: E402
-from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction  # noqa: E402
-from miopy.find import find_problem  # noqa: E402
-from miopy.plan import solution_plan  # noqa: E402
-from miopy.tensor import TensorDesc  # noqa: E402
-from miopy.tuning.runner import TuneOptions  # noqa: E402
-from miopy.tuning.tuner import tune_solver  # noqa: E402
-
-LETTERS = {"F": Direction.FORWARD, "B": Direction.BACKWARD_DATA, "W": Direction.BACKWARD_WEIGHTS}
 CPU_SOLVERS = ("ConvCpuDirect", "ConvCpuGemm")
 
 # (name, C, H, K, R, pad, stride, groups): the issue's seven layers first, then ResNet-50, VGG-16, MobileNet.
@@ -76,29 +67,7 @@ def make_problem(layer, n: int, direction: Direction) -> ConvProblem:
 def torch_call(problem: ConvProblem, t: dict):
     """A no-argument callable computing problem's direction with PyTorch on the host arrays t."""
     import torch
-    x, w, y = (torch.from_numpy(t[r]) for r in "xwy")
-    c = problem.conv
-    if problem.direction is Direction.FORWARD:
-        return lambda: torch.nn.functional.conv2d(x, w, None, c.stride, c.pad, c.dilation, c.groups)
-    mask = [problem.direction is Direction.BACKWARD_DATA, problem.direction is Direction.BACKWARD_WEIGHTS, False]
-    index = 0 if mask[0] else 1
-    return lambda: torch.ops.aten.convolution_backward(y, x, w, None, c.stride, c.pad, c.dilation, False, [0, 0],
-                                                       c.groups, mask)[index]
-
-
-def sgemm_peak_gflops(size: int = 2048, reps: int = 5) -> float:
-    """Best of reps PyTorch sgemms of size^3 (the machine's practical fp32 peak on these threads)."""
-    import torch
-    a, b = torch.randn(size, size), torch.randn(size, size)
-    a @ b
-    best = min(_wall(lambda: a @ b) for _ in range(reps))
-    return 2 * size**3 / best / 1e9
-
-
-def _wall(call) -> float:
-    t0 = time.perf_counter()
-    call()
-    return time.perf_counter() - t0
+    return torch_conv_call(problem, *(torch.from_numpy(t[r]) for r in "xwy"))
 
 
 class MiopyCall:
@@ -114,38 +83,17 @@ class MiopyCall:
         self.handle.finish()
 
 
-def _cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def interleaved_ms(calls: dict, rounds: int, iters: int) -> tuple[dict, dict]:
-    """Median wall time (ms) of each call, timed in rounds that alternate the calls; and the process CPU
-    time per call (ms, all threads), which other processes' load inflates far less than wall time."""
-    samples: dict = {name: [] for name in calls}
-    cpu: dict = {name: 0.0 for name in calls}
-    for call in calls.values():
-        call()
-    for _ in range(rounds):
-        for name, call in calls.items():
-            start = _cpu_s()
-            samples[name] += [_wall(call) * 1e3 for _ in range(iters)]
-            cpu[name] += (_cpu_s() - start) * 1e3 / (rounds * iters)
-    return {name: statistics.median(s) for name, s in samples.items()}, cpu
-
-
 def quick_timer(handle, plan, buffers) -> float:
     """find's timer with fewer runs (median of 3 after 1 warm-up): the slow GPU-shaped solvers dominate
     the benchmark's time otherwise, and a ranking by 10x or more needs no more."""
-    return handle.time_ms(lambda: plan.enqueue(buffers), warmup=1, iters=3)
+    return harness.device_ms(handle, lambda: plan.enqueue(buffers), warmup=1, iters=3)
 
 
 def run_case(handle, layer, n: int, direction: Direction, args, peak: float) -> dict:
     problem = make_problem(layer, n, direction)
     rng = np.random.default_rng(0)
     t = {r: rng.standard_normal(d.dims, dtype=np.float32) for r, d in problem.tensors().items()}
-    mf = cl.mem_flags
-    bufs = {r: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for r, a in t.items()}
+    bufs = device_buffers(handle, t)
     rec: dict = {"layer": layer[0], "n": n, "direction": direction.letter, "channels": min(layer[1], layer[3]),
                  "flops": problem.flops(), "key": problem.key()}
     t0 = time.perf_counter()
@@ -163,7 +111,7 @@ def run_case(handle, layer, n: int, direction: Direction, args, peak: float) -> 
         calls["tuned"] = MiopyCall(handle, problem, tuned[0], tuned[1], bufs)
         rec["tuned_solver"], rec["tuned_params"] = tuned
     calls["torch"] = torch_call(problem, t)
-    ms, cpu_ms = interleaved_ms(calls, args.rounds, args.iters)
+    ms, cpu_ms = harness.interleaved_ms(calls, args.rounds, args.iters)
     rec.update({f"{name}_cpu_ms": v for name, v in cpu_ms.items()})
     if "tuned" in ms and ms["tuned"] > ms["default"]:   # tuning keeps the find winner when it finds nothing faster
         ms["tuned"], rec["tuned_solver"], rec["tuned_params"] = ms["default"], best.solver_id, best.params
@@ -203,19 +151,15 @@ def _error(handle, problem: ConvProblem, call: MiopyCall, bufs: dict, t: dict) -
     out = np.empty_like(t[role])
     cl.enqueue_copy(handle.queue, out, bufs[role])
     handle.finish()
-    return reference.max_error(out, reference.solve(problem, t))
-
-
-def geomean(values) -> float:
-    values = list(values)
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+    return harness.max_error(out, reference.solve(problem, t))
 
 
 def summary(cases: list[dict]) -> dict:
     out = {}
     for group, letters in (("forward", "F"), ("backward", "BW")):
         sel = [c for c in cases if c["direction"] in letters and "torch_ms" in c]
-        out[group] = {"cases": len(sel), **{f"geomean_{kind}_{which}": geomean(c[f"{kind}_{which}"] for c in sel)
+        out[group] = {"cases": len(sel), **{f"geomean_{kind}_{which}": harness.geomean(c[f"{kind}_{which}"]
+                                                                                       for c in sel)
                                             for kind in ("ratio", "cpu_ratio") for which in ("default", "tuned")}}
     wide = [c for c in cases if c["channels"] >= 16 and c.get("find_mode") == "normal"]
     out["naive_won_at_16_channels_or_more"] = [f"{c['layer']} N={c['n']} {c['direction']}" for c in wide
@@ -231,22 +175,68 @@ def _print(rec: dict) -> None:
           f"load {rec['load']:.1f}", flush=True)
 
 
-def markdown(result: dict) -> str:
-    """The results as the table docs/cpu.md shows."""
-    lines = ["| layer | N | dir | find chose | default ms | tuned ms (solver) | PyTorch ms | default / PyTorch | "
-             "tuned / PyTorch | tuned GFLOP/s | CPU-time ratio tuned |", "|---" * 11 + "|"]
-    for c in result["cases"]:
-        lines.append(f"| {c['layer']} | {c['n']} | {c['direction']} | {c['find_winner']} | {c['default_ms']:.2f} | "
-                     f"{c['tuned_ms']:.2f} ({c.get('tuned_solver', c['find_winner'])}) | {c['torch_ms']:.2f} | "
-                     f"{c['ratio_default']:.2f} | {c['ratio_tuned']:.2f} | {c['tuned_gflops']:.0f} | "
-                     f"{c['cpu_ratio_tuned']:.2f} |")
-    return "\n".join(lines)
+# -- the results page (docs/results/cpu.md) ---------------------------------------------------------------------------
+def page(sources: list[harness.Source], out: Path) -> list[str]:
+    """docs/results/cpu.md: each run's geometric means and per-case table; then cache_start's results."""
+    from benchmarks import cache_start
+    lines = harness.page_head(
+        "CPU solvers on PoCL against PyTorch's CPU convolutions", sources,
+        "`benchmarks.cpu`: miopy and PyTorch's CPU convolutions (oneDNN) timed in one process, in interleaved rounds "
+        "(wall clock around the call and a queue finish, medians), the process CPU time per call beside the wall "
+        "time. \"default\": find's winner (normal find at N=1, the immediate-mode pick otherwise) with default "
+        "params; \"tuned\": the faster of that and the best of a few random grid points of each CPU solver. "
+        "Ratios: miopy / PyTorch time (lower is better). The CI machine's 2 cores are shared, so wall times are "
+        "noisy: the load average is recorded per case.")
+    for s in sources:
+        if "cases" in s.data:
+            lines += run_section(s)
+        else:
+            lines += cache_start.section(s)
+    return lines
+
+
+def run_section(source: harness.Source) -> list[str]:
+    data, cases = source.data, source.data["cases"]
+    lines = [f"## {source.name}", "", f"{source.meta.get('device')}, PyTorch {data.get('torch')} "
+             f"({data.get('torch_threads')} threads), tuning budget {data.get('budget')} points per solver, PyTorch "
+             f"sgemm {data.get('peak_gflops_torch_sgemm', float('nan')):.0f} GFLOP/s at the start (a measure of the "
+             "machine's load, not a peak).", "", "Geometric means of miopy / PyTorch time:", ""]
+    groups = [("forward", lambda c: c["direction"] == "F"), ("backward-data and backward-weights",
+                                                              lambda c: c["direction"] in "BW")]
+    for n in sorted({c["n"] for c in cases}):
+        groups += [(f"N={n} forward", lambda c, n=n: c["n"] == n and c["direction"] == "F"),
+                   (f"N={n} backward", lambda c, n=n: c["n"] == n and c["direction"] in "BW")]
+    table = []
+    for label, keep in groups:
+        sel = [c for c in cases if keep(c) and "torch_ms" in c]
+        if sel:
+            table.append([label, len(sel)] + [f"{harness.geomean(c[k] for c in sel):.2f}" for k in
+                                              ("ratio_default", "ratio_tuned", "cpu_ratio_default", "cpu_ratio_tuned")])
+    lines += harness.md_table(["", "cases", "default (wall)", "tuned (wall)", "default (CPU time)",
+                               "tuned (CPU time)"], table)
+    lines += ["", *harness.md_table(
+        ["layer", "N", "dir", "find chose", "default ms", "tuned ms (solver)", "PyTorch ms", "default / PyTorch",
+         "tuned / PyTorch", "tuned GFLOP/s", "CPU-time ratio tuned", "load"],
+        [[c["layer"], c["n"], c["direction"], c["find_winner"], f"{c['default_ms']:.2f}",
+          f"{c['tuned_ms']:.2f} ({c.get('tuned_solver', c['find_winner'])})", f"{c['torch_ms']:.2f}",
+          f"{c['ratio_default']:.2f}", f"{c['ratio_tuned']:.2f}", f"{c['tuned_gflops']:.0f}",
+          f"{c['cpu_ratio_tuned']:.2f}", harness.fmt(c.get("load"), ".1f")] for c in cases])]
+    naive = summary(cases)["naive_won_at_16_channels_or_more"]
+    return lines + ["", "The naive solver won normal find on " + (", ".join(naive) if naive else "none") +
+                    " of the layers with 16 channels or more.", ""]
+
+
+def setup_environment() -> None:
+    """A private user DB (tuning must not touch the user's, and "default" must mean untuned), and PyTorch's
+    OpenMP threads passive: otherwise they spin after each call and slow the PoCL threads timed next (and the
+    reverse; 2-20x distortions on the shared 2-core machine). Before torch is imported."""
+    os.environ.setdefault("MIOPY_USER_DB_PATH", os.path.join(tempfile.mkdtemp(prefix="miopy-cpu-bench-"), "user.db"))
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", required=True)
-    ap.add_argument("--report", action="store_true", help="print --json's results as a markdown table and exit")
     ap.add_argument("--batches", default="1,8")
     ap.add_argument("--directions", default="F,B,W")
     ap.add_argument("--layers", default="", help="comma-separated substrings of layer names (default: all)")
@@ -257,22 +247,16 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iters", type=int, default=3)
     args = ap.parse_args(argv)
-    if args.report:
-        result = json.loads(Path(args.json).read_text())
-        print(markdown(result))
-        print(json.dumps(summary(result["cases"]), indent=1))
-        return 0
     args.find_batches = {int(b) for b in args.find_batches.split(",") if b}
     subsets = dict(item.split(":") for item in args.batch_layers.split(",") if item)
+    setup_environment()
     import torch
     handle = miopy.Handle()
-    peak = sgemm_peak_gflops()
+    peak = harness.torch_sgemm_peak_gflops(torch)
     layers = [ly for ly in LAYERS if not args.layers or any(s in ly[0] for s in args.layers.split(","))]
-    result = {"device": handle.info.name, "device_id": handle.info.device_id, "torch": torch.__version__,
-              "torch_threads": torch.get_num_threads(), "peak_gflops_torch_sgemm": peak,
-              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "load_before": os.getloadavg(), "command": " ".join(sys.argv), "budget": args.budget,
-              "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "cases": []}
+    result = harness.new_record(handle, torch=torch.__version__, torch_threads=torch.get_num_threads(),
+                                peak_gflops_torch_sgemm=peak, load_before=os.getloadavg(), budget=args.budget,
+                                omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), cases=[])
     print(f"{handle.info.name}: torch sgemm peak {peak:.0f} GFLOP/s, load {os.getloadavg()}", flush=True)
     for n in map(int, args.batches.split(",")):
         chosen = [ly for ly in layers if str(n) not in subsets or any(s in ly[0] for s in subsets[str(n)].split("+"))]
@@ -283,10 +267,9 @@ def main(argv=None) -> int:
                 result["cases"].append(rec)
                 _print(rec)
                 result["summary"], result["load_after"] = summary(result["cases"]), os.getloadavg()
-                Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-                Path(args.json).write_text(json.dumps(result, indent=1, default=str))
-    result["peak_gflops_torch_sgemm_end"] = sgemm_peak_gflops()
-    Path(args.json).write_text(json.dumps(result, indent=1, default=str))
+                harness.write_json(args.json, result)
+    result["peak_gflops_torch_sgemm_end"] = harness.torch_sgemm_peak_gflops(torch)
+    harness.write_json(args.json, result)
     print(json.dumps(result["summary"], indent=1))
     return 0
 

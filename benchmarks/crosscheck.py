@@ -4,56 +4,23 @@ On a machine with PyTorch and CUDA the float64 reference is computed there (torc
 otherwise with miopy.reference on the host. Each solver runs with its find params (perf DB or default) on
 the same random inputs, its output poisoned first.
 
-    python benchmarks/crosscheck.py --sets alexnet --directions F,B,W
+    python -m benchmarks.crosscheck --sets alexnet --directions F,B,W
 """
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from miopy import Handle  # noqa: E402
-from miopy.conv import (  # noqa: E402
-    networks,
-    reference,
-    registry,  # noqa: E402
-)
-from miopy.conv.problem import (
-    OUTPUT_ROLE,  # noqa: E402
-    Direction,  # noqa: E402
-)
-from miopy.errors import MiopyError  # noqa: E402
-from miopy.find import params_for  # noqa: E402
-from miopy.plan import solution_plan as prepared_solution  # noqa: E402
-
-LETTERS = {"F": Direction.FORWARD, "B": Direction.BACKWARD_DATA, "W": Direction.BACKWARD_WEIGHTS}
-
-
-def torch_call(problem, x, w, y):
-    """A no-argument callable computing problem's direction with PyTorch on tensors x, w, y."""
-    import torch
-    c = problem.conv
-    if problem.direction is Direction.FORWARD:
-        return lambda: torch.nn.functional.conv2d(x, w, None, c.stride, c.pad, c.dilation, c.groups)
-    mask = [problem.direction is Direction.BACKWARD_DATA, problem.direction is Direction.BACKWARD_WEIGHTS, False]
-    return lambda: torch.ops.aten.convolution_backward(y, x, w, None, c.stride, c.pad, c.dilation, False, [0, 0],
-                                                       c.groups, mask)[0 if mask[0] else 1]
-
-
-def float64_reference(problem, t: dict) -> np.ndarray:
-    """The exact result in float64: on the GPU through torch when it is there, else on the host."""
-    try:
-        import torch
-        if not torch.cuda.is_available():
-            raise ImportError
-    except ImportError:
-        return reference.solve(problem, t)
-    x, w, y = (torch.from_numpy(t[r].astype(np.float64)).cuda() for r in "xwy")
-    return torch_call(problem, x, w, y)().cpu().numpy()
+from benchmarks import harness
+from benchmarks.torch_conv import LETTERS, device_buffers, float64_reference
+from miopy import Handle
+from miopy.conv import networks, reference, registry
+from miopy.conv.problem import OUTPUT_ROLE
+from miopy.errors import MiopyError
+from miopy.find import params_for
+from miopy.plan import solution_plan as prepared_solution
 
 
 def run(handle, solver, problem, t, bufs) -> np.ndarray:
@@ -71,20 +38,18 @@ def run(handle, solver, problem, t, bufs) -> np.ndarray:
 
 
 def check_layer(handle, layer, n, direction) -> list[tuple[str, float, float]]:
-    import pyopencl as cl
     problem = layer.problem(n, direction)
     rng = np.random.default_rng(1)
     t = {r: rng.standard_normal(d.dims, dtype=np.float32) for r, d in (("x", problem.x), ("w", problem.w),
                                                                       ("y", problem.y))}
-    mf = cl.mem_flags
-    bufs = {r: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for r, a in t.items()}
+    bufs = device_buffers(handle, t)
     expect = float64_reference(problem, t)
     rows = []
     for solver in registry.solvers():
         if not solver.is_applicable(problem, handle.info):
             continue
         try:
-            err = reference.max_error(run(handle, solver, problem, t, bufs), expect)
+            err = harness.max_error(run(handle, solver, problem, t, bufs), expect)
         except MiopyError as exc:
             print(f"  {solver.id}: {type(exc).__name__}: {exc}")
             continue

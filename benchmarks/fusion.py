@@ -3,29 +3,27 @@
 Fused: one FusionPlan (conv_forward -> bias_forward -> activation_forward(RELU)), compiled once (it times
 the applicable fused solvers and keeps the fastest). Unfused: find_convolution's fastest solver, then
 convolution_forward_bias and activation_forward as separate kernels (MIOpen's unfused sequence). Times
-are Handle.time_ms medians (5 profiled runs after 2 warm-ups) from the first kernel's start to the last's
+are harness.device_ms medians (profiled runs after warm-ups) from the first kernel's start to the last's
 end. Each row also records the fused output's largest hybrid difference from the unfused one.
 
-    python3 benchmarks/fusion.py --batch 16 --out benchmarks/results/fusion-h100.json
-    python3 benchmarks/fusion.py --batch 1 --shrink 8 --nets resnet50 --limit 2      # CPU smoke run
-    python3 benchmarks/fusion.py --layer 64,56,56,64,3,3,1,1                         # C,H,W,K,R,S,pad,stride
+    python -m benchmarks.fusion --batch 32 --out benchmarks/results/h200-fusion.json
+    python -m benchmarks.fusion --batch 1 --shrink 8 --nets resnet50 --limit 2      # CPU smoke run
+    python -m benchmarks.fusion --layer 64,56,56,64,3,3,1,1                         # C,H,W,K,R,S,pad,stride
 """
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import miopy  # noqa: E402
-from miopy import ActivationMode, ConvDesc, FusionPlan, OperatorArgs, TensorDesc  # noqa: E402
-from miopy.conv import networks, reference  # noqa: E402
-from miopy.conv.networks import Layer  # noqa: E402
+import miopy
+from benchmarks import harness
+from miopy import ActivationMode, ConvDesc, FusionPlan, OperatorArgs, TensorDesc
+from miopy.conv import networks
+from miopy.conv.networks import Layer
 
 NETWORKS = {"resnet50": networks.RESNET50, "vgg16": networks.VGG16}
 
@@ -83,10 +81,10 @@ def measure(handle: miopy.Handle, net: str, layer: Layer, batch: int) -> dict:
     case = Case(handle, layer, batch)
     fused, fused_id = case.fused()
     conv, unfused, conv_id = case.unfused()
-    fused_ms, unfused_ms, conv_ms = (handle.time_ms(f) for f in (fused, unfused, conv))
+    fused_ms, unfused_ms, conv_ms = (harness.device_ms(handle, f) for f in (fused, unfused, conv))
     fused(), unfused()
     handle.finish()
-    diff = reference.max_error(case.y_fused.get(), case.y_unfused.get())
+    diff = harness.max_error(case.y_fused.get(), case.y_unfused.get())
     flops = 2 * np.prod(case.y_desc.dims) * layer.c * layer.r * layer.s
     return {"net": net, **asdict(layer), "n": batch, "fused_solver": fused_id, "conv_solver": conv_id,
             "fused_ms": fused_ms, "unfused_ms": unfused_ms, "conv_only_ms": conv_ms,
@@ -127,12 +125,29 @@ def main(argv: list[str] | None = None) -> int:
         print_row(row)
         rows.append(row)
     if a.out:
-        a.out.parent.mkdir(parents=True, exist_ok=True)
-        info = {"device": handle.info.name, "device_id": handle.info.device_id, "miopy": miopy.__version__,
-                "batch": a.batch, "shrink": a.shrink, "rows": rows}
-        a.out.write_text(json.dumps(info, indent=1, default=float))
+        harness.write_json(a.out, harness.new_record(handle, batch=a.batch, shrink=a.shrink, rows=rows))
         print(f"wrote {a.out}")
     return 0
+
+
+def page(sources: list[harness.Source], out: Path) -> list[str]:
+    """docs/results/fusion.md: each run's fused against unfused times per layer and the geometric-mean speedup."""
+    lines = harness.page_head(
+        "Fusion: conv + bias + ReLU, fused against unfused", sources,
+        "One FusionPlan (conv, bias, ReLU in one kernel, the fastest applicable fused solver) against the fastest "
+        "found convolution followed by separate bias and ReLU kernels (MIOpen's unfused sequence). Times are medians "
+        "of profiled runs from the first kernel's start to the last's end.")
+    for s in sources:
+        data = s.data
+        rows = [r for r in data["rows"] if "error" not in r]
+        lines += [f"## {s.meta['device']}, batch {data['batch']}", ""]
+        lines += harness.md_table(
+            ["net", "layer", "fused ms", "unfused ms", "conv alone ms", "speedup", "fused solver"],
+            [[r["net"], r["name"], f"{r['fused_ms']:.3f}", f"{r['unfused_ms']:.3f}", f"{r['conv_only_ms']:.3f}",
+              f"{r['speedup']:.2f}x", r["fused_solver"]] for r in rows]
+            + [[r["net"], r["name"], f"error: {r['error']}", "", "", "", ""] for r in data["rows"] if "error" in r])
+        lines += ["", f"Geometric-mean speedup: {harness.geomean(r['speedup'] for r in rows):.2f}x.", ""]
+    return lines
 
 
 if __name__ == "__main__":

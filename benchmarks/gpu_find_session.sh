@@ -8,7 +8,7 @@ BUILD=${1:-240}; PER_SET=${2:-1}; JOBS=${3:-1,12}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
 BEFORE=(); [ -d _before/miopy ] && BEFORE=(--before _before)
-python3 benchmarks/cold_find_sweep.py --per-set "$PER_SET" --directions 1,2,4 --jobs "$JOBS" "${BEFORE[@]}" \
+python3 -m benchmarks.cold_find_sweep --per-set "$PER_SET" --directions 1,2,4 --jobs "$JOBS" "${BEFORE[@]}" \
     --timeout 45 --json "$OUT/cold_find_gpu.json" > "$OUT/cold_find.log" 2>&1
 cp miopy/data/system_perf.db "$OUT/system_perf.db"
 [ "$BUILD" -gt 30 ] && MIOPY_CACHE_DIR=/tmp/mc_build timeout "$BUILD" python3 -m miopy.cli.build_system_db --find \

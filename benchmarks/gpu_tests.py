@@ -1,6 +1,6 @@
 """The whole test suite, the fault suite's report, the big-memory tensors and the slow fuzzing, on one device.
 
-    python3 benchmarks/gpu_tests.py --out DIR [--parts suite,bigmem,slow] [--workers 12]
+    python -m benchmarks.gpu_tests --out DIR [--parts suite,bigmem,slow] [--workers 12]
 
 Each part is one pytest run on the default device (NVIDIA's OpenCL on the GPU machine, through
 benchmarks/gpu_tests.sh; PoCL here):
@@ -11,14 +11,13 @@ benchmarks/gpu_tests.sh; PoCL here):
   slow    fuzzing at scale: 1000 bad inputs per public call (-m slow)
 Every part writes the fault suite's rows (MIOPY_RELIABILITY_REPORT) and its counts. DIR receives
 gpu-tests-<device>.json (device, per part: passed / failed / skipped / deselected, seconds, the failed tests,
-the command) and reliability-<device>.json (the fault table's column for tests/reliability/report.py), merged
-with what earlier runs of other parts left there, and each part's pytest log. Exit status: 0 when every part
-run passed.
+the command) and reliability-<device>.json (the fault table's column of docs/results/reliability.md:
+benchmarks.reliability), merged with what earlier runs of other parts left there, and each part's pytest log.
+Exit status: 0 when every part run passed. The tests run as pytest subprocesses; nothing here imports tests/.
 """
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import re
@@ -28,10 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks import harness
+from benchmarks import reliability as report
 
-from tests.reliability import report  # noqa: E402
+ROOT = harness.ROOT
 
 SUITE = ["-m", "not slow and not bigmem"]
 MMA_TESTS = "tests/solvers/test_mma.py"
@@ -118,7 +117,7 @@ def merge(path: Path, new: dict) -> dict:
     if path.is_file():
         old = json.loads(path.read_text())
         new = {**old, **new, "parts": {**old.get("parts", {}), **new["parts"]}}
-    path.write_text(json.dumps(new, indent=1) + "\n")
+    harness.write_json(path, new)
     return new
 
 
@@ -149,20 +148,20 @@ def main(argv=None) -> int:
                 summaries[name] = report.load_summary(summary)
             except FileNotFoundError:
                 print(f"gpu_tests: {name} wrote no fault-suite rows", flush=True)
+    meta = {**harness.run_meta(), "device": label, "device_id": dev["device_id"]}
     record = merge(args.out / f"gpu-tests-{report.slug(label)}.json",
-                   {"device": label, "device_info": dev,
-                    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                    "parts": results})
+                   {"meta": meta, "device": label, "device_info": dev, "parts": results})
     if summaries:
         reliability = args.out / f"reliability-{report.slug(label)}.json"
         earlier = json.loads(reliability.read_text()) if reliability.is_file() else None
         # the fault suite's seconds per part, this run's replacing an earlier run's of the same part
         part_seconds = {**(earlier or {}).get("part_seconds", {}),
                         **{name: s["seconds"] for name, s in summaries.items()}}
-        data = {"device": label, "seconds": round(sum(part_seconds.values()), 1), "part_seconds": part_seconds,
+        data = {"meta": meta, "device": label, "seconds": round(sum(part_seconds.values()), 1),
+                "part_seconds": part_seconds,
                 "outcomes": report.merge_runs([earlier, *summaries.values()] if earlier else list(summaries.values())),
                 "runs": record["parts"]}
-        reliability.write_text(json.dumps(data, indent=1) + "\n")
+        harness.write_json(reliability, data)
         print(f"gpu_tests: wrote {reliability}")
     ok = all(r["status"] == 0 for r in results.values())
     print(f"gpu_tests: {'all parts passed' if ok else 'FAILURES: see the logs in ' + str(args.out)}")

@@ -4,13 +4,13 @@
 # repository with .whl/ carried (../shared/fetch_gpu_wheels.sh fills it on the CPU machine):
 #
 #     benchmarks/gpu_tests.sh [OUT_DIR] [PARTS]       # defaults: $OUT (the device tool's) or benchmarks/results;
-#                                                     # PARTS suite,bigmem,slow (see benchmarks/gpu_tests.py)
+#                                                     # PARTS suite,bigmem,slow (see benchmarks.gpu_tests)
 #
 # It installs the wheels the machine lacks into a private directory, names NVIDIA's OpenCL library in an ICD
 # file of its own (GPU_NOTES.md), keeps miopy's caches and DBs in temporary directories, and runs
-# benchmarks/gpu_tests.py. OUT_DIR receives gpu-tests-<device>.json (counts, device, times), the fault
+# python -m benchmarks.gpu_tests. OUT_DIR receives gpu-tests-<device>.json (counts, device, times), the fault
 # suite's reliability-<device>.json and each part's log. Back on the CPU machine, copy the two JSON files into
-# benchmarks/results/ and run `python3 tests/reliability/report.py --render` for the GPU column.
+# benchmarks/results/ (name them in benchmarks/results/catalog.json) and run `python -m benchmarks.report`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-benchmarks/results}}
@@ -28,4 +28,4 @@ if [ -e /dev/nvidia0 ] && [ -z "${OCL_ICD_VENDORS:-}" ]; then
 fi
 mkdir -p "$work/db" "$out"
 export MIOPY_CACHE_DIR="$work/cache" MIOPY_USER_DB_PATH="$work/db/user.db"
-python3 benchmarks/gpu_tests.py --out "$out" --parts "$parts"
+python3 -m benchmarks.gpu_tests --out "$out" --parts "$parts"

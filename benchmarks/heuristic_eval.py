@@ -3,16 +3,16 @@
 layer, each layer's three directions together; each fold's model fitted by heuristic_training.fit, the shipped
 procedure, on the other folds alone). Optionally fits on every record and writes the model.
 
-    python benchmarks/heuristic_eval.py --db miopy/data/system_perf.db [--device NAME] \\
+    python -m benchmarks.heuristic_eval --db miopy/data/system_perf.db [--device NAME] \\
         [--out miopy/data/heuristic_pocl_cpu.json --match pthread] [--json out.json]
 """
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from benchmarks import harness
 from miopy.conv import heuristic, heuristic_model, heuristic_training, registry
 
 
@@ -50,17 +50,30 @@ def main(argv=None) -> int:
         trained = heuristic_training.fit(records, (args.match or args.device or "").split(","))
         heuristic_model.write_model(trained, args.out)
         print(f"wrote {args.out}: {trained.trained_on} problems, solvers {sorted(trained.solvers)}")
-    if args.json:
-        args.json.write_text(json.dumps({"db": str(args.db), "device": args.device, "shape_rule": shape,
-                                         "model_held_out": model,
-                                         "model_held_out_splits": [{k: v for k, v in q.items() if k != "worst_cases"}
-                                                                   for q in splits],
-                                         "model_held_out_mean_of_splits": mean,
-                                         "features": len(heuristic_model.FEATURES),
-                                         "format": heuristic_model.FORMAT, "members": list(heuristic_training.GRID)},
-                                        indent=1))
+    record = harness.new_record(
+        None, db=str(args.db), match=args.device, shape_rule=shape, model_held_out=model,
+        model_held_out_splits=[{k: v for k, v in q.items() if k != "worst_cases"} for q in splits],
+        model_held_out_mean_of_splits=mean, features=len(heuristic_model.FEATURES), format=heuristic_model.FORMAT,
+        members=list(heuristic_training.GRID))
+    record["meta"]["device"] = f"find records of devices matching {args.device!r}" if args.device else "every device"
+    harness.write_json(args.json, record)
     return 0
 
+
+
+def section(source: harness.Source) -> list[str]:
+    """The results pages' table of one evaluation: how often each first choice is within 1.1x / 1.3x of find's best."""
+    data = source.data
+    rows = []
+    for label, key in (("shape rule", "shape_rule"), ("model, held-out layers", "model_held_out"),
+                       ("model, mean of the fold assignments", "model_held_out_mean_of_splits")):
+        q = data.get(key)
+        if q:
+            rows.append([label, q["problems"], f"{100 * q['within_1.1x']:.1f}%", f"{100 * q['within_1.3x']:.1f}%",
+                         f"{q['geomean']:.3f}x", f"{q['worst']:.2f}x"])
+    return ([f"### {source.name}", "", f"{source.meta.get('device')}: `{source.meta.get('command', '-')}`.", ""]
+            + harness.md_table(["first choice", "problems", "within 1.1x", "within 1.3x", "geomean", "worst"], rows)
+            + [""])
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,12 +1,11 @@
 """ConvImplicitGemmMma's data-movement variants (CP_ASYNC, STAGES) beside its defaults and cuDNN, in one run.
 
-    python benchmarks/mma_variants.py --out DIR [--budget-s 220] [--iters 20] [--jobs 12]
+    python -m benchmarks.mma_variants --out DIR [--budget-s 220] [--iters 20] [--jobs 12]
                                       [--layers NAME,...] [--sets SET,...] [--dtypes FP32,FP16] [--directions FBW]
                                       [--variants NAME,...] [--dry-run]
-    python benchmarks/mma_variants.py --report DIR/mma-variants-<device>.json
-    python benchmarks/mma_variants.py --docs benchmarks/results/h100-mma-variants.json [MORE.json ...]
+    python -m benchmarks.mma_variants --report DIR/mma-variants-<device>.json
 
-For each layer of benchmarks/tensor_cores.py's LAYERS (ResNet-50 3x3-256 and 1x1-64-256, VGG-16 3x3-128,
+For each layer of benchmarks.tensor_cores's LAYERS (ResNet-50 3x3-256 and 1x1-64-256, VGG-16 3x3-128,
 AlexNet conv2 5x5; N=32), both data types (fp32 under TF32, fp16) and each direction: cuDNN through PyTorch
 (cudnn.benchmark; allow_tf32 for TF32, fp16 tensors for fp16), miopy's default params, and the VARIANTS below
 made from the defaults (each repaired to the largest tile / slice that is valid, local memory included; the
@@ -19,20 +18,19 @@ count) and not timed. A crash is recorded and the run goes on.
 
 DIR receives mma-variants-<device>.json, rewritten after every row (a timeout keeps what was done). The
 table printed at the end gives each row's cuDNN and default times and each variant's time as a ratio to the
-default (< 1 is faster), then the geomean per data type of default / cuDNN and best / cuDNN. --docs writes the
-tables of one or more result files (each with its command and kernel commit where recorded) into
-docs/tensor_cores.md's generated section "mma-variants".
+default (< 1 is faster), then the geomean per data type of default / cuDNN and best / cuDNN. The results page
+(docs/results/tensor-core-variants.md, `python -m benchmarks.report`) shows the result files the catalog names.
 
 Runs that fit a 240 s device call (commands for the lead, on the GPU machine). Everything new, all 24 rows
 (about 300 kernels; the first run built 362 in 44 s and finished 191 timed variants in 116 s):
-    python3 benchmarks/mma_variants.py --out $OUT --budget-s 180 --variants \
+    python -m benchmarks.mma_variants --out $OUT --budget-s 180 --variants \
         prev,split-half,split-double,cp2,cp3,cp3-tile,cp2-deep,splitk2,splitk4,cp2-splitk2,cp2-splitk4,deep-splitk2
 or in two parts:
     # backward-weights: split-K defaults against the previous ones, fp16 cp.async on odd planes
-    python3 benchmarks/mma_variants.py --out $OUT --directions W \
+    python -m benchmarks.mma_variants --out $OUT --directions W \
         --variants prev,split-half,split-double,cp2,cp3,cp3-tile
     # forward / backward-data split-K on the layers with few output tiles
-    python3 benchmarks/mma_variants.py --out $OUT --directions FB --layers resnet50-3x3-256,alexnet-conv2-5x5 \
+    python -m benchmarks.mma_variants --out $OUT --directions FB --layers resnet50-3x3-256,alexnet-conv2-5x5 \
         --variants cp2,cp2-deep,splitk2,splitk4,cp2-splitk2,cp2-splitk4,deep-splitk2
 """
 from __future__ import annotations
@@ -41,39 +39,33 @@ import argparse
 import concurrent.futures
 import dataclasses
 import json
-import math
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import miopy  # noqa: E402
-from miopy import find_compile_pool, ptx_probe  # noqa: E402
-from miopy.conv.solvers import mma  # noqa: E402
-from miopy.conv.solvers.mma import _TILES, CP_ASYNC_PROBE, mma_k  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from report import write_section  # noqa: E402
-from tensor_cores import (  # noqa: E402  # noqa: E402
+import miopy
+from benchmarks import harness
+from benchmarks.tensor_cores import (
     DIRECTIONS,
     LAYERS,
     SOLVER,
     bound,
-    buffers,
     cudnn_ms,
     kernel_info,
     limit_for,
     make,
     run_once,
     set_layers,
-    tensors,
 )
+from benchmarks.torch_conv import device_buffers, host_tensors
+from miopy import find_compile_pool, ptx_probe
+from miopy.conv.solvers import mma
+from miopy.conv.solvers.mma import _TILES, CP_ASYNC_PROBE, mma_k
 
 LOG_LINES = 40
-WG_PARAMS = mma.WGMMA_PARAMS   # the wg-* variants, benchmarks/wgmma_ab.py, wgmma_ptxas.py
+WG_PARAMS = mma.WGMMA_PARAMS   # the wg-* variants; experiments.wgmma_ab and wgmma_ptxas
 WG = {**WG_PARAMS, "*directions": "FB"}
 WGW = {**mma.WGMMA_W_PARAMS, "K_BLK": 32, "*pad_odd": True, "*directions": "W"}
 WGT = {**mma.WGMMA_W_PARAMS, "TRANSFORM_X": False, "PAD_DY": False, "K_BLK": 16, "*directions": "W"}
@@ -329,8 +321,8 @@ def run_row(handle, row: dict, built: dict, iters: int, deadline: float) -> dict
     problem = row["problem"]
     out = {k: row[k] for k in ("layer", "dtype", "direction")}
     out.update(key=problem.key(), flops=problem.flops(), variants=[])
-    t = tensors(problem, 0)
-    bufs = buffers(handle, t)
+    t = host_tensors(problem, 0)
+    bufs = device_buffers(handle, t)
     try:
         out["cudnn_ms"] = cudnn_ms(problem, t, iters)
     except Exception as exc:  # noqa: BLE001
@@ -359,7 +351,7 @@ def run_row(handle, row: dict, built: dict, iters: int, deadline: float) -> dict
             if entry["nan"] or not entry["worst_vs_bound"] <= 1.0:
                 entry["wrong"] = True
                 continue
-            entry["ms"] = handle.time_ms(call, warmup=2, iters=iters)
+            entry["ms"] = harness.device_ms(handle, call, iters=iters)
             entry.update(kernel_info(handle, SOLVER.solution(problem, v["params"])))
         except Exception as exc:  # noqa: BLE001 -- a crash is data
             entry["error"] = f"{type(exc).__name__}: {log_head(str(exc))}"
@@ -409,7 +401,7 @@ def table(record: dict) -> str:
         for key in ("ratio_default", "ratio_best"):
             ratios = [r[key] for r in record["rows"] if r["dtype"] == dtype and key in r]
             if ratios:
-                geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
+                geo = harness.geomean(ratios)
                 lines.append(f"{'TF32' if dtype == 'FP32' else 'fp16'} geomean {key[6:]} / cuDNN {geo:.2f} over "
                              f"{len(ratios)} rows, worst {max(ratios):.2f}")
     wrong = [(row, e) for row in record["rows"] for e in row["variants"] if e.get("wrong")]
@@ -443,7 +435,8 @@ def markdown(record: dict, source: str) -> list[str]:
     """One result file as a markdown table (the --report table's cells), its geomeans and the default and best
     params of each row."""
     names = variant_names(record)
-    out = [f"From `{source}` ({record.get('device', '?')}; `{record.get('command', '?')}`). Variant columns: "
+    meta = harness.meta_of(record)
+    out = [f"From `{source}` ({meta.get('device', '?')}; `{meta.get('command', '?')}`). Variant columns: "
            "time / default time (< 1 faster); `=` same params as another column, `inv` invalid, `n/a` not for "
            "this direction, `-` not reached.", "",
            "| layer | data | dir | cuDNN ms | default ms | " + " | ".join(names[1:]) + " | best / cuDNN | default "
@@ -470,15 +463,17 @@ def markdown(record: dict, source: str) -> list[str]:
     return out
 
 
-def docs(paths: list[str]) -> None:
-    """Write docs/tensor_cores.md's generated section from the result files."""
-    root = Path(__file__).resolve().parents[1]
-    lines = [f"<!-- generated by: python benchmarks/mma_variants.py --docs {' '.join(paths)} -->", ""]
-    for path in paths:
-        record = json.loads(Path(path).read_text())
-        source = str(Path(path).resolve().relative_to(root)) if Path(path).resolve().is_relative_to(root) else path
-        lines += markdown(record, source) + [""]
-    write_section(root / "docs" / "tensor_cores.md", "mma-variants", lines[:-1])
+def page(sources: list[harness.Source], out: Path) -> list[str]:
+    """docs/results/tensor-core-variants.md: each result file's table."""
+    lines = harness.page_head(
+        "Tensor cores: data-movement and split variants", sources,
+        "`benchmarks.mma_variants`: for each layer, data type (fp32 data under TF32, fp16) and direction, cuDNN "
+        "through PyTorch, `ConvImplicitGemmMma`'s default params and variants made from them (each repaired to the "
+        "largest valid tile, checked against the float64 bound before it is timed). Times are medians of profiled "
+        "runs; variant columns are the variant's time / the default's.")
+    for s in sources:
+        lines += [f"## {s.name}", ""] + markdown(s.data, s.name) + [""]
+    return lines
 
 
 def main(argv=None) -> int:
@@ -494,17 +489,12 @@ def main(argv=None) -> int:
     ap.add_argument("--dtypes", default="FP32,FP16")
     ap.add_argument("--directions", default="FBW")
     ap.add_argument("--variants", default="", help="comma-separated names from VARIANTS (default: all)")
-    ap.add_argument("--docs", nargs="+", metavar="JSON", help="write docs/tensor_cores.md's generated section from "
-                    "these result files and exit")
     ap.add_argument("--report", help="print the table of a result file (e.g. one cut short by a timeout) and exit")
     ap.add_argument("--dry-run", action="store_true", help="list rows and variant params; build and run nothing "
                     "(off NVIDIA: as on a device with every PTX probe, 48 KiB local memory)")
     args = ap.parse_args(argv)
     if args.report:
-        print(table(json.loads(Path(args.report).read_text())))
-        return 0
-    if args.docs:
-        docs(args.docs)
+        print(table(harness.read_json(args.report)))
         return 0
     unknown = set(filter(None, args.variants.split(","))) - set(VARIANTS)
     if unknown:
@@ -512,8 +502,7 @@ def main(argv=None) -> int:
     started = time.monotonic()
     deadline = started + args.budget_s
     handle = miopy.Handle()
-    record: dict = {"device": handle.info.name, "device_id": handle.info.device_id, "ptx_mma": handle.info.ptx_mma,
-                    "command": " ".join(sys.argv), "variants": VARIANTS, "rows": []}
+    record = harness.new_record(handle, ptx_mma=handle.info.ptx_mma, variants=VARIANTS, rows=[])
     info = handle.info
     if args.dry_run and not info.ptx_mma:   # describe the variants an NVIDIA device with every probe would run
         info = dataclasses.replace(info, ptx_mma=tuple(ptx_probe._PROBES), local_mem_bytes=48 << 10,
@@ -526,10 +515,9 @@ def main(argv=None) -> int:
                 print("   ", v["name"], v.get("params") or v.get("same_as") or v.get("invalid"))
         return 0
     out = Path(args.out) / f"mma-variants-{handle.info.name.replace(' ', '_')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
 
     def save() -> None:
-        out.write_text(json.dumps(record, indent=1, default=str))
+        harness.write_json(out, record)
     probe(handle, record)
     if CP_ASYNC_PROBE not in handle.info.ptx_mma:
         print("cp.async not supported here: every CP_ASYNC variant is invalid (see the probe log above)", flush=True)

@@ -2,10 +2,11 @@
 against PyTorch fp32 and timed beside PyTorch fp32 (cuDNN, TF32 off) and PyTorch's default (TF32 on) in
 the same run; cold first-inference time with empty caches, without and with the shipped system perf DB.
 
-    python3 benchmarks/networks.py --out benchmarks/results/h100-networks.json        # the GPU machine
-    python3 benchmarks/networks.py --out R.json --resume                              # go on where it stopped
-    python3 benchmarks/networks.py --report benchmarks/results/h100-networks.json     # docs/networks.md + png
-    python3 benchmarks/networks.py --quick --out /tmp/quick.json                      # PoCL smoke run, no torch
+    python -m benchmarks.networks --out benchmarks/results/h100-networks.json        # the GPU machine
+    python -m benchmarks.networks --out R.json --resume                              # go on where it stopped
+    python -m benchmarks.networks --quick --out /tmp/quick.json                      # PoCL smoke run, no torch
+
+The results page is docs/results/networks.md (and networks.png), written by `python -m benchmarks.report`.
 
 Time guard: the run stops at --budget seconds (default 450) wherever it is (a SIGALRM timer), so it cannot
 run past ~8 minutes (under a shell `timeout`, give --budget some 20 s less than it); a (model, batch) is
@@ -27,18 +28,17 @@ import gc
 import json
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks import harness
+
+ROOT = harness.ROOT
 
 MODELS = ("resnet18", "resnet50", "vgg16", "alexnet", "googlenet", "mobilenet_v2")
 QUICK_MODELS = ("quick_resnet", "quick_inception")
@@ -47,11 +47,6 @@ QUICK_BATCHES = (1, 2)
 TOLERANCE = 1e-3          # max hybrid |a - e| / (1 + |e|) against PyTorch fp32
 TARGETS = {1: 0.67, 32: 0.9}   # miopy / PyTorch fp32 throughput the issue asks for, per batch
 T0 = time.perf_counter()
-
-
-def hybrid_error(got: np.ndarray, expected: np.ndarray) -> float:
-    got, expected = np.asarray(got, np.float64), np.asarray(expected, np.float64)
-    return float(np.max(np.abs(got - expected) / (1.0 + np.abs(expected)), initial=0.0))
 
 
 def say(text: str) -> None:
@@ -172,19 +167,9 @@ def quick_model(name: str, batch: int, path: Path, seed: int = 0) -> None:
 
 
 # -- timing ------------------------------------------------------------------------------------------------------
-def wall_ms(run: Callable, sync: Callable, iters: int, warmup: int = 3) -> float:
-    """Median over 3 rounds of the wall-clock ms per call of iters back-to-back calls, drained around."""
-    for _ in range(warmup):
-        run()
-    sync()
-    rounds = []
-    for _ in range(3):
-        start = time.perf_counter()
-        for _ in range(iters):
-            run()
-        sync()
-        rounds.append((time.perf_counter() - start) * 1e3 / iters)
-    return statistics.median(rounds)
+def pass_ms(run, sync, iters: int) -> float:
+    """Wall-clock ms per pass: the median over 3 rounds of iters back-to-back passes, drained around each round."""
+    return harness.wall_ms(run, sync, rounds=3, per_round=iters)
 
 
 def torch_times(model, x, iters: int) -> dict:
@@ -200,7 +185,7 @@ def torch_times(model, x, iters: int) -> dict:
             torch.backends.cuda.matmul.allow_tf32 = saved[2] if tf32 else False
             with torch.no_grad():
                 y = model(x)
-                out[f"torch_{label}_ms"] = wall_ms(lambda: model(x), torch.cuda.synchronize, iters)
+                out[f"torch_{label}_ms"] = pass_ms(lambda: model(x), torch.cuda.synchronize, iters)
             if label == "fp32":
                 out["reference"] = y.float().cpu().numpy()
     finally:
@@ -218,7 +203,7 @@ def miopy_run(path: Path, handle, feeds: dict, iters: int, find: bool) -> dict:
     say(f"  miopy loaded in {load_s:.1f} s ({len(session.steps)} steps, "
         f"{handle.cache_stats().get('compiled', 0) - compiled} kernels compiled); timing")
     (y,) = session.run(None, feeds)
-    ms = wall_ms(session.sequence.replay, handle.finish, iters)
+    ms = pass_ms(session.sequence.replay, handle.finish, iters)
     layer_ms, device_ms = session.profile(iters=max(iters // 2, 3))
     layers = sorted(zip(layer_ms, session.layers()), key=lambda t: -t[0])
     return {"output": y, "miopy_ms": ms, "miopy_device_ms": device_ms, "load_s": load_s, "steps": len(session.steps),
@@ -338,24 +323,13 @@ class QuickModels:
 
 
 # -- the run ---------------------------------------------------------------------------------------------------------
-def save(result: dict, out: Path | None) -> None:
-    """The results so far, written atomically (a stopped run leaves a whole file)."""
-    if out is None:
-        return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(result, indent=1))
-    os.replace(tmp, out)
-
-
 def start_result(args, handle, models) -> dict:
     if args.resume and args.out and args.out.exists():
         result = json.loads(args.out.read_text())
         result.pop("stopped", None)
         say(f"resuming {args.out}: {sum(1 for r in result['rows'] if _done(r))} rows done")
         return result
-    return {"device": handle.info.name, "platform": handle.info.platform, "find": args.find, "iters": args.iters,
-            **models.info(), "rows": []}
+    return harness.new_record(handle, find=args.find, iters=args.iters, **models.info(), rows=[])
 
 
 def _done(row: dict) -> bool:
@@ -369,7 +343,7 @@ def measure(models, handle, name: str, batch: int, tmp: Path, args) -> dict:
     say(f"{name} N={batch}: loading into miopy ({'find' if args.find else 'immediate mode'})")
     ours = miopy_run(path, handle, feeds, args.iters, args.find)
     row.update({k: v for k, v in ours.items() if k != "output"})
-    row["max_error"] = hybrid_error(ours["output"], reference)
+    row["max_error"] = harness.max_error(ours["output"], reference)
     if "torch_fp32_ms" in row:
         row["ratio_fp32"] = row["torch_fp32_ms"] / row["miopy_ms"]
         row["ratio_tf32"] = row["torch_tf32_ms"] / row["miopy_ms"]
@@ -404,7 +378,7 @@ def run(args) -> dict:
                             rows[(name, batch)] = {"model": name, "batch": batch, "error": f"stopped: {exc}"}
                             raise
                     result["rows"] = list(rows.values())
-                    save(result, args.out)
+                    harness.write_json(args.out, result)
             _cold_phase(models, rows, tmp, args, budget, result)
         except BudgetExceeded as exc:
             say(f"stopped: {exc}")
@@ -417,7 +391,7 @@ def run(args) -> dict:
                                                     "error": "not started: time budget"})
             result["rows"] = list(rows.values())
             result["elapsed_s"] = time.perf_counter() - T0
-            save(result, args.out)
+            harness.write_json(args.out, result)
     return result
 
 
@@ -445,7 +419,7 @@ def _cold_phase(models, rows: dict, tmp: Path, args, budget: Budget, result: dic
             models.write(name, batch, path)
         say(f"{name} N={batch}: cold first inference in fresh processes")
         row["cold"] = cold_start(path, budget)
-        save(result, args.out)
+        harness.write_json(args.out, result)
 
 
 def _cold_done(row: dict) -> bool:
@@ -465,37 +439,32 @@ def _line(row: dict) -> str:
 
 
 # -- the report ----------------------------------------------------------------------------------------------------
-def report(path: Path, docs: Path) -> None:
-    """docs/networks.md (and docs/networks.png when matplotlib is there) from a results file."""
-    data = json.loads(path.read_text())
+def page(sources: list[harness.Source], out: Path) -> list[str]:
+    """docs/results/networks.md (and networks.png where matplotlib is installed) from one run's results."""
+    (source,) = sources
+    data = source.data
     rows = [r for r in data["rows"] if "error" not in r]
-    plotted = _plot(rows, docs / "networks.png")
-    lines = ["# Whole networks on miopy (ONNX)", "", *_intro(data, path), ""]
+    _plot(rows, out / "networks.png")
+    lines = harness.page_head("Whole networks on miopy (ONNX)", sources, *_intro(data, source.meta))
     if data.get("note"):
         lines += [f"Provenance: {data['note']}", ""]
-    lines += ["![throughput ratio](networks.png)", ""] if plotted else ["(No plot: matplotlib was not installed "
-                                                                          "where the report was made.)", ""]
-    lines += _main_table(data, rows) + _cold_table(rows) + _top_layers(rows)
-    out = docs / "networks.md"
-    out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {out}" + (f" and {docs / 'networks.png'}" if plotted else ""))
+    lines += ["![throughput ratio](networks.png)", ""]
+    return lines + _main_table(data, rows) + _cold_table(rows) + _top_layers(rows)
 
 
-def _intro(data: dict, path: Path) -> list[str]:
-    where = f"{data['device']} ({data['platform']})" + (
-        f", PyTorch {data['torch']} on {data['cuda_device']}" if "torch" in data else "")
+def _intro(data: dict, meta: dict) -> list[str]:
     what = ("Small onnx.helper models (`--quick`), checked against onnxruntime" if data.get("quick") else
             "Torchvision models with random weights (batch-norm statistics randomised), exported to ONNX (opset 17)")
-    text = [f"Generated by `python3 benchmarks/networks.py --report {_shown(path)}` from a run of "
-            f"`benchmarks/networks.py` on {where}" + (f", stopped early ({data['stopped']})" if "stopped" in data
-                                                      else "") + ".", "",
-            f"{what}, run through `miopy.onnx.InferenceSession`" + (" with find" if data.get("find") else
-                                                                      " in immediate mode") +
+    where = f"On {meta.get('device')} ({meta.get('platform', data.get('platform', '-'))})" + (
+        f", PyTorch {data['torch']} on {data['cuda_device']}" if "torch" in data else "") + (
+        f"; the run stopped early ({data['stopped']})" if "stopped" in data else "") + "."
+    text = (f"{what}, run through `miopy.onnx.InferenceSession`" + (" with find" if data.get("find") else
+                                                                    " in immediate mode") +
             ". Throughput from wall-clock time over back-to-back passes; ratio = PyTorch time / miopy time (above "
             "1: miopy is faster). PyTorch fp32: cuDNN with TF32 off; PyTorch default: cuDNN TF32 on. Max error: "
             f"hybrid |a - e| / (1 + |e|) of miopy's output against the reference (bound {TOLERANCE:g}). Targets "
-            f"(miopy / PyTorch fp32 throughput): {', '.join(f'N={n}: {t:g}x' for n, t in TARGETS.items())}."]
-    return text
+            f"(miopy / PyTorch fp32 throughput): {', '.join(f'N={n}: {t:g}x' for n, t in TARGETS.items())}.")
+    return [where, text]
 
 
 def _main_table(data: dict, rows: list[dict]) -> list[str]:
@@ -546,21 +515,12 @@ def _top_layers(rows: list[dict]) -> list[str]:
     return lines
 
 
-def _shown(path: Path) -> str:
-    return str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path)
-
-
-def _plot(rows: list[dict], path: Path) -> bool:
-    """The throughput ratios per batch as bars (images / s without PyTorch); False without matplotlib."""
-    try:
-        import matplotlib
-    except ImportError:
-        return False
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def _plot(rows: list[dict], path: Path) -> None:
+    """The throughput ratios per batch as bars (images / s without PyTorch); nothing without matplotlib."""
+    plt = harness.pyplot()
     batches = sorted({r["batch"] for r in rows})
-    if not batches:
-        return False
+    if plt is None or not batches:
+        return
     fig, axes = plt.subplots(1, len(batches), figsize=(6 * len(batches), 3.6), squeeze=False)
     for ax, batch in zip(axes[0], batches):
         sel = [r for r in rows if r["batch"] == batch]
@@ -576,10 +536,7 @@ def _plot(rows: list[dict], path: Path) -> bool:
             ax.set_ylabel("images / s")
         ax.set_xticks(pos, [r["model"] for r in sel], rotation=20)
         ax.set_title(f"N = {batch}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    harness.save_figure(fig, path)
 
 
 def main(argv=None) -> int:
@@ -598,12 +555,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="small onnx.helper models on any device, no torch")
     ap.add_argument("--out", type=Path, help="results JSON, rewritten after every row")
     ap.add_argument("--resume", action="store_true", help="read --out and do only what it lacks")
-    ap.add_argument("--report", type=Path, help="write docs/networks.md (and .png with matplotlib) from this JSON")
-    ap.add_argument("--docs", type=Path, default=ROOT / "docs", help="where --report writes")
     args = ap.parse_args(argv)
-    if args.report:
-        report(args.report, args.docs)
-        return 0
     args.models = args.models or list(QUICK_MODELS if args.quick else MODELS)
     args.batches = args.batches or list(QUICK_BATCHES if args.quick else BATCHES)
     result = run(args)

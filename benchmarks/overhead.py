@@ -12,44 +12,29 @@
    the pass's kernel times (profiling events); PyTorch fp32 (cuDNN, allow_tf32 off), PyTorch's default
    (TF32), and PyTorch conv+bias+ReLU.
 
-    python benchmarks/overhead.py --out benchmarks/results/h100-overhead.json
-    python benchmarks/overhead.py --quick          # PoCL-sized smoke run (scaled-down images)
-    python benchmarks/overhead.py --report benchmarks/results/h100-overhead.json   # writes docs/overhead.md
+    python -m benchmarks.overhead --out benchmarks/results/h100-overhead.json
+    python -m benchmarks.overhead --quick          # PoCL-sized smoke run (scaled-down images)
+
+The results page is docs/results/overhead.md (`python -m benchmarks.report`).
 """
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import platform
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pyopencl as cl
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import miopy  # noqa: E402
-from miopy import ConvDesc, Direction, TensorDesc  # noqa: E402
-from miopy.conv.networks import resnet_pass  # noqa: E402
+import miopy
+from benchmarks import harness
+from miopy import ConvDesc, Direction, TensorDesc
+from miopy.conv.networks import resnet_pass
 
 
 def host_us(call, batches: int, per_batch: int, finish) -> float:
-    """Median over batches of (host seconds for per_batch back-to-back calls) / per_batch, in us."""
-    for _ in range(3):
-        call()
-    finish()
-    samples = []
-    for _ in range(batches):
-        t0 = time.perf_counter()
-        for _ in range(per_batch):
-            call()
-        samples.append((time.perf_counter() - t0) / per_batch * 1e6)
-        finish()
-    return statistics.median(samples)
+    return harness.host_us(call, finish, batches, per_batch)
 
 
 # -- 1. host cost per call ---------------------------------------------------------------------------------
@@ -107,20 +92,11 @@ def _raw_enqueue(handle, plan, buffers):
     return call
 
 
-def _torch():
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch if torch.cuda.is_available() else None
-
-
 def _torch_call_cost(xd, wd, batches, per_batch):
-    torch = _torch()
+    torch = harness.load_torch()
     if torch is None:
         return None
     import torch.nn.functional as F
-    torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = True, False
     x, w = torch.randn(xd.dims, device="cuda"), torch.randn(wd.dims, device="cuda")
     return host_us(lambda: F.conv2d(x, w, padding=1), batches, per_batch, torch.cuda.synchronize)
 
@@ -161,50 +137,34 @@ class Pass:
             miopy.conv_bias_activation_forward(h, it["xd"], it["x"], it["wd"], it["w"], it["conv"], it["bd"], it["b"],
                                                "relu" if it["relu"] else "passthru", 1.0, 1.0, 1.0, it["yd"], it["y"])
 
+    def events(self) -> list:
+        """One pass through the descriptor API; its events."""
+        events = []
+        for it in self.items:
+            events += miopy.convolution_forward(self.handle, it["xd"], it["x"], it["wd"], it["w"], it["conv"],
+                                                it["yd"], it["y"], algo=it["rec"])
+        return events
+
     def kernel_ms(self) -> float:
-        """Sum of the pass's kernel times from profiling events (median of 5 passes)."""
-        samples = []
-        for _ in range(5):
-            events = []
-            for it in self.items:
-                events += miopy.convolution_forward(self.handle, it["xd"], it["x"], it["wd"], it["w"], it["conv"],
-                                                    it["yd"], it["y"], algo=it["rec"])
-            self.handle.finish()
-            samples.append(sum((e.profile.end - e.profile.start) for e in events) * 1e-6)
-        return statistics.median(samples)
+        """Sum of the pass's kernel times from profiling events (each launch's median over 5 passes)."""
+        return sum(harness.launch_ms(self.handle, self.events, runs=5))
 
 
 def wall_ms(run, finish, iters: int) -> float:
-    for _ in range(3):
-        run()
-    finish()
-    samples = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        run()
-        finish()
-        samples.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(samples)
+    """Wall ms per pass, each pass drained (median of iters after warm-up)."""
+    return harness.wall_ms(run, finish, rounds=iters)
 
 
 def submit_ms(run, finish, iters: int) -> float:
-    """Host time to enqueue one pass (no synchronisation inside it), median over iters."""
-    samples = []
-    for _ in range(iters):
-        finish()
-        t0 = time.perf_counter()
-        run()
-        samples.append((time.perf_counter() - t0) * 1e3)
-    finish()
-    return statistics.median(samples)
+    """Host ms to enqueue one pass (no synchronisation inside it), median over iters."""
+    return harness.host_us(run, finish, batches=iters, per_batch=1) / 1e3
 
 
 def torch_pass_ms(layers, n: int, iters: int) -> dict:
-    torch = _torch()
+    torch = harness.load_torch()
     if torch is None:
         return {}
     import torch.nn.functional as F
-    torch.backends.cudnn.benchmark = True
     tensors = [(torch.randn(n, layer.c, layer.h, layer.w, device="cuda"),
                 torch.randn(layer.k, layer.c, layer.r, layer.s, device="cuda") * 0.05,
                 torch.randn(layer.k, device="cuda"), layer, relu) for layer, relu in layers]
@@ -220,9 +180,9 @@ def torch_pass_ms(layers, n: int, iters: int) -> dict:
                 F.relu_(y)
     out = {}
     for name, tf32 in (("fp32", False), ("tf32", True)):
-        torch.backends.cudnn.allow_tf32 = tf32
+        harness.set_tf32(torch, tf32)
         out[f"torch_{name}_ms"] = wall_ms(conv_only, torch.cuda.synchronize, iters)
-    torch.backends.cudnn.allow_tf32 = False
+    harness.set_tf32(torch, False)
     out["torch_fp32_bias_relu_ms"] = wall_ms(fused, torch.cuda.synchronize, iters)
     return out
 
@@ -268,15 +228,16 @@ PASS_ROWS = [("miopy_descriptor_ms", "miopy, descriptor API with find records"),
              ("host_submit_replay_ms", "miopy host time to submit a pass (replay)")]
 
 
-def report(result: dict, source: str) -> str:
-    """docs/overhead.md from one run's JSON."""
-    calls, passes = result["calls"], result["passes"]
-    lines = ["# Host overhead and whole convolution passes", "",
-             f"Generated by `python benchmarks/overhead.py --report {source}` from one run on **{result['device']}** "
-             f"({result['date']}). Host time per call is the median over batches of back-to-back calls (1000+ "
-             "calls); a pass is every convolution of the network in order, wall time from the first call to the "
-             "queue's finish, median of 20 passes after warm-up.", "",
-             f"## Host microseconds per call (N=1, 16->16 channels, 14x14, 3x3; find chose {calls['solver']}, "
+def page(sources: list[harness.Source], out: Path) -> list[str]:
+    """docs/results/overhead.md from one run's results."""
+    (source,) = sources
+    calls, passes = source.data["calls"], source.data["passes"]
+    lines = harness.page_head(
+        "Host overhead and whole convolution passes", sources,
+        "Host time per call is the median over batches of back-to-back calls (1000+ calls); a pass is every "
+        "convolution of the network in order, wall time from the first call to the queue's finish, median of 20 "
+        "passes after warm-up.")
+    lines += [f"## Host microseconds per call (N=1, 16->16 channels, 14x14, 3x3; find chose {calls['solver']}, "
              f"{calls['launches']} launch(es))", "", "| call | host us |", "|---|---|"]
     lines += [f"| {label} | {calls[key]:.1f} |" for key, label in CALL_ROWS if key in calls]
     lines += ["", f"`plan.run` / raw enqueue: **{calls['plan_run_over_raw']:.2f}x** (target <= 1.5x); "
@@ -294,41 +255,27 @@ def report(result: dict, source: str) -> str:
         if any(key in p for p in passes):
             lines.append(f"| **{label}** | " + " | ".join(f"**{p[key]:.2f}x**" if key in p else "" for p in passes)
                          + " |")
-    lines += ["", "Targets: ResNet-18 convolution pass N=1 <= 1.5x PyTorch fp32, N=32 <= 1.1x.", ""]
-    return "\n".join(lines)
+    return lines + ["", "Targets: ResNet-18 convolution pass N=1 <= 1.5x PyTorch fp32, N=32 <= 1.1x.", ""]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path)
-    ap.add_argument("--report", type=Path, help="write docs/overhead.md from this recorded JSON and stop")
     ap.add_argument("--quick", action="store_true", help="small images and few iterations (PoCL smoke run)")
     ap.add_argument("--batches", type=int, default=30)
     ap.add_argument("--per-batch", type=int, default=100)
     args = ap.parse_args(argv)
-    if args.report:
-        text = report(json.loads(args.report.read_text()), str(args.report))
-        (Path(__file__).resolve().parents[1] / "docs" / "overhead.md").write_text(text)
-        return 0
     handle = miopy.Handle()
     batches, per_batch, size, iters = ((5, 40, 32, 3) if args.quick else (args.batches, args.per_batch, 224, 20))
-    result = {"device": handle.info.name, "device_id": handle.info.device_id, "platform": platform.platform(),
-              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "calls": call_costs(handle, batches, per_batch)}
+    result = harness.new_record(handle, calls=call_costs(handle, batches, per_batch))
     print(json.dumps(result["calls"], indent=1), flush=True)
     result["passes"] = []
-    _save(args.out, result)
+    harness.write_json(args.out, result)
     for depth in (18, 50):
         for n in ((1,) if args.quick else (1, 32)):
             result["passes"].append(pass_rows(handle, depth, n, size, iters))
-            _save(args.out, result)   # each row as it comes: a run cut short keeps what it measured
+            harness.write_json(args.out, result)   # each row as it comes: a run cut short keeps what it measured
     return 0
-
-
-def _save(path: Path | None, result: dict) -> None:
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":

@@ -10,16 +10,15 @@ None). Add a primitive by appending cases to CASES. Times are medians of profile
 moved are what the op must read and write at least (Op.bytes); effective bandwidth is bytes / time, and
 "% copy" compares it with a float4 copy kernel on the same device.
 
-    python3 benchmarks/primitives.py --batch 32 128 --out benchmarks/results/primitives-h100.json
-    python3 benchmarks/primitives.py --batch 1 --shrink 8 --iters 3            # CPU (PoCL) smoke run
-    python3 benchmarks/primitives.py --batch 32 --find      # also every applicable solver's time (ranking data)
-    python3 benchmarks/primitives.py --docs benchmarks/results/primitives-h100.json   # docs section
+    python -m benchmarks.primitives --batch 32 128 --out benchmarks/results/h100-primitives.json
+    python -m benchmarks.primitives --batch 1 --shrink 8 --iters 3            # CPU (PoCL) smoke run
+    python -m benchmarks.primitives --batch 32 --find      # also every applicable solver's time (ranking data)
+
+The results page is docs/results/primitives.md (`python -m benchmarks.report`).
 """
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,15 +27,10 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import miopy
+from benchmarks import harness
+from miopy import TensorDesc
 
-import miopy  # noqa: E402
-from benchmarks.microbench import copy_bandwidth_gbs  # noqa: E402
-from benchmarks.report import write_section  # noqa: E402
-from miopy import TensorDesc  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT / "docs" / "primitives.md"
 Dims = tuple[int, int, int, int]
 
 
@@ -402,42 +396,12 @@ CASES: list[Case] = (_pool_cases() + _softmax_cases() + _lrn_cases() + _batchnor
 
 
 # -- measuring ----------------------------------------------------------------------------------------------
-def torch_ms(torch, call: Callable[[], Any], warmup: int, iters: int) -> float:
-    """Median of iters CUDA-event timings of call after warmup runs."""
-    for _ in range(warmup):
-        call()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        call()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end))
-    return statistics.median(samples)
-
-
-def load_torch():
-    """torch with CUDA (cudnn.benchmark on, TF32 off), or None."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    return torch
-
-
 def measure(handle: miopy.Handle, case: Case, dims: Dims, copy_gbs: float, torch, warmup: int, iters: int,
             find: bool = False) -> dict:
     row: dict[str, Any] = {"case": case.name, "net": case.net, "dims": list(dims)}
     try:
         op = case.build(handle, dims)
-        ms = handle.time_ms(op.enqueue, warmup=warmup, iters=iters)
+        ms = harness.device_ms(handle, op.enqueue, warmup=warmup, iters=iters)
         if find and op.problem is not None:   # every applicable solver, on random buffers (find's timer)
             found = miopy.find_problem(handle, op.problem, mode="normal", store=False)
             row["solvers_ms"] = {r.solver_id: r.time_ms for r in found}
@@ -446,7 +410,7 @@ def measure(handle: miopy.Handle, case: Case, dims: Dims, copy_gbs: float, torch
     gbs = op.bytes / ms / 1e6
     row.update(solver=op.solver, bytes=op.bytes, miopy_ms=ms, gbs=gbs, pct_copy=100 * gbs / copy_gbs)
     if torch is not None and case.torch_build is not None:
-        tms = torch_ms(torch, case.torch_build(torch, dims), warmup, iters)
+        tms = harness.cuda_ms(torch, case.torch_build(torch, dims), warmup, iters)
         row.update(torch_ms=tms, ratio=ms / tms)
         torch.cuda.empty_cache()
     return row
@@ -482,31 +446,23 @@ def run(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-torch", action="store_true", help="skip PyTorch even where it is installed")
     ap.add_argument("--find", action="store_true", help="also time every applicable solver (find, normal mode)")
     ap.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
-    ap.add_argument("--docs", type=Path, nargs="+", default=None,
-                    help="write the docs section of these JSON results into docs/primitives.md and exit")
     a = ap.parse_args(argv)
     if a.update:
         update(*a.update)
         return 0
-    if a.docs:
-        write_docs([json.loads(p.read_text()) for p in a.docs])
-        return 0
     handle = miopy.Handle()
-    torch = None if a.no_torch else load_torch()
-    copy_gbs = copy_bandwidth_gbs(handle)
+    torch = None if a.no_torch else harness.load_torch()
+    copy_gbs = harness.copy_bandwidth_gbs(handle)
     print(f"device: {handle.info.name} ({handle.info.platform}); copy bandwidth {copy_gbs:.1f} GB/s; "
           f"PyTorch: {torch.__version__ + ' on ' + torch.cuda.get_device_name() if torch else 'not used'}")
     print(f"{'net':9} {'case':24} {'dims':18} {'MiB':>9} {'miopy ms':>9} {'GB/s':>8} {'%copy':>7} "
           f"{'torch ms':>9} {'ratio':>7}  solver")
     rows: list[dict] = []
+    record = harness.new_record(handle, torch=torch.__version__ if torch else None, copy_gbs=copy_gbs,
+                                shrink=a.shrink)
 
     def save() -> None:   # after every row: a run cut short by the device's time limit keeps what it measured
-        if a.out:
-            a.out.parent.mkdir(parents=True, exist_ok=True)
-            info = {"device": handle.info.name, "device_id": handle.info.device_id, "miopy": miopy.__version__,
-                    "torch": torch.__version__ if torch else None, "copy_gbs": copy_gbs, "shrink": a.shrink,
-                    "rows": rows}
-            a.out.write_text(json.dumps(info, indent=1))
+        harness.write_json(a.out, {**record, "rows": rows})
 
     for n in a.batch:
         for case in CASES:
@@ -522,9 +478,10 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def update(base_path: Path, new_path: Path) -> None:
-    base, new = json.loads(base_path.read_text()), json.loads(new_path.read_text())
-    if base["device"] != new["device"]:
-        raise SystemExit(f"--update: {new_path} is from {new['device']}, {base_path} from {base['device']}")
+    base, new = harness.read_json(base_path), harness.read_json(new_path)
+    devices = harness.meta_of(base).get("device"), harness.meta_of(new).get("device")
+    if devices[0] != devices[1]:
+        raise SystemExit(f"--update: {new_path} is from {devices[1]}, {base_path} from {devices[0]}")
     fresh = {(r["net"], r["case"], tuple(r["dims"])): r for r in new["rows"]}
     rows = []
     for r in base["rows"]:
@@ -532,16 +489,28 @@ def update(base_path: Path, new_path: Path) -> None:
         rows.append({**fresh.pop(key), "run": new_path.name} if key in fresh else r)
     rows += [{**r, "run": new_path.name} for r in fresh.values()]
     base["rows"], base["updated_from"] = rows, sorted({*base.get("updated_from", []), new_path.name})
-    base_path.write_text(json.dumps(base, indent=1))
+    harness.write_json(base_path, base)
     print(f"updated {base_path}: {sum(r.get('run') == new_path.name for r in rows)} rows from {new_path}")
 
 
-# -- the docs section -----------------------------------------------------------------------------------------
+# -- the results page (docs/results/primitives.md) ------------------------------------------------------------------
+def page(sources: list[harness.Source], out: Path) -> list[str]:
+    """docs/results/primitives.md: one table per result file, then the targets over every row."""
+    lines = harness.page_head(
+        "Primitives against PyTorch on the GPU", sources,
+        "Each primitive at ResNet-50, AlexNet, GoogLeNet and FCN sizes, timed with OpenCL profiling events (median "
+        "after warm-ups); effective bandwidth = the bytes the op must move / time, against a device-to-device copy "
+        "measured in the same run; PyTorch's equivalent on the same GPU by CUDA events (cudnn.benchmark). Rows "
+        "marked with a file name come from that later run on the same device (merged with `--update`).")
+    lines += section([s.data | {"device": s.meta.get("device")} for s in sources])
+    return lines + targets([s.data for s in sources])
+
+
 def section(results: list[dict]) -> list[str]:
     """Markdown tables of recorded runs: one per result file, every row with its bandwidth and ratio."""
     out = []
     for res in results:
-        out += [f"### {res['device']} (copy bandwidth {res['copy_gbs']:.0f} GB/s; PyTorch {res.get('torch') or '-'})",
+        out += [f"## {res['device']} (copy bandwidth {res['copy_gbs']:.0f} GB/s; PyTorch {res.get('torch') or '-'})",
                 "", "| net | case | N x C x H x W | MiB moved | miopy ms | GB/s | % copy | PyTorch ms "
                 "| miopy / PyTorch | solver |", "|" + "---|" * 10]
         for r in res["rows"]:
@@ -574,11 +543,6 @@ def targets(results: list[dict], big_mib: float = 64, min_pct: float = 70, max_r
            f"- >= {min_pct:.0f}% of copy bandwidth on tensors >= {big_mib:.0f} MiB: met on {len(big) - len(low)} of "
            f"{len(big)} rows; missed on " + ("; ".join(f"{name(r)} {r['pct_copy']:.0f}%" for r in low) or "none") + "."]
     return out + [""]
-
-
-def write_docs(results: list[dict], path: Path = DOCS) -> None:
-    """Replace the text between the benchmark markers of docs/primitives.md with the tables and the targets."""
-    write_section(path, "primitives-benchmark", section(results) + targets(results))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Tensor-core solver (ConvImplicitGemmMma) against cuDNN, TF32 and fp16, on one GPU in one run.
 
-    python benchmarks/tensor_cores.py --out DIR [--budget-s 270] [--parts probe,accuracy,timing]
+    python -m benchmarks.tensor_cores --out DIR [--budget-s 270] [--parts probe,accuracy,timing]
                                       [--variants N] [--iters 20] [--find] [--worse-than RATIO:JSON]
+    python -m benchmarks.tensor_cores --report FILE.json [...]   # the timing table of result files
 
 probe     which PTX mma families the device compiles (miopy.ptx_probe), and how long the probe takes
 accuracy  every direction x {fp32 data under TF32, fp16 data} on small and odd problems (pad, stride,
@@ -23,29 +24,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import pyopencl as cl
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import pyopencl as cl  # noqa: E402
-
-import miopy  # noqa: E402
-from miopy import ptx_probe  # noqa: E402
-from miopy.conv import networks, reference  # noqa: E402
-from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction  # noqa: E402
-from miopy.conv.solvers.mma import ConvImplicitGemmMma  # noqa: E402
-from miopy.find import DEFAULT, params_for  # noqa: E402
-from miopy.plan import plan_of  # noqa: E402
-from miopy.tensor import TensorDesc  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from crosscheck import torch_call  # noqa: E402
-from primitives import torch_ms  # noqa: E402
+import miopy
+from benchmarks import harness
+from benchmarks.torch_conv import cudnn_ms as cudnn_conv_ms
+from benchmarks.torch_conv import device_buffers, host_tensors, max_workspace, torch_call
+from miopy import ptx_probe
+from miopy.conv import networks
+from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction
+from miopy.conv.solvers.mma import ConvImplicitGemmMma
+from miopy.find import DEFAULT, params_for
+from miopy.plan import plan_of
+from miopy.tensor import TensorDesc
 
 SOLVER = ConvImplicitGemmMma()
 PEAK_TFLOPS = {"FP32": 495.0, "FP16": 990.0}   # dense tensor-core peaks, H100 SXM (TF32, fp16 with fp32 sums)
@@ -81,14 +77,9 @@ def make(direction: Direction, dtype: str, shape) -> ConvProblem:
         return problem
 
 
-def tensors(problem: ConvProblem, seed: int) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return {r: rng.standard_normal(d.dims).astype(d.dtype.numpy) for r, d in problem.tensors().items()}
-
-
 def torch_result(problem, t, dtype, tf32: bool) -> np.ndarray:
     import torch
-    torch.backends.cudnn.allow_tf32 = tf32
+    harness.set_tf32(torch, tf32)
     args = (torch.from_numpy(np.ascontiguousarray(t[r])).to("cuda", dtype) for r in "xwy")
     return torch_call(problem, *args)().float().cpu().numpy()
 
@@ -111,11 +102,6 @@ def bound(problem, t) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def limit_for(problem, params, limits: tuple) -> np.ndarray:
     """The bound of limits (bound's second and third values) that params' kernels are held to."""
     return limits[1] if SOLVER.truncates_tf32(problem, params) else limits[0]
-
-
-def buffers(handle, t):
-    mf = cl.mem_flags
-    return {r: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for r, a in t.items()}
 
 
 def run_once(handle, problem, params, t, bufs) -> tuple[np.ndarray, object]:
@@ -142,12 +128,12 @@ def accuracy(handle, record, save, deadline, samples: int) -> None:
                 if time.monotonic() > deadline:
                     return
                 problem = make(direction, dtype, shape)
-                t = tensors(problem, 1)
+                t = host_tensors(problem, 1)
                 exact, *limits = bound(problem, t)
                 cudnn = torch_result(problem, t, tdtype, True).astype(np.float64)
                 default = SOLVER.default_params(problem, handle.info)
                 points = [default] + SOLVER.sample_space(problem, handle.info, count=samples, seed=3)
-                bufs = buffers(handle, t)
+                bufs = device_buffers(handle, t)
                 for params in points:
                     limit = limit_for(problem, params, limits)
                     row = {"case": shape[0], "dtype": dtype, "direction": letter, "params": params,
@@ -157,9 +143,9 @@ def accuracy(handle, record, save, deadline, samples: int) -> None:
                         got = out.astype(np.float64)
                         row.update(nan=int(np.isnan(got).sum()),
                                    worst_vs_bound=float(np.nanmax(np.abs(got - exact) / limit)),
-                                   max_error=float(reference.max_error(out, exact)),
+                                   max_error=float(harness.max_error(out, exact)),
                                    cudnn_worst_vs_bound=float(np.max(np.abs(cudnn - exact) / limit)),
-                                   cudnn_max_error=float(reference.max_error(cudnn.astype(np.float32), exact)))
+                                   cudnn_max_error=float(harness.max_error(cudnn.astype(np.float32), exact)))
                         row["ok"] = row["nan"] == 0 and row["worst_vs_bound"] <= 1.0
                     except Exception as exc:  # noqa: BLE001 -- failures are data
                         row["error"] = f"{type(exc).__name__}: {str(exc)[:2000]}"
@@ -172,8 +158,6 @@ def accuracy(handle, record, save, deadline, samples: int) -> None:
 def find_pick(handle, problem, t, bufs, iters: int) -> dict:
     """What a user of this mode gets: find (accuracy-checked, every solver the math mode allows: the tensor-core
     one and the strict ones) and its winner's time, measured here like the variants."""
-    from suite import max_workspace
-
     from miopy.find import find_problem
     from miopy.plan import solution_plan
     started = time.monotonic()
@@ -182,18 +166,14 @@ def find_pick(handle, problem, t, bufs, iters: int) -> dict:
     best = found[0]
     plan = solution_plan(handle, problem, best.solver_id, best.params)
     ws = handle.alloc(max(plan.solution.workspace_bytes, 4))
-    ms = handle.time_ms(lambda: plan.enqueue({**bufs, "workspace": ws}), warmup=2, iters=iters)
+    ms = harness.device_ms(handle, lambda: plan.enqueue({**bufs, "workspace": ws}), iters=iters)
     return {"find_solver": best.solver_id, "find_ms": ms, "find_s": time.monotonic() - started,
             "find_ranking": {r.solver_id: r.time_ms for r in found}}
 
 
 def cudnn_ms(problem, t, iters: int) -> float:
-    import torch
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = True
-    dtype = torch.float16 if problem.dtype.value == "FP16" else torch.float32
-    call = torch_call(problem, *(torch.from_numpy(t[r]).to("cuda", dtype) for r in "xwy"))
-    return torch_ms(torch, call, 3, iters)
+    """cuDNN in the row's mode: TF32 math for fp32 data, fp16 tensors for fp16."""
+    return cudnn_conv_ms(problem, t, tf32=True, iters=iters)[0]
 
 
 # Overrides tried on top of the default params, in this order (a feature the override makes invalid is
@@ -293,8 +273,8 @@ def timing(handle, record, save, deadline, count: int, iters: int, verify: bool,
                 if only is not None and (shape[0], dtype, letter) not in only:
                     continue
                 problem = make(direction, dtype, shape)
-                t = tensors(problem, 0)
-                bufs = buffers(handle, t)
+                t = host_tensors(problem, 0)
+                bufs = device_buffers(handle, t)
                 row = {"layer": shape[0], "dtype": dtype, "direction": letter, "flops": problem.flops(),
                        "cudnn_ms": cudnn_ms(problem, t, iters), "variants": []}
                 check = None
@@ -313,7 +293,7 @@ def timing(handle, record, save, deadline, count: int, iters: int, verify: bool,
                         out, call = run_once(handle, problem, params, t, bufs)
                         entry["first_call_s"] = time.monotonic() - started
                         entry["nan"] = int(np.isnan(out.astype(np.float32)).sum())
-                        entry["ms"] = handle.time_ms(call, warmup=2, iters=iters)
+                        entry["ms"] = harness.device_ms(handle, call, iters=iters)
                         entry.update(kernel_info(handle, SOLVER.solution(problem, params)))
                         if check:
                             entry["worst_vs_bound"] = check(out, params)
@@ -346,23 +326,23 @@ def summarize(record) -> None:
         ratios = [r["ratio_best"] for r in record.get("timing", []) if r["dtype"] == dtype and "ratio_best" in r]
         if ratios:
             record.setdefault("summary", {})[dtype] = {
-                "layers": len(ratios), "geomean_ratio_best": math.exp(sum(map(math.log, ratios)) / len(ratios)),
+                "layers": len(ratios), "geomean_ratio_best": harness.geomean(ratios),
                 "worst_ratio": max(ratios)}
         found = [r["ratio_find"] for r in record.get("timing", []) if r["dtype"] == dtype and "ratio_find" in r]
         if found:
             record.setdefault("summary", {})[dtype].update(
-                find_layers=len(found), geomean_ratio_find=math.exp(sum(map(math.log, found)) / len(found)),
+                find_layers=len(found), geomean_ratio_find=harness.geomean(found),
                 worst_ratio_find=max(found), over_2x_find=sum(r > 2 for r in found))
 
 
-def report(paths: list[str]) -> str:
-    """A markdown table of timed rows from result files (a later file's row replaces an earlier one's), with
-    the geometric-mean ratio per dtype and direction."""
+def report(results: list[tuple[str, dict]]) -> str:
+    """A markdown table of the timed rows of (file name, result) pairs (a later file's row replaces an earlier
+    one's), with the geometric-mean ratio per dtype and direction, and per layer set."""
     rows: dict[tuple, tuple[str, dict]] = {}
-    for path in paths:
-        for row in json.loads(Path(path).read_text()).get("timing", []):
+    for name, data in results:
+        for row in data.get("timing", []):
             if "best_ms" in row:
-                rows[(row["layer"], row["dtype"], row["direction"])] = (Path(path).name, row)
+                rows[(row["layer"], row["dtype"], row["direction"])] = (name, row)
     lines = ["| layer | data | dir | miopy default ms | miopy best ms | cuDNN ms | best / cuDNN | TFLOP/s (best) "
              "| % of peak | source |", "|---|---|---|---|---|---|---|---|---|---|"]
     for (layer, dtype, letter), (source, row) in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
@@ -375,7 +355,7 @@ def report(paths: list[str]) -> str:
         for letters in ("F", "B", "W", "FBW"):
             ratios = [r["ratio_best"] for (_, d, dr), (_, r) in rows.items() if d == dtype and dr in letters]
             if ratios:
-                geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
+                geo = harness.geomean(ratios)
                 lines.append(f"- {'TF32' if dtype == 'FP32' else 'fp16'} {letters}: geomean best / cuDNN "
                              f"{geo:.2f} over {len(ratios)} layer-directions, worst {max(ratios):.2f}")
     sets = sorted({layer.split("-")[0] for layer, _, _ in rows})
@@ -389,7 +369,7 @@ def report(paths: list[str]) -> str:
                 for letter in "FBW":
                     ratios = [r["ratio_best"] for (ly, d, dr), (_, r) in rows.items()
                               if ly.split("-")[0] == name and d == dtype and dr == letter]
-                    cells.append(f"{math.exp(sum(map(math.log, ratios)) / len(ratios)):.2f} ({max(ratios):.2f})"
+                    cells.append(f"{harness.geomean(ratios):.2f} ({max(ratios):.2f})"
                                  if ratios else "-")
             layers = len({ly for ly, _, _ in rows if ly.split("-")[0] == name})
             lines.append(f"| {name} | {layers} | " + " | ".join(cells) + " |")
@@ -404,9 +384,8 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", type=int, default=6)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--accuracy-s", type=float, default=120)
-    ap.add_argument("--report", nargs="+", help="print a markdown table of these result files and exit")
-    ap.add_argument("--docs", action="store_true", help="with --report: write the table into docs/tensor_cores.md's "
-                    "tensor-core-sets section instead of printing it")
+    ap.add_argument("--report", nargs="+", help="print a markdown table of these result files and exit (the "
+                    "results page: python -m benchmarks.report)")
     ap.add_argument("--sets", default="", help="time these layer sets (alexnet,boda,resnet50,vgg16) at their "
                     "benchmark batch sizes instead of the four default layers; --variants 1 times defaults only")
     ap.add_argument("--dry-run", action="store_true", help="list the timing problems and default params; run nothing")
@@ -420,26 +399,17 @@ def main(argv=None) -> int:
                     "RATIO in that earlier result file")
     args = ap.parse_args(argv)
     if args.report:
-        table = report(args.report)
-        if args.docs:
-            from benchmarks.report import write_section
-            write_section(Path(__file__).resolve().parents[1] / "docs" / "tensor_cores.md", "tensor-core-sets",
-                          [f"<!-- generated by: python benchmarks/tensor_cores.py --docs --report "
-                           f"{' '.join(args.report)} -->", "", table])
-        else:
-            print(table)
+        print(report([(Path(p).name, harness.read_json(p)) for p in args.report]))
         return 0
     deadline = time.monotonic() + args.budget_s
     started = time.monotonic()
     handle = miopy.Handle()
-    record: dict = {"device": handle.info.name, "device_id": handle.info.device_id, "ptx_mma": handle.info.ptx_mma,
-                    "handle_s": time.monotonic() - started, "command": " ".join(sys.argv)}
+    record = harness.new_record(handle, ptx_mma=handle.info.ptx_mma, handle_s=time.monotonic() - started)
     out = Path(args.out) / f"tensor-cores-{handle.info.name.replace(' ', '_')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
 
     def save() -> None:
         summarize(record)
-        out.write_text(json.dumps(record, indent=1, default=str))
+        harness.write_json(out, record)
 
     parts = args.parts.split(",")
     if args.dry_run:
@@ -482,6 +452,21 @@ def main(argv=None) -> int:
     save()
     print(json.dumps(record.get("summary", {}), indent=1))
     return 0
+
+
+# -- the results page (docs/results/tensor-cores.md) ----------------------------------------------------------------
+def page(sources: list[harness.Source], out: Path) -> list[str]:
+    """docs/results/tensor-cores.md: the four layer sets in every direction, TF32 and fp16, beside cuDNN."""
+    lines = harness.page_head(
+        "Tensor cores against cuDNN: TF32 and fp16", sources,
+        "`ConvImplicitGemmMma` (mma.sync / WGMMA through inline or patched PTX) on the layers of AlexNet, Boda's "
+        "convolutions, ResNet-50 and VGG-16 at their benchmark batch sizes, in every direction, beside cuDNN through "
+        "PyTorch in the same run (`cudnn.benchmark`; `allow_tf32` for fp32 data, fp16 tensors for fp16). miopy's "
+        "time is its default params' (`--variants 1`), checked for NaNs; times are medians of profiled runs (OpenCL "
+        "events for miopy, CUDA events for cuDNN). % of peak: against the dense tensor-core peak of an H100 SXM "
+        f"({PEAK_TFLOPS['FP32']:.0f} TFLOP/s TF32, {PEAK_TFLOPS['FP16']:.0f} fp16). Ratio: miopy / cuDNN (lower "
+        "is better).")
+    return lines + report([(s.name, s.data) for s in sources]).splitlines() + [""]
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ tune_problem (compile workers' start, compiling, timing, the float64 check of th
 import and device opening. At the end this process times every run's winner again, the old and the new one
 alternately (3 x median of 5), so the kernel times compared come from one process.
 
-    python benchmarks/tune_speed.py --layers conv1,conv2,conv3 --families ConvDirectLocal,ConvWinograd \\
+    python -m benchmarks.tune_speed --layers conv1,conv2,conv3 --families ConvDirectLocal,ConvWinograd \\
         --old-budget 16 --time-budget 8 --jobs 12 --deadline 280 --out benchmarks/results/h100-tune-speed.json
 """
 from __future__ import annotations
@@ -20,14 +20,15 @@ import argparse
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks import harness
+
+ROOT = harness.ROOT
 FAMILIES = ("ConvDirectLocal", "ConvWinograd", "ConvIm2colGemm")
 CHILD = """
 import json, sys, time
@@ -88,11 +89,10 @@ def cold_env(tmp: Path, db: Path, cuda_cache: str) -> dict:
 def retime(set_name: str, pairs: list[dict], n: int, direction: int, rounds: int = 3) -> None:
     """Time each pair's old and new winner in this process, alternately; adds old_ms / new_ms (min over rounds
     of the median of 5) to each pair."""
-    sys.path.insert(0, str(ROOT))
     import miopy
     from miopy.conv import networks, registry
     from miopy.conv.problem import Direction
-    from miopy.find import default_timer, random_buffers
+    from miopy.find import random_buffers
     from miopy.plan import plan_of
     handle = miopy.Handle()
     layers = {layer.name: layer for layer in networks.layer_set(set_name)}
@@ -111,7 +111,7 @@ def retime(set_name: str, pairs: list[dict], n: int, direction: int, rounds: int
         times: dict[str, list[float]] = {way: [] for way in plans}
         for _ in range(rounds):
             for way, plan in plans.items():
-                times[way].append(default_timer(handle, plan, buffers[0]))
+                times[way].append(harness.device_ms(handle, lambda p=plan, b=buffers[0]: p.enqueue(b), 2, 5))
         for way, samples in times.items():
             pair[f"{way}_ms"] = min(samples)
 
@@ -154,7 +154,6 @@ def main(argv=None) -> int:
     ap.add_argument("--no-retime", action="store_true", help="skip timing the winners again side by side")
     ap.add_argument("--out", type=Path, default=None, help="JSON file to write")
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
     from miopy.conv import networks
     n = args.batch or networks.DEFAULT_BATCH.get(args.set, 1)
     layers = [name for name in args.layers.split(",") if name]
@@ -208,8 +207,8 @@ def main(argv=None) -> int:
     done = [p for p in pairs if "speedup" in p and "quality" in p]
     summary = {"pairs": len(done),
                "old_s_total": sum(p["old_s"] for p in done), "new_s_total": sum(p["new_s"] for p in done),
-               "geomean_speedup": statistics.geometric_mean([p["speedup"] for p in done]) if done else None,
-               "geomean_quality": statistics.geometric_mean([p["quality"] for p in done]) if done else None,
+               "geomean_speedup": harness.geomean(p["speedup"] for p in done) if done else None,
+               "geomean_quality": harness.geomean(p["quality"] for p in done) if done else None,
                "worst_quality": max((p["quality"] for p in done), default=None)}
     print(f"\n{'layer':<7}{'family':<17}{'old s':>7}{'new s':>7}{'speedup':>9}{'old ms':>9}{'new ms':>9}{'new/old':>9}")
     for p in pairs:
@@ -220,14 +219,54 @@ def main(argv=None) -> int:
         print(f"{len(done)} pairs: old {summary['old_s_total']:.1f} s, new {summary['new_s_total']:.1f} s "
               f"(geomean {summary['geomean_speedup']:.2f}x faster); kernel new/old geomean "
               f"{summary['geomean_quality']:.3f}, worst {summary['worst_quality']:.3f}")
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"device": device, "command": " ".join(sys.argv), "batch": n,
-                                        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "args": {
-                                            k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-                                        "summary": summary, "pairs": pairs}, indent=1))
+    record = harness.new_record(None, batch=n, args=vars(args), summary=summary, pairs=pairs)
+    record["meta"]["device_id"] = device   # the children's (this process opens a device only to retime)
+    record["meta"]["device"] = device.split("|")[1] if device else None
+    harness.write_json(args.out, record)
     return 0
 
+
+
+# -- results pages (docs/results/find.md) ---------------------------------------------------------------------------
+def section(source: harness.Source) -> list[str]:
+    """One tune_speed run: each (layer, family) pair's seconds and best kernel the old way and the fast way."""
+    data, s = source.data, source.data["summary"]
+    rows = [[p["layer"], p["family"], f"{p['old_s']:.1f}", f"{p['new_s']:.1f}", f"{p['old_ms']:.3f}",
+             f"{p['new_ms']:.3f}", f"{p['quality']:.3f}"]
+            for p in data["pairs"] if p.get("old_ms") and p.get("new_ms") and "old_s" in p and "new_s" in p]
+    return ([f"### {source.name}", "", f"{source.meta.get('device')}, batch {data['batch']}: "
+             f"`{source.meta.get('command', '-')}`.", ""]
+            + harness.md_table(["layer", "family", "old s", "fast s", "old best ms", "fast best ms",
+                                "fast / old kernel"], rows)
+            + ["", f"{s['pairs']} pairs: old {s['old_s_total']:.1f} s, fast {s['new_s_total']:.1f} s; kernel time fast "
+               f"/ old geomean {harness.fmt(s['geomean_quality'], '.3f')}, worst "
+               f"{harness.fmt(s['worst_quality'], '.3f')}.", ""])
+
+
+FAMILY_PREFIXES = ("ConvWinograd", "ConvDirectLocal", "ConvIm2colGemm", "ConvGemm", "ConvDirectNaive",
+                   "ConvDepthwise", "ConvImplicitGemmMma")
+
+
+def records_section(source: harness.Source) -> list[str]:
+    """Records of `miopy.cli.build_system_db --json`: each tuned record's speedup over its solver's default params,
+    the median gain per solver family and the seconds per layer."""
+    rows = source.data
+    table = harness.md_table(["problem", "solver", "default ms", "tuned ms", "speedup", "layer tuned in s"],
+                             [[f"`{r['problem']}`", r["solver"], f"{r['default_ms']:.3f}", f"{r['best_ms']:.3f}",
+                               f"{r['speedup']:.2f}x", f"{r['seconds']:.1f}"] for r in rows])
+    by_family: dict[str, list[float]] = {}
+    for r in rows:
+        family = next((f for f in FAMILY_PREFIXES if r["solver"].startswith(f)), r["solver"])
+        by_family.setdefault(family, []).append(r["speedup"])
+    families = harness.md_table(["family", "records", "median speedup", "best"],
+                                [[name, len(v), f"{harness.median(v):.2f}x", f"{max(v):.2f}x"] for name, v in
+                                 sorted(by_family.items(), key=lambda kv: -harness.median(kv[1]))])
+    layers = {r["problem"]: r["seconds"] for r in rows}
+    return ([f"### {source.name}", "", f"{source.meta.get('device')}: `{source.meta.get('command', '-')}`.", ""]
+            + table + [""] + families
+            + ["", f"Every solver of a layer tuned in {min(layers.values()):.1f}-{max(layers.values()):.1f} s per "
+               f"layer ({len(layers)} layers); geomean speedup {harness.geomean(r['speedup'] for r in rows):.3f}.",
+               ""])
 
 if __name__ == "__main__":
     sys.exit(main())

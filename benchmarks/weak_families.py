@@ -8,30 +8,28 @@ same random inputs with its output poisoned first, is checked against float64 (t
 hybrid error |a-e|/(1+|e|), and is timed with OpenCL profiling events; cuDNN (torch, benchmark=True,
 allow_tf32=False) is timed with CUDA events and checked the same way. The JSON lists every candidate.
 
-    python benchmarks/weak_families.py --out benchmarks/results/h100-weak-families.json --budget 270
+    python -m benchmarks.weak_families --out benchmarks/results/h100-weak-families.json --budget 270
+
+The results page is docs/results/conv-families.md (`python -m benchmarks.report`).
 """
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import math
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import miopy  # noqa: E402
-from benchmarks.report import write_section  # noqa: E402
-from miopy.conv import networks, reference, registry  # noqa: E402
-from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction  # noqa: E402
-from miopy.find import params_for  # noqa: E402
-from miopy.plan import solution_plan  # noqa: E402
-from miopy.tensor import TensorDesc  # noqa: E402
+import miopy
+from benchmarks import harness
+from benchmarks.torch_conv import cudnn_ms, device_buffers, float64_reference
+from miopy.conv import networks, reference, registry
+from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction
+from miopy.find import params_for
+from miopy.plan import solution_plan
+from miopy.tensor import TensorDesc
 
 F, B, W = Direction.FORWARD, Direction.BACKWARD_DATA, Direction.BACKWARD_WEIGHTS
 
@@ -142,16 +140,10 @@ def run_candidate(handle, problem, bufs, exact, sid, params, iters, warmup=1) ->
     out = np.empty(exact.shape, np.float32)
     cl.enqueue_copy(handle.queue, out, bufs[role])
     handle.finish()
-    err = reference.max_error(out, exact)
-    ms = (handle.time_ms(run, warmup=warmup, iters=iters) if iters
-          else (events[-1].profile.end - events[0].profile.start) * 1e-6)
+    err = harness.max_error(out, exact)
+    ms = harness.device_ms(handle, run, warmup=warmup, iters=iters) if iters else harness.events_ms(events)
     handle.finish()
-    stage_runs = []
-    for _ in range(5):   # per launch (transforms, GEMM, ...): where a multi-kernel solver's time goes
-        events = run()
-        handle.finish()
-        stage_runs.append([(e.profile.end - e.profile.start) * 1e-6 for e in events])
-    stages = [float(np.median(col)) for col in zip(*stage_runs)]
+    stages = harness.launch_ms(handle, run, runs=5)   # per launch (transforms, GEMM, ...): where the time goes
     return {"solver": sid, "params": full, "params_source": source if not params else "explicit", "time_ms": ms,
             "stage_ms": stages,
             "max_err": err, "tolerance": reference.tolerance(solver, problem), "rel_err":
@@ -160,9 +152,6 @@ def run_candidate(handle, problem, bufs, exact, sid, params, iters, warmup=1) ->
 
 
 def measure(handle, row, iters) -> dict:
-    import pyopencl as cl
-    from crosscheck import float64_reference
-    from suite import cudnn_ms
     problem = row["problem"]
     rng = np.random.default_rng(0)
     t = {r: rng.standard_normal(d.dims, dtype=np.float32) for r, d in (("x", problem.x), ("w", problem.w),
@@ -172,12 +161,11 @@ def measure(handle, row, iters) -> dict:
            "driver": problem.driver_args(), "flops": problem.flops(), "reduction": problem.reduction_length()}
     try:
         rec["cudnn_fp32_ms"], got = cudnn_ms(problem, t, False, iters)
-        rec["cudnn_fp32_err"] = reference.max_error(got, exact)
+        rec["cudnn_fp32_err"] = harness.max_error(got, exact)
         rec["cudnn_fp32_rel_err"] = float(np.abs(got - exact).max() / max(np.abs(exact).max(), 1e-30))
     except Exception as exc:   # noqa: BLE001 - record and go on
         rec["cudnn_error"] = repr(exc)
-    mf = cl.mem_flags
-    bufs = {r: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for r, a in t.items()}
+    bufs = device_buffers(handle, t)
     rec["miopy"] = []
     sampled = [(sid, params) for sid, count in row.get("sample", {}).items()
                if registry.get(sid).is_applicable(problem, handle.info)
@@ -204,51 +192,51 @@ def summary(records: list[dict]) -> dict:
             continue
         fam = r["name"].split(".")[0] + "-" + r["direction"]
         groups.setdefault(fam, []).append(r["ratio_fp32"])
-    return {k: {"geomean": math.exp(sum(map(math.log, v)) / len(v)), "count": len(v)} for k, v in groups.items()}
+    return {k: {"geomean": harness.geomean(v), "count": len(v)} for k, v in groups.items()}
 
 
-def merged(runs: list[dict]) -> dict:
-    """Several runs' rows as one: a later run's row replaces an earlier one of the same layer and direction
-    (each row's miopy and cuDNN times still come from one run)."""
+def merged(runs: list[dict]) -> list[dict]:
+    """Several runs' rows as one list: a later run's row replaces an earlier one of the same layer and direction
+    (each row's miopy and cuDNN times still come from one run); a row a budget cut short keeps the earlier one."""
     rows: dict = {}
     for run in runs:
         for r in run["rows"]:
-            if "ratio_fp32" in r or (r["name"], r["direction"]) not in rows:   # a row a budget cut short
-                rows[(r["name"], r["direction"])] = r                           # keeps the earlier one
-    return {**runs[-1], "rows": list(rows.values()), "runs": [
-        {k: run[k] for k in ("device", "command", "date")} | {"rows": len(run["rows"])} for run in runs]}
+            if "ratio_fp32" in r or (r["name"], r["direction"]) not in rows:
+                rows[(r["name"], r["direction"])] = r
+    return list(rows.values())
 
 
-def report(data: dict, target: float = 1.2, accuracy: float = 1e-3) -> list[str]:
-    """The docs section: every row's best against cuDNN, the geomeans by family, the backward-weights accuracy."""
-    runs = data.get("runs") or [data]
-    out = ["Generated by `python3 benchmarks/weak_families.py --report JSON [JSON ...]` from "
-           + "; ".join(f"a run on {r['device']} (`{r['command']}`, {r['date']})" for r in runs)
-           + (" (a later run's rows replace the earlier run's rows of the same layer and direction)" if len(runs) > 1
-              else "") + "; miopy's best over its perf-DB or default params and the explicit variants, each "
-           "checked against float64 on the same inputs; cuDNN strict fp32 through PyTorch in the same run as the "
-           "row.", "", "| layer | dir | cuDNN fp32 ms | miopy best | ms | miopy / cuDNN |", "|---|---|---|---|---|---|"]
-    timed = [r for r in data["rows"] if "ratio_fp32" in r and not r["name"].startswith("acc")]
-    for r in timed:
-        best = r["best"]
-        out.append(f"| {r['name']} | {r['direction']} | {r['cudnn_fp32_ms']:.3f} | {best['solver']} | "
-                   f"{best['time_ms']:.3f} | {r['ratio_fp32']:.2f}x |")
-    out += ["", "Geomean miopy / cuDNN by family and direction (rows): " + "; ".join(
-        f"{k} {v['geomean']:.2f}x ({v['count']})" + ("" if v["geomean"] <= target else " **above " f"{target}x**")
+def page(sources: list[harness.Source], out: Path, target: float = 1.2, accuracy: float = 1e-3) -> list[str]:
+    """docs/results/conv-families.md: every row's best against cuDNN (the runs merged, later rows replacing earlier
+    ones of the same layer and direction), the geomeans by family, the backward-weights accuracy."""
+    lines = harness.page_head(
+        "Layer families against cuDNN, strict fp32", sources,
+        "Depthwise (MobileNet), 5x5 filters (AlexNet-v2 conv2, GoogLeNet), backward-weights (the AlexNet and VGG-16 "
+        "sets), 1x1 layers with few input channels (ResNet-50) and backward-weights accuracy on long reductions. "
+        "miopy's best over its perf-DB or default params and explicit variants, each checked against float64 on the "
+        "same inputs (Boda's hybrid error) and timed with profiling events; cuDNN strict fp32 through PyTorch in the "
+        "same run as the row. The runs are listed oldest first: a later run's rows replace the earlier run's rows "
+        "of the same layer and direction.")
+    rows = merged([s.data for s in sources])
+    timed = [r for r in rows if "ratio_fp32" in r and not r["name"].startswith("acc")]
+    lines += harness.md_table(["layer", "dir", "cuDNN fp32 ms", "miopy best", "ms", "miopy / cuDNN"],
+                              [[r["name"], r["direction"], f"{r['cudnn_fp32_ms']:.3f}", r["best"]["solver"],
+                                f"{r['best']['time_ms']:.3f}", f"{r['ratio_fp32']:.2f}x"] for r in timed])
+    lines += ["", "Geomean miopy / cuDNN by family and direction (rows): " + "; ".join(
+        f"{k} {v['geomean']:.2f}x ({v['count']})" + ("" if v["geomean"] <= target else f" **above {target}x**")
         for k, v in summary(timed).items()) + ".", ""]
-    for r in (r for r in data["rows"] if r["name"].startswith("acc")):
+    for r in (r for r in rows if r["name"].startswith("acc")):
         ran = [m for m in r["miopy"] if "time_ms" in m and m["params_source"] == "default"]
-        out.append(f"Backward-weights accuracy, `{r['driver']}` ({r['reduction']} terms per weight), hybrid error "
-                   "of the defaults against float64: " + ", ".join(
-                       f"{m['solver']} {m['max_err']:.2e}" + ("" if m["max_err"] <= accuracy else " **above 1e-3**")
-                       for m in ran) + f"; cuDNN {r['cudnn_fp32_err']:.2e}.")
-    return out + [""]
+        lines.append(f"Backward-weights accuracy, `{r['driver']}` ({r['reduction']} terms per weight), hybrid error "
+                     "of the defaults against float64: " + ", ".join(
+                         f"{m['solver']} {m['max_err']:.2e}" + ("" if m["max_err"] <= accuracy else " **above 1e-3**")
+                         for m in ran) + f"; cuDNN {harness.fmt(r.get('cudnn_fp32_err'), '.2e')}.")
+        lines.append("")
+    return lines
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--report", type=Path, nargs="+", help="write docs/performance_notes.md's section from these "
-                    "JSONs (later rows replace earlier ones) and stop")
     ap.add_argument("--out")
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--budget", type=float, default=270.0, help="seconds; rows not started by then are skipped")
@@ -256,10 +244,6 @@ def main(argv=None) -> int:
     ap.add_argument("--lines", type=Path, help="write the selected rows' miopy-driver lines here (to tune them "
                     "into a perf DB: build_system_db --file) and stop")
     args = ap.parse_args(argv)
-    if args.report:
-        write_section(Path(__file__).resolve().parents[1] / "docs" / "performance_notes.md", "weak-families",
-                      report(merged([json.loads(path.read_text()) for path in args.report])))
-        return 0
     todo = [r for r in rows() if not args.only or any(r["name"].startswith(p) for p in args.only.split(","))]
     if args.lines:
         unique = dict.fromkeys(f"miopy-driver {r['problem'].driver_command()}" for r in todo)
@@ -267,11 +251,10 @@ def main(argv=None) -> int:
         print(f"wrote {len(unique)} driver lines to {args.lines}")
         return 0
     if not args.out:
-        ap.error("--out is required (or --report, --lines)")
+        ap.error("--out is required (or --lines)")
     start = time.monotonic()
     handle = miopy.Handle()
-    result = {"device": handle.info.name, "device_id": handle.info.device_id, "command": " ".join(sys.argv),
-              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "rows": []}
+    result = harness.new_record(handle, rows=[])
     for row in todo:
         if time.monotonic() - start > args.budget:
             result["rows"].append({"name": row["name"], "direction": row["problem"].direction.letter,
@@ -280,11 +263,11 @@ def main(argv=None) -> int:
         rec = measure(handle, row, row.get("iters", args.iters))
         result["rows"].append(rec)
         result["summary"] = summary(result["rows"])
-        Path(args.out).write_text(json.dumps(result, indent=1, default=str))
+        harness.write_json(args.out, result)
         _print(rec)
     result["elapsed_s"] = time.monotonic() - start
-    Path(args.out).write_text(json.dumps(result, indent=1, default=str))
-    print(json.dumps(result["summary"], indent=1))
+    harness.write_json(args.out, result)
+    print(json.dumps(result.get("summary", {}), indent=1))
     return 0
 
 

@@ -18,14 +18,15 @@ where the Winograd transforms' rounding shows, a 1M-term 5x5 case and a depthwis
 channels at the two long sizes (hybrid errors then lower, since 288 gradients include fewer near zero:
 compare sum_units) and the AlexNet layers at N=16.
 
-    python3 benchmarks/wrw_accuracy.py --out benchmarks/results/h100-wrw-accuracy.json
-    python3 benchmarks/wrw_accuracy.py --quick --out benchmarks/results/pocl-wrw-accuracy.json
+    python -m benchmarks.wrw_accuracy --out benchmarks/results/h100-wrw-accuracy.json
+    python -m benchmarks.wrw_accuracy --quick --out benchmarks/results/pocl-wrw-accuracy.json
+
+The results page is docs/results/wrw-accuracy.md (`python -m benchmarks.report`).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import json
 import math
 import sys
@@ -34,15 +35,15 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import miopy  # noqa: E402
-from miopy import db  # noqa: E402
-from miopy.conv import reference, registry  # noqa: E402
-from miopy.conv.problem import Direction  # noqa: E402
-from miopy.conv.solvers.winograd_wrw import accuracy_reason  # noqa: E402
-from miopy.device import DeviceInfo  # noqa: E402
+import miopy
+from benchmarks import harness
+from benchmarks.torch_conv import cudnn_ms, device_buffers, float64_reference
+from benchmarks.weak_families import problem_of, run_candidate
+from miopy import db
+from miopy.conv import registry
+from miopy.conv.problem import Direction
+from miopy.conv.solvers.winograd_wrw import accuracy_reason
+from miopy.device import DeviceInfo
 
 W = Direction.BACKWARD_WEIGHTS
 UNIT = 2.0 ** -24   # fp32 unit roundoff
@@ -77,9 +78,6 @@ def param_sets(solver, problem, dev) -> list[tuple[str, dict]]:
 
 
 def measure_case(handle, name, dims, solvers, iters) -> dict:
-    import pyopencl as cl
-    from crosscheck import float64_reference
-    from weak_families import problem_of, run_candidate
     n, c, h, w, k, r, pad, *groups = dims
     problem = problem_of(W, n, c, h, k, r, pad, groups=groups[0] if groups else 1, w=w)
     rng = np.random.default_rng(0)
@@ -91,8 +89,7 @@ def measure_case(handle, name, dims, solvers, iters) -> dict:
     rec = {"name": name, "key": problem.key(), "reduction": length, "weights": int(exact.size),
            "reference_s": round(time.perf_counter() - start, 2), "solvers": []}
     rec.update(_cudnn(problem, t, exact, max(iters, 1)))
-    mf = cl.mem_flags
-    bufs = {role: cl.Buffer(handle.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for role, a in t.items()}
+    bufs = device_buffers(handle, t)
     for solver in solvers:
         if not solver.is_applicable(problem, handle.info):
             continue
@@ -112,16 +109,14 @@ def measure_case(handle, name, dims, solvers, iters) -> dict:
 
 def _cudnn(problem, t, exact, iters) -> dict:
     """cuDNN strict fp32 (torch) on the same inputs, where torch has a GPU: its time and errors."""
+    if harness.load_torch() is None:
+        return {}
     try:
-        import torch
-        if not torch.cuda.is_available():
-            return {}
-        from suite import cudnn_ms
         ms, got = cudnn_ms(problem, t, False, iters)
     except Exception as exc:   # noqa: BLE001 - recorded, not fatal
         return {"cudnn_error": f"{type(exc).__name__}: {exc}"[:300]}
     rms = float(np.sqrt(np.mean(np.square(got - exact))))
-    out = {"cudnn_fp32_ms": ms, "cudnn_fp32_err": reference.max_error(got, exact),
+    out = {"cudnn_fp32_ms": ms, "cudnn_fp32_err": harness.max_error(got, exact),
            "cudnn_fp32_sum_units": rms / (UNIT * math.sqrt(problem.reduction_length()))}
     print(f"{'':22s} cuDNN strict fp32       hybrid {out['cudnn_fp32_err']:.2e} sum_units "
           f"{out['cudnn_fp32_sum_units']:6.1f} {ms:9.2f} ms", flush=True)
@@ -137,15 +132,24 @@ def _print(case: str, row: dict) -> None:
           f"{json.dumps(row['params'], sort_keys=True)}", flush=True)
 
 
-def report(path: str) -> list[str]:
-    """A markdown table of a result file: each case's hybrid error per solver (this device's default params),
-    marked where the solver's accuracy rule refuses the case (measured with --unrefused), and cuDNN's."""
-    data = json.loads(Path(path).read_text())
+def page(sources: list[harness.Source], out: Path) -> list[str]:
+    """docs/results/wrw-accuracy.md: each run's table."""
+    lines = harness.page_head(
+        "Backward-weights accuracy on long reductions", sources,
+        "Every applicable backward-weights solver with this device's default params, on random normal inputs, its "
+        "output NaN-poisoned first: Boda's hybrid error |a-e|/(1+|e|) against float64 (target: <= 1e-3 on reductions "
+        "of 1-10 million terms per weight), and cuDNN's strict fp32 error on the same inputs where the run had a GPU. "
+        "\"refused\": the solver's accuracy rule keeps find from it on that case (measured with `--unrefused`).")
+    for s in sources:
+        lines += [f"## {s.meta.get('device')}: {s.name}", ""] + report(s.data) + [""]
+    return lines
+
+
+def report(data: dict) -> list[str]:
+    """A markdown table of a result: each case's hybrid error per solver (this device's default params), marked
+    where the solver's accuracy rule refuses the case, and cuDNN's."""
     solvers = list(dict.fromkeys(r["solver"] for c in data["cases"] for r in c["solvers"] if "max_err" in r))
-    lines = [f"Generated by `python3 benchmarks/wrw_accuracy.py --report {path} --docs` from a run on "
-             f"{data['device']} (`{data['command']}`, {data['date']}): hybrid error of each solver's default params "
-             f"against float64; \"refused\": the solver's accuracy rule keeps find from it on that case.", "",
-             "| case | terms per weight | " + " | ".join(solvers) + " | cuDNN strict fp32 |",
+    lines = ["| case | terms per weight | " + " | ".join(solvers) + " | cuDNN strict fp32 |",
              "|---|---|" + "---|" * (len(solvers) + 1)]
     for case in data["cases"]:
         cells = []
@@ -162,9 +166,7 @@ def report(path: str) -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--report", help="print the table of a result file (with --docs: write it into "
-                                     "docs/performance_notes.md's wrw-accuracy section) and exit")
-    ap.add_argument("--docs", action="store_true")
+    ap.add_argument("--report", help="print the table of a result file and exit")
     ap.add_argument("--out")
     ap.add_argument("--quick", action="store_true", help="smaller cases for slow devices (see the docstring)")
     ap.add_argument("--cases", default="", help="comma-separated case names (default: all of the set)")
@@ -175,13 +177,7 @@ def main(argv=None) -> int:
                     "predicted error refuses them (rounding_units set to 0), to measure what they would give")
     args = ap.parse_args(argv)
     if args.report:
-        lines = report(args.report)
-        if args.docs:
-            from report import write_section
-            write_section(Path(__file__).resolve().parents[1] / "docs" / "performance_notes.md", "wrw-accuracy",
-                          lines)
-        else:
-            print("\n".join(lines))
+        print("\n".join(report(harness.read_json(args.report))))
         return 0
     if not args.out:
         ap.error("--out is required (unless --report)")
@@ -195,11 +191,10 @@ def main(argv=None) -> int:
             if hasattr(solver, "rounding_units"):
                 solver.rounding_units = 0.0   # type: ignore[attr-defined]
     handle = miopy.Handle()
-    result = {"device": handle.info.name, "command": " ".join(sys.argv), "unrefused": args.unrefused,
-              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "cases": []}
+    result = harness.new_record(handle, unrefused=args.unrefused, cases=[])
     for name in names:
         result["cases"].append(measure_case(handle, name, {**FULL, **QUICK}[name], solvers, iters))
-        Path(args.out).write_text(json.dumps(result, indent=1))
+        harness.write_json(args.out, result)
     return 0
 
 

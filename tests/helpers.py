@@ -121,7 +121,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_script(path: str, name: str):
-    """A script of the repository (benchmarks/..., examples/...) imported as a module by its path."""
+    """A script of examples/ imported as a module by its path (the benchmarks are a package, tested in
+    benchmarks/tests/; tests/ imports none of them)."""
     spec = importlib.util.spec_from_file_location(name, ROOT / path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

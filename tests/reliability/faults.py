@@ -243,7 +243,7 @@ CORRUPTIONS: dict[str, Callable[[bytes, random.Random], bytes]] = {
 # -- the report -------------------------------------------------------------------------------------------
 @dataclass
 class Outcome:
-    """One row of docs/notes/reliability.md: a fault, how often it was tried, what happened, what was lost.
+    """One row of docs/results/reliability.md: a fault, how often it was tried, what happened, what was lost.
 
     failed_calls counts miopy calls that raised or returned wrong results; bad_entries counts store
     entries left corrupt; both must be 0.
@@ -279,7 +279,7 @@ class Report:
 
     def write(self, path: Path, seconds: float) -> None:
         """The session's summary as JSON; under pytest-xdist each worker writes <path>.<worker>, which
-        report.py merges."""
+        benchmarks.reliability merges."""
         worker = os.environ.get("PYTEST_XDIST_WORKER")
         target = path.with_name(f"{path.name}.{worker}") if worker else path
         data = {"device": self.device, "seconds": round(seconds, 1),

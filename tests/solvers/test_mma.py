@@ -1105,29 +1105,6 @@ def test_tf32_warm_calls_compile_nothing(handle, monkeypatch):
     own.finish()
 
 
-def test_variant_benchmark_plans_split_variants_and_writes_the_docs_table(monkeypatch):
-    """benchmarks/mma_variants.py: the previous defaults and the split variants on ResNet-50's 1x1 backward-weights
-    (a described H100, nothing built), direction filters, and the docs table of the H100 result file."""
-    import argparse
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[2]
-    monkeypatch.syspath_prepend(str(root / "benchmarks"))
-    import mma_variants
-
-    args = argparse.Namespace(layers="resnet50-1x1-64-256", sets="", directions="WF", dtypes="FP32",
-                              variants="prev,split-double,splitk2")
-    wgrad, fwd = mma_variants.plan_rows(H100, args)
-    by = {v["name"]: v for v in wgrad["variants"]}
-    assert by["prev"]["params"]["SPLIT"] == 8 and by["prev"]["params"]["M_BLK"] == 32
-    assert by["split-double"]["params"]["SPLIT"] == 2 * by["default"]["params"]["SPLIT"]
-    assert by["splitk2"] == {"name": "splitk2", "not_for": "W"}
-    assert {v["name"]: v for v in fwd["variants"]}["prev"] == {"name": "prev", "not_for": "F"}
-    record = json.loads((root / "benchmarks" / "results" / "h100-mma-variants.json").read_text())
-    lines = mma_variants.markdown(record, "h100-mma-variants.json")
-    assert sum(line.startswith("| resnet50") for line in lines) == 12
-    assert "- TF32 geomean best / cuDNN 1.84 over 12 rows, worst 3.37" in lines
-
-
 def test_default_params_copy_x_where_the_h100_measured_it_faster():
     """TRANSFORM_X by default (see _copied): fp16 and TF32 backward-weights on large stride-1 planes (TF32 only where
     the copy is small against the GEMM), TF32 forward / backward-data with many output rows x taps; never for 1x1

@@ -1,6 +1,6 @@
 """Winograd against every other applicable solver on the 3x3 stride-1 layers it targets.
 
-    python3 benchmarks/winograd.py [-n 32] [--layers resnet50,vgg16] [--sweep 16] [--json results.json]
+    python -m benchmarks.experiments.winograd [-n 32] [--layers resnet50,vgg16] [--sweep 16] [--json results.json]
 
 For each layer and direction (forward, backward-data; backward-weights with --directions 4) it prints every
 applicable solver's time from find (default params, median of 5 profiled runs) with its effective TFLOP/s
@@ -12,15 +12,14 @@ times N random valid GEMM tilings of each Winograd solver and prints the best ne
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
 
 import miopy
+from benchmarks import harness
 from miopy.conv import registry
 from miopy.conv.problem import ConvDesc, ConvProblem, Direction
 from miopy.errors import MiopyError
-from miopy.find import default_timer, find_problem, random_buffers
+from miopy.find import find_problem, random_buffers
 from miopy.plan import solution_plan as prepared_solution
 from miopy.tensor import TensorDesc
 
@@ -40,14 +39,10 @@ def kernel_times(handle, problem: ConvProblem, solver_id: str, params: dict, buf
                  iters: int = 5) -> list[tuple[str, float]]:
     """(kernel name, median ms) of each launch of the solution, in launch order."""
     prepared = prepared_solution(handle, problem, solver_id, params)
-    samples = []
-    for i in range(iters + 2):
-        events = prepared.enqueue(buffers)
-        handle.finish()
-        if i >= 2:
-            samples.append([(e.profile.end - e.profile.start) * 1e-6 for e in events])
+    for _ in range(2):
+        prepared.enqueue(buffers)
     names = [launch.spec.name for launch in prepared.solution.launches]
-    return list(zip(names, (statistics.median(column) for column in zip(*samples))))
+    return list(zip(names, harness.launch_ms(handle, lambda: prepared.enqueue(buffers), runs=iters)))
 
 
 def sweep(handle, problem: ConvProblem, solver, buffers, count: int) -> tuple[float, dict] | None:
@@ -55,8 +50,8 @@ def sweep(handle, problem: ConvProblem, solver, buffers, count: int) -> tuple[fl
     timed = []
     for params in solver.sample_space(problem, handle.info, count):
         try:
-            timed.append((default_timer(handle, prepared_solution(handle, problem, solver.id, params), buffers),
-                          params))
+            plan = prepared_solution(handle, problem, solver.id, params)
+            timed.append((harness.device_ms(handle, lambda p=plan: p.enqueue(buffers), 2, 5), params))
         except MiopyError as exc:
             print(f"    {solver.id} {params}: {type(exc).__name__}", file=sys.stderr)
     return min(timed, key=lambda t: t[0]) if timed else None
@@ -101,9 +96,7 @@ def main(argv=None) -> int:
         for c, hw, k in LAYERS[net]:
             for d in (Direction(int(v)) for v in args.directions.split(",")):
                 results.append({"net": net, **bench_layer(handle, problem_of(d, args.n, c, hw, k), args.sweep)})
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": handle.info.device_id, "batch": args.n, "results": results}, f, indent=1)
+    harness.write_json(args.json, harness.new_record(handle, batch=args.n, results=results))
     return 0 if all(r["winograd_fastest"] for r in results) else 1
 
 

@@ -1,6 +1,6 @@
 """Whether NVIDIA's OpenCL runs Hopper's wgmma when the PTX it emitted is patched (probe, one device call).
 
-    python3 benchmarks/wgmma_probe.py --out DIR
+    python -m benchmarks.experiments.wgmma_probe --out DIR
 
 NVIDIA's OpenCL compiles kernels to PTX for `.target sm_90`, where ptxas refuses wgmma ("not supported on
 .target 'sm_90'"). Its program binaries are that PTX, and a program can be created from a binary. So: write
@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pyopencl as cl
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from miopy import ptx_patch  # noqa: E402
+from benchmarks import harness
+from miopy import ptx_patch
 
 M, N = 64, 16
 
@@ -152,7 +152,8 @@ def main() -> int:
     ctx = cl.create_some_context(interactive=False)
     queue = cl.CommandQueue(ctx)
     dev = ctx.devices[0]
-    record = {"device": dev.name, "driver": dev.driver_version, "cases": []}
+    record = harness.new_record(None, driver=dev.driver_version, cases=[])
+    record["meta"]["device"] = dev.name
     rng = np.random.default_rng(5)
     t0 = time.time()
     for half in (False, True):
@@ -163,9 +164,7 @@ def main() -> int:
             print(json.dumps(case)[:1500], flush=True)
             record["cases"].append(case)
     record["elapsed_s"] = time.time() - t0
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "wgmma-probe.json").write_text(json.dumps(record, indent=1))
+    harness.write_json(Path(args.out) / "wgmma-probe.json", record)
     return 0
 
 

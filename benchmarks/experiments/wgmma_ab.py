@@ -1,6 +1,6 @@
 """Where WGMMA kernels spend their time: each timed beside copies of itself with one part removed (probes).
 
-    python3 benchmarks/wgmma_ab.py --out DIR [--layers vgg16-conv8,...] [--tiles t128,t64x128]
+    python -m benchmarks.experiments.wgmma_ab --out DIR [--layers vgg16-conv8,...] [--tiles t128,t64x128]
 
 Per layer (forward, TF32 and fp16) and WGMMA tile: the kernel as it is, and built with WGMMA_PROBE (conv_mma.cl)
 1 (no proxy fence), 2 (no copies in the main loop), 3 (no wgmma), 4 (one wgmma group left in flight; a race),
@@ -16,15 +16,14 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from mma_variants import WG_PARAMS  # noqa: E402
-from tensor_cores import SOLVER, buffers, make, set_layers, tensors  # noqa: E402
-
-import miopy  # noqa: E402
-from miopy.conv.problem import Direction  # noqa: E402
-from miopy.plan import plan_of  # noqa: E402
+import miopy
+from benchmarks import harness
+from benchmarks.mma_variants import WG_PARAMS
+from benchmarks.tensor_cores import SOLVER, make, set_layers
+from benchmarks.torch_conv import device_buffers as buffers
+from benchmarks.torch_conv import host_tensors as tensors
+from miopy.conv.problem import Direction
+from miopy.plan import plan_of
 
 TILES = {"t128": (128, 128, 2, 2), "t128-s3": (128, 128, 2, 3), "t64x128-s4": (64, 128, 1, 4),
          "t128x256": (128, 256, 2, 2), "t128x64-s4": (128, 64, 2, 4)}
@@ -45,7 +44,7 @@ def probed(solution, probe: int):
 def time_solution(handle, problem, solution, bufs, iters: int) -> float:
     plan = plan_of(handle, problem, solution)
     ws = handle.alloc(max(solution.workspace_bytes, 4))
-    return handle.time_ms(lambda: plan.enqueue({**bufs, "workspace": ws}), warmup=2, iters=iters)
+    return harness.device_ms(handle, lambda: plan.enqueue({**bufs, "workspace": ws}), iters=iters)
 
 
 def main() -> int:
@@ -86,7 +85,7 @@ def main() -> int:
             rows.append(row)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "wgmma-ab.json").write_text(json.dumps({"device": handle.info.name, "rows": rows}, indent=1))
+    harness.write_json(out / "wgmma-ab.json", harness.new_record(handle, rows=rows))
     return 0
 
 

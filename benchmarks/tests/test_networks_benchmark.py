@@ -1,4 +1,4 @@
-"""benchmarks/networks.py without a device: the time guard stops a run wherever it is, and --report renders
+"""benchmarks.networks without a device: the time guard stops a run wherever it is, and its results page renders
 every kind of row (measured, missed target, failed, cold starts cut short)."""
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ import time
 
 import pytest
 
-from tests.helpers import load_script
+from benchmarks import harness
 
 
 @pytest.fixture(scope="module")
 def networks():
-    return load_script("benchmarks/networks.py", "bench_networks")
+    from benchmarks import networks
+    return networks
 
 
 def test_budget_stops_a_busy_loop(networks):
@@ -36,7 +37,7 @@ def _row(model: str, batch: int, miopy_ms: float, torch_ms: float, **extra) -> d
                             "solver": "ConvImplicitGemm"}], **extra}
 
 
-def test_report_renders_every_kind_of_row(networks, tmp_path):
+def test_page_renders_every_kind_of_row(networks, tmp_path):
     cold = {"no_perf_db": {"startup_s": 0.5, "first_inference_s": 12.25, "cache": {"compiled": 40}},
             "system_perf_db": {"error": "stopped at the time budget after 9 s"}}
     data = {"device": "Fake GPU", "platform": "Fake CL", "torch": "9.9", "cuda_device": "Fake", "find": True,
@@ -45,11 +46,12 @@ def test_report_renders_every_kind_of_row(networks, tmp_path):
                      {"model": "vgg16", "batch": 1, "error": "not started: time budget"}]}
     path = tmp_path / "r.json"
     path.write_text(json.dumps(data))
-    networks.report(path, tmp_path)
-    text = (tmp_path / "networks.md").read_text()
+    text = "\n".join(networks.page([harness.Source.load(path)], tmp_path))
+    assert "On Fake GPU (Fake CL), PyTorch 9.9 on Fake" in text and "`r.json`" in text   # provenance
     assert "stopped early (time budget of 450 s reached)" in text and "with find" in text
     assert "| resnet18 | 1 | 1.000 | 1000 |" in text and "| 0.80 | yes |" in text     # 0.8x >= 0.67x
     assert "| resnet18 | 32 | 10.000 | 3200 |" in text and "| 0.80 | **no** |" in text  # 0.8x < 0.9x
     assert "| vgg16 | 1 | not started: time budget |" in text
     assert "| resnet18 | 1 | 12.2 | 40 | stopped at the time budget after 9 s |  |" in text
-    assert (tmp_path / "networks.png").exists() == ("![throughput ratio]" in text)
+    assert "![throughput ratio](networks.png)" in text
+    assert (tmp_path / "networks.png").exists() == (harness.pyplot() is not None)

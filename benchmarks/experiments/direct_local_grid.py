@@ -4,7 +4,7 @@ The problem is given by miopy-driver's conv flags; -F picks the direction (0: al
 point is timed with --sample 0, else a random sample of that many (the default params are always timed
 too). Configs that fail to build or launch are counted, never fatal.
 
-    python3 -m benchmarks.direct_local_grid -n 128 -c 96 -H 27 -W 27 -k 256 -y 5 -x 5 -p 2 -q 2 -F 1 \\
+    python -m benchmarks.experiments.direct_local_grid -n 128 -c 96 -H 27 -W 27 -k 256 -y 5 -x 5 -p 2 -q 2 -F 1 \\
         --sample 200 --peak 67 --verify --json l2_fwd.json
 """
 from __future__ import annotations
@@ -17,6 +17,8 @@ import time
 import numpy as np
 import pyopencl as cl
 
+from benchmarks import harness
+from miopy.accuracy import max_error
 from miopy.conv import reference
 from miopy.conv.driver import conv_arguments, descriptors
 from miopy.conv.problem import OUTPUT_ROLE, ConvProblem, Direction, directions, map_problem
@@ -54,7 +56,7 @@ def candidates(problem: ConvProblem, handle: Handle, sample: int, seed: int) -> 
 
 def time_point(handle: Handle, problem: ConvProblem, params: Params, buffers, iters: int) -> tuple[float, Prepared]:
     prepared = plan_of(handle, problem, SOLVER.solution(problem, params))
-    return handle.time_ms(lambda: prepared.enqueue(buffers), warmup=1, iters=iters), prepared
+    return harness.device_ms(handle, lambda: prepared.enqueue(buffers), warmup=1, iters=iters), prepared
 
 
 def host_copy(handle: Handle, buffer: cl.Buffer, shape) -> np.ndarray:
@@ -77,7 +79,7 @@ def verify(handle: Handle, problem: ConvProblem, prepared: Prepared, buffers) ->
         want = reference.conv_backward_data(t["y"], t["w"], problem.x.dims, **geo)
     else:
         want = reference.conv_backward_weights(t["x"], t["y"], problem.w.dims, **geo)
-    return reference.max_error(t[OUTPUT_ROLE[problem.direction]], want)
+    return max_error(t[OUTPUT_ROLE[problem.direction]], want)
 
 
 def describe(params: Params) -> str:

@@ -1,6 +1,6 @@
 """A/B one tensor-core kernel source against another on the same params, interleaved in one run.
 
-    python benchmarks/kernel_ab.py --alt conv_mma_ab.cl --sets alexnet,vgg16 --directions F [--out DIR]
+    python -m benchmarks.experiments.kernel_ab --alt conv_mma_ab.cl --sets alexnet,vgg16 --directions F [--out DIR]
 
 Builds each layer's default ConvImplicitGemmMma solution twice: from miopy/kernels/conv_mma.cl and from the
 alternative file (--alt, also under miopy/kernels/, e.g. `git show REV:miopy/kernels/conv_mma.cl >
@@ -13,22 +13,20 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from tensor_cores import DIRECTIONS, SOLVER, buffers, make, set_layers, tensors  # noqa: E402
-
-import miopy  # noqa: E402
-from miopy.conv.problem import OUTPUT_ROLE  # noqa: E402
-from miopy.conv.solvers.mma import emulated  # noqa: E402
-from miopy.plan import plan_of  # noqa: E402
+import miopy
+from benchmarks import harness
+from benchmarks.tensor_cores import DIRECTIONS, SOLVER, make, set_layers
+from benchmarks.torch_conv import device_buffers as buffers
+from benchmarks.torch_conv import host_tensors as tensors
+from miopy.conv.problem import OUTPUT_ROLE
+from miopy.conv.solvers.mma import emulated
+from miopy.plan import plan_of
 
 
 def with_file(solution, alt: str):
@@ -100,10 +98,10 @@ def main(argv=None) -> int:
         times: dict[str, list[float]] = {"cur": [], "alt": []}
         for _ in range(args.rounds):
             for name in ("cur", "alt"):
-                times[name].append(handle.time_ms(calls[name], warmup=2, iters=args.iters))
+                times[name].append(harness.device_ms(handle, calls[name], iters=args.iters))
         row = {"layer": shape[0], "direction": letter, "dtype": dtype, "params": params,
                "same_output": bool(np.array_equal(outs["cur"], outs["alt"], equal_nan=True)),
-               **{f"{k}_ms": statistics.median(v) for k, v in times.items()}}
+               **{f"{k}_ms": harness.median(v) for k, v in times.items()}}
         row["cur_over_alt"] = row["cur_ms"] / row["alt_ms"]
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "params"}), flush=True)
@@ -114,10 +112,7 @@ def main(argv=None) -> int:
                 prg = handle.kernels._compile(spec)
                 (Path(args.out) / f"{name}.ptx").write_bytes(prg.binaries[0])
     if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        (Path(args.out) / "kernel_ab.json").write_text(json.dumps({"device": handle.info.name, "rows": rows,
-                                                                   "command": " ".join(sys.argv),
-                                                                   "date": time.strftime("%Y-%m-%d")}, indent=1))
+        harness.write_json(Path(args.out) / "kernel_ab.json", harness.new_record(handle, rows=rows))
     return 0
 
 

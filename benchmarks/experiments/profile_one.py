@@ -1,23 +1,21 @@
 """Run one solver once on one layer with its find params, for a profiler (e.g. Nsight Compute) to watch.
 
-    ncu --section SpeedOfLight --section Occupancy --section LaunchStats python3 benchmarks/profile_one.py \\
+    ncu --section SpeedOfLight --section Occupancy --section LaunchStats python -m benchmarks.experiments.profile_one \\
         --set alexnet --layer conv5 --solver ConvDirectLocal
 """
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from miopy import Handle  # noqa: E402
+from benchmarks import harness
+from miopy import Handle
 from miopy.conv import (
-    networks,  # noqa: E402
-    registry,  # noqa: E402
+    networks,
+    registry,
 )
-from miopy.find import params_for, random_buffers  # noqa: E402
-from miopy.plan import solution_plan as prepared_solution  # noqa: E402
+from miopy.find import params_for, random_buffers
+from miopy.plan import solution_plan as prepared_solution
 
 
 def main(argv=None) -> int:
@@ -34,7 +32,7 @@ def main(argv=None) -> int:
     params, source = params_for(solver, problem, handle)
     prepared = prepared_solution(handle, problem, solver.id, params)
     buffers = random_buffers(handle, problem, prepared.solution.workspace_bytes)
-    ms = handle.time_ms(lambda: prepared.enqueue(buffers), warmup=1, iters=3)
+    ms = harness.device_ms(handle, lambda: prepared.enqueue(buffers), warmup=1, iters=3)
     print(f"{problem.key()} {solver.id} ({source}) {params}: {ms:.3f} ms, "
           f"{problem.flops() / ms / 1e9:.1f} TFLOP/s; launches "
           + ", ".join(f"{ln.spec.name} global={ln.global_size} local={ln.local_size}"

@@ -1,14 +1,13 @@
-"""benchmarks/gpu_tests.py without a device: the counts of a finished part, and of one its timeout cut short."""
+"""benchmarks.gpu_tests without a device: the counts of a finished part, and of one its timeout cut short."""
 from __future__ import annotations
 
 import pytest
 
-from tests.helpers import load_script
-
 
 @pytest.fixture(scope="module")
 def gpu_tests():
-    return load_script("benchmarks/gpu_tests.py", "bench_gpu_tests")
+    from benchmarks import gpu_tests
+    return gpu_tests
 
 
 def test_a_finished_part_counts_from_the_closing_line(gpu_tests):
@@ -41,3 +40,15 @@ def test_the_two_suite_parts_split_the_suite_at_the_tensor_core_tests(gpu_tests)
     assert mma_args[:2] == rest_args[:2] == whole[:2]           # the same markers as the whole suite
     assert (Path(gpu_tests.ROOT) / gpu_tests.MMA_TESTS).is_file()
     assert mma_args[-1] == gpu_tests.MMA_TESTS and f"--ignore={gpu_tests.MMA_TESTS}" in rest_args
+
+
+def test_gpu_tests_runs_pytest_as_a_subprocess_and_imports_no_tests():
+    """benchmarks never import tests/: the suite runs in pytest subprocesses, the fault table through
+    benchmarks.reliability."""
+    import ast
+    from pathlib import Path
+    for path in Path(__file__).resolve().parents[1].rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(n == "tests" or n.startswith("tests.") for n in names), f"{path} imports {names}"

@@ -2,7 +2,7 @@
 find, under cProfile (top entries by cumulative time), then the wall time of find's phases and the slowest kernel
 builds of the compile workers (where find compiles in processes).
 
-    python3 benchmarks/profile_find.py --set vgg16 --layer conv1 -F 4
+    python -m benchmarks.experiments.profile_find --set vgg16 --layer conv1 -F 4
 """
 from __future__ import annotations
 
@@ -11,15 +11,12 @@ import cProfile
 import pstats
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import miopy  # noqa: E402
-from miopy import config, find, find_compile_pool  # noqa: E402
-from miopy.conv import networks  # noqa: E402
-from miopy.conv.problem import Direction  # noqa: E402
-from miopy.find import find_problem  # noqa: E402
+import miopy
+from miopy import config, find, find_compile_pool
+from miopy.conv import networks
+from miopy.conv.problem import Direction
+from miopy.find import find_problem
 
 PHASES: dict[str, float] = {}
 

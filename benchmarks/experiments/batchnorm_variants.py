@@ -2,10 +2,10 @@
 work-group a channel, split) and the split's GROUP values (channels whose stages run back to back, so the
 element-wise pass can re-read a group from the cache), at ResNet-50's sizes, with the copy bandwidth
 measured in the same run. Ranking data for the heuristic and the split's default GROUP; PyTorch's times for
-the same shapes are benchmarks/primitives.py's ("batchnorm train", "batchnorm bwd").
+the same shapes are benchmarks.primitives's ("batchnorm train", "batchnorm bwd").
 
-    python3 benchmarks/batchnorm_variants.py --batch 32 128 --out benchmarks/results/bn-variants-h100.json
-    python3 benchmarks/batchnorm_variants.py --batch 2 --shrink 8 --iters 3      # CPU (PoCL) smoke run
+    python -m benchmarks.experiments.batchnorm_variants --batch 32 128 --out benchmarks/results/bn-variants-h100.json
+    python -m benchmarks.experiments.batchnorm_variants --batch 2 --shrink 8 --iters 3      # CPU (PoCL) smoke run
 """
 from __future__ import annotations
 
@@ -16,14 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import miopy  # noqa: E402
-from benchmarks.microbench import copy_bandwidth_gbs  # noqa: E402
-from miopy import TensorDesc  # noqa: E402
-from miopy.batchnorm import REGISTRY, BatchNormProblem, BnDirection, derive_bn_tensor_descriptor  # noqa: E402
-from miopy.batchnorm.solvers.spatial_split import GROUP_GRID  # noqa: E402
-from miopy.plan import Plan, operands  # noqa: E402
+import miopy
+from benchmarks import harness
+from miopy import TensorDesc
+from miopy.batchnorm import REGISTRY, BatchNormProblem, BnDirection, derive_bn_tensor_descriptor
+from miopy.batchnorm.solvers.spatial_split import GROUP_GRID
+from miopy.plan import Plan, operands
 
 SHAPES = [(64, 112, 112), (256, 56, 56), (512, 28, 28), (2048, 7, 7)]   # ResNet-50's batch norms (C, H, W)
 MAX_GROUPS = 64   # split variants of more launch groups than this are left out (hundreds of launches a call)
@@ -65,7 +63,7 @@ def time_variant(handle: miopy.Handle, problem: BatchNormProblem, solver_id: str
     values = tuple(handle.to_device((rng.random(d.element_span) + 0.5).astype(np.float32))
                    for d in problem.tensors().values())
     scalars = SCALARS[problem.direction]
-    return handle.time_ms(lambda: plan.run_values(values, scalars=scalars), warmup=warmup, iters=iters)
+    return harness.device_ms(handle, lambda: plan.run_values(values, scalars=scalars), warmup=warmup, iters=iters)
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -77,7 +75,7 @@ def run(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
     handle = miopy.Handle()
-    copy_gbs = copy_bandwidth_gbs(handle)
+    copy_gbs = harness.copy_bandwidth_gbs(handle)
     print(f"device: {handle.info.name}; copy bandwidth {copy_gbs:.1f} GB/s")
     rows = []
     for n in a.batch:
@@ -95,7 +93,7 @@ def run(argv: list[str] | None = None) -> int:
                           f"{ms:8.4f} ms {gbs:8.1f} GB/s {100 * gbs / copy_gbs:5.1f}%", flush=True)
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps({"device": handle.info.name, "copy_gbs": copy_gbs, "rows": rows}, indent=1))
+        harness.write_json(a.out, harness.new_record(handle, copy_gbs=copy_gbs, rows=rows))
     return 0
 
 

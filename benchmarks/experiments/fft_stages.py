@@ -2,27 +2,22 @@
 timed alone with OpenCL profiling events on the 5x5 layers of issue 16, with the driver's private
 (spilled) memory per kernel, against the bytes each stage must move.
 
-    python3 benchmarks/fft_stages.py [--iters 20] [--out FILE.json] [--sweep N] [--wg 64,256] [--small 0]
+    python -m benchmarks.experiments.fft_stages [--iters 20] [--out FILE.json] [--sweep N] [--wg 64,256] [--small 0]
 """
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from pathlib import Path
 
 import numpy as np
+import pyopencl as cl
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import pyopencl as cl  # noqa: E402
-
-import miopy  # noqa: E402
-from miopy.conv.problem import ConvDesc, ConvProblem, Direction  # noqa: E402
-from miopy.conv.solvers import fft  # noqa: E402
-from miopy.conv.solvers.fft import ConvFFT, FFTLayout  # noqa: E402
-from miopy.plan import plan_of  # noqa: E402
-from miopy.tensor import TensorDesc  # noqa: E402
+import miopy
+from benchmarks import harness
+from miopy.conv.problem import ConvDesc, ConvProblem, Direction
+from miopy.conv.solvers import fft
+from miopy.conv.solvers.fft import ConvFFT, FFTLayout
+from miopy.plan import plan_of
+from miopy.tensor import TensorDesc
 
 LAYERS = [("alexnet-v2.conv2", 128, 64, 27, 192), ("alexnet.conv2", 128, 96, 27, 256),
           ("googlenet.5x5", 128, 48, 7, 128)]
@@ -77,8 +72,7 @@ def main(argv=None) -> int:
                     print(f"{name} {direction.letter} {attr} {value}: {type(exc).__name__}: {str(exc)[:200]}")
                 finally:
                     setattr(fft, attr, standard)
-    if args.out:
-        Path(args.out).write_text(json.dumps({"device": handle.info.name, "rows": rows}, indent=1))
+    harness.write_json(args.out, harness.new_record(handle, rows=rows))
     return 0
 
 
@@ -94,13 +88,9 @@ def measure(handle, solver, name, problem, params, iters, default) -> dict:
                          hostbuf=rng.standard_normal(d.dims, dtype=np.float32))
             for r, d in (("x", problem.x), ("w", problem.w), ("y", problem.y))}
     bufs["workspace"] = handle.scratch("workspace", prepared.solution.workspace_bytes)
-    runs = []
-    for i in range(iters + 2):
-        events = prepared.enqueue(bufs)
-        handle.finish()
-        if i >= 2:
-            runs.append([(e.profile.end - e.profile.start) * 1e-6 for e in events])
-    ms = [float(np.median(col)) for col in zip(*runs)]
+    for _ in range(2):
+        prepared.enqueue(bufs)
+    ms = harness.launch_ms(handle, lambda: prepared.enqueue(bufs), runs=iters)
     layout = FFTLayout.of(problem)
     info = cl.kernel_work_group_info
     private = [handle.kernels.kernel(launch.spec).get_work_group_info(info.PRIVATE_MEM_SIZE, handle.device)

@@ -1,6 +1,6 @@
 """Host time of one warm call, against a raw pyopencl enqueue of the same kernel.
 
-    python3 benchmarks/call_overhead.py [--calls 2000] [--json OUT.json]
+    python -m benchmarks.experiments.call_overhead [--calls 2000] [--json OUT.json]
 
 Times, per call, in microseconds (the median of --calls calls of each kind, the kinds taking turns):
 the raw enqueue (set the buffer arguments and clEnqueueNDRangeKernel, as a hand-written pyopencl program
@@ -11,15 +11,13 @@ output from the pool, then the plan). The plan's ratio to the raw enqueue is the
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
-import time
 from pathlib import Path
 
 import numpy as np
 import pyopencl as cl
 
 import miopy
+from benchmarks import harness
 from miopy import ConvDesc, TensorDesc
 
 NAIVE = miopy.ConvAlgoPerf("ConvDirectNaive", "naive", 1.0, 0, {"WG": 64})
@@ -27,18 +25,10 @@ NAIVE = miopy.ConvAlgoPerf("ConvDirectNaive", "naive", 1.0, 0, {"WG": 64})
 
 def per_call_us(handle: miopy.Handle, calls: dict, rounds: int) -> dict[str, float]:
     """Median host time of one call of each kind, in microseconds. The kinds take turns call by call, so
-    each sees the same queue depth and machine load (an enqueue's cost depends on both)."""
-    clock = time.perf_counter
-    samples: dict[str, list[float]] = {name: [] for name in calls}
-    for _ in range(rounds):
-        for name, call in calls.items():
-            start = clock()
-            call()
-            samples[name].append(clock() - start)
-        if len(samples[next(iter(calls))]) % 64 == 0:
-            handle.finish()   # keep the queue shallow
-    handle.finish()
-    return {name: statistics.median(values) * 1e6 for name, values in samples.items()}
+    each sees the same queue depth and machine load (an enqueue's cost depends on both); the queue is drained
+    after each round (outside the clock), so it stays shallow."""
+    ms, _ = harness.interleaved_ms(calls, rounds, settle=handle.finish)
+    return {name: value * 1e3 for name, value in ms.items()}
 
 
 def main(argv=None) -> int:
@@ -76,9 +66,7 @@ def main(argv=None) -> int:
     print(f"device: {handle.info.name} ({handle.info.platform})")
     for name, us in times.items():
         print(f"  {name:<30}{us:8.2f} us  {us / base:5.2f}x")
-    if args.json:
-        args.json.write_text(json.dumps({"device": handle.info.name, "platform": handle.info.platform,
-                                         "us_per_call": times}, indent=1) + "\n")
+    harness.write_json(args.json, harness.new_record(handle, us_per_call=times))
     return 0
 
 

@@ -1,6 +1,6 @@
 """What ptxas says about ConvImplicitGemmMma's WGMMA kernels: registers, spills and wgmma serialisation warnings.
 
-    python3 benchmarks/wgmma_ptxas.py --out DIR [--ptxas /usr/local/cuda/bin/ptxas]
+    python -m benchmarks.experiments.wgmma_ptxas --out DIR [--ptxas /usr/local/cuda/bin/ptxas]
 
 For VGG-16 conv8 forward (TF32 and fp16) at a few WGMMA tiles: builds the kernel through miopy (so the PTX is the
 patched one miopy loads), writes it to DIR/<name>.ptx and runs `ptxas -arch=sm_90a -v` on it; prints and writes
@@ -15,15 +15,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import miopy  # noqa: E402
-from miopy.conv.problem import Direction  # noqa: E402
-from miopy.conv.solvers.mma import ConvImplicitGemmMma  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mma_variants import WG_PARAMS  # noqa: E402
-from tensor_cores import make, set_layers  # noqa: E402
+import miopy
+from benchmarks import harness
+from benchmarks.mma_variants import WG_PARAMS
+from benchmarks.tensor_cores import make, set_layers
+from miopy.conv.problem import Direction
+from miopy.conv.solvers.mma import ConvImplicitGemmMma
 
 TILES = {"t128": (128, 128, 2), "t128x256": (128, 256, 2), "t64x128": (64, 128, 1)}
 
@@ -60,7 +57,7 @@ def main() -> int:
                                            if "wgmma.mma_async" in line)
             print(json.dumps({k: v for k, v in entry.items() if k != "params"}, indent=1), flush=True)
             results.append(entry)
-    (out / "wgmma-ptxas.json").write_text(json.dumps(results, indent=1))
+    harness.write_json(out / "wgmma-ptxas.json", harness.new_record(handle, rows=results))
     return 0
 
 

@@ -1,8 +1,8 @@
 """Write probe variants of conv_mma.cl for kernel_ab.py: the kernel with one part of its work removed, to see
 which part bounds it (the outputs are wrong; kernel_ab reports same_output false and times them anyway).
 
-    python benchmarks/mma_probes.py            # writes miopy/kernels/conv_mma_{nomma,nob,noa}.cl
-    python benchmarks/kernel_ab.py --alt conv_mma_nomma.cl --sets vgg16 --directions W --out DIR
+    python -m benchmarks.experiments.mma_probes            # writes miopy/kernels/conv_mma_{nomma,nob,noa}.cl
+    python -m benchmarks.experiments.kernel_ab --alt conv_mma_nomma.cl --sets vgg16 --directions W --out DIR
 
 - nomma: each mma.sync replaced by an integer mix of its operands into the sums (the fragments are still read and
   kept live): the time without the tensor cores' pipe.
@@ -12,10 +12,12 @@ which part bounds it (the outputs are wrong; kernel_ab reports same_output false
 """
 from __future__ import annotations
 
+import argparse
 import sys
-from pathlib import Path
 
-KERNELS = Path(__file__).resolve().parents[1] / "miopy" / "kernels"
+from benchmarks import harness
+
+KERNELS = harness.ROOT / "miopy" / "kernels"
 
 MMA_ASM_F16 = '''    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
         "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
@@ -49,7 +51,8 @@ def probes(source: str) -> dict[str, str]:
     return out
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     source = (KERNELS / "conv_mma.cl").read_text()
     for name, text in probes(source).items():
         (KERNELS / f"conv_mma_{name}.cl").write_text(text)
