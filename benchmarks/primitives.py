@@ -5,9 +5,10 @@ same op on the same GPU.
 A case is a name, the network it comes from, its input (C, H, W), a build function
 ``build(handle, (N, C, H, W)) -> Op`` (device tensors and a built call: ``Op.enqueue()`` returns the
 OpenCL events of one run), and a PyTorch equivalent ``torch_build(torch, (N, C, H, W)) -> callable`` (or
-None). Add a primitive by appending cases to CASES. Times are medians of profiled runs after warm-ups
-(OpenCL profiling events for miopy, CUDA events for PyTorch, which runs with cudnn.benchmark on). Bytes
-moved are what the op must read and write at least (Op.bytes); effective bandwidth is bytes / time, and
+None). A family's hand-written cases are in WRITTEN; a family without any is benchmarked on its samples
+(samples.problems_on at a ResNet-50 size) on the solver immediate mode picks. Times are medians of profiled
+runs after warm-ups (OpenCL profiling events for miopy, CUDA events for PyTorch, which runs with
+cudnn.benchmark on). Bytes moved are what the op must read and write at least (Op.bytes); effective bandwidth is bytes / time, and
 "% copy" compares it with a float4 copy kernel on the same device.
 
     python -m benchmarks.primitives --batch 32 128 --out benchmarks/results/h100-primitives.json
@@ -29,7 +30,7 @@ import numpy as np
 
 import miopy
 from benchmarks import harness
-from miopy import TensorDesc
+from miopy import TensorDesc, families
 
 Dims = tuple[int, int, int, int]
 
@@ -391,8 +392,41 @@ def _dropout_cases() -> list[Case]:
             for backward in (False, True) for net, chw in (("alexnet", (4096, 1, 1)), ("resnet50", (256, 56, 56)))]
 
 
-CASES: list[Case] = (_pool_cases() + _softmax_cases() + _lrn_cases() + _batchnorm_cases() + _tensor_op_cases()
-                     + _dropout_cases())
+# -- any family: its samples posed at a network size, on immediate mode's solver ---------------------------
+def sampled(family_name: str, index: int) -> Callable[[miopy.Handle, Dims], Op]:
+    """The family's samples.problems_on(an FP32 tensor of dims)[index] on the solver immediate mode picks,
+    on random buffers: a benchmark for a family with no hand-written cases."""
+    from miopy.find import get_solutions, random_buffers
+    from miopy.plan import solution_plan
+
+    def build(handle: miopy.Handle, dims: Dims) -> Op:
+        family = next(f for f in families.FAMILIES if f.name == family_name)
+        problem = family.module("samples").problems_on(TensorDesc("FP32", dims))[index]
+        record = get_solutions(handle, problem)[0]
+        plan = solution_plan(handle, problem, record.solver_id, record.params)
+        buffers = random_buffers(handle, problem, record.workspace_bytes)
+        moved = problem.bytes() if hasattr(problem, "bytes") else sum(d.nbytes for d in problem.tensors().values())
+        return Op(lambda: plan.enqueue(buffers), moved, record.solver_id, problem)
+    return build
+
+
+def _sampled_cases(family: families.Family) -> list[Case]:
+    dims = (1, 64, 56, 56)
+    count = len(family.module("samples").problems_on(TensorDesc("FP32", dims)))
+    return [Case(f"{family.name} {i}", "resnet50", dims[1:], sampled(family.name, i)) for i in range(count)]
+
+
+# Hand-written cases (PyTorch's equivalents beside them) by family; a family with none is benchmarked on its
+# samples; convolution and fusion have benchmarks of their own (suite, tensor_cores, fusion).
+WRITTEN = {"pooling": _pool_cases, "softmax": _softmax_cases, "lrn": _lrn_cases, "batchnorm": _batchnorm_cases,
+           "tensor_ops": _tensor_op_cases, "dropout": _dropout_cases}
+OWN_BENCHMARKS = ("conv", "fusion")
+
+
+def cases() -> list[Case]:
+    """Every family's cases, in the family list's order."""
+    return [case for family in families.FAMILIES if family.name not in OWN_BENCHMARKS
+            for case in (WRITTEN[family.name]() if family.name in WRITTEN else _sampled_cases(family))]
 
 
 # -- measuring ----------------------------------------------------------------------------------------------
@@ -465,7 +499,7 @@ def run(argv: list[str] | None = None) -> int:
         harness.write_json(a.out, {**record, "rows": rows})
 
     for n in a.batch:
-        for case in CASES:
+        for case in cases():
             if a.only and not any(part in case.name for part in a.only.split(",")):
                 continue
             row = measure(handle, case, shrunk(case, n, a.shrink), copy_gbs, torch, a.warmup, a.iters, a.find)
