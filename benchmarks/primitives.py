@@ -8,8 +8,8 @@ OpenCL events of one run), and a PyTorch equivalent ``torch_build(torch, (N, C, 
 None). A family's hand-written cases are in WRITTEN; a family without any is benchmarked on its samples
 (samples.problems_on at a ResNet-50 size) on the solver immediate mode picks. Times are medians of profiled
 runs after warm-ups (OpenCL profiling events for miopy, CUDA events for PyTorch, which runs with
-cudnn.benchmark on). Bytes moved are what the op must read and write at least (Op.bytes); effective bandwidth is bytes / time, and
-"% copy" compares it with a float4 copy kernel on the same device.
+cudnn.benchmark on). Bytes moved are what the op must read and write at least (Op.bytes); effective
+bandwidth is bytes / time, and "% copy" compares it with a float4 copy kernel on the same device.
 
     python -m benchmarks.primitives --batch 32 128 --out benchmarks/results/h100-primitives.json
     python -m benchmarks.primitives --batch 1 --shrink 8 --iters 3            # CPU (PoCL) smoke run
