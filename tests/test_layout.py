@@ -129,3 +129,12 @@ def test_top_level_names_come_from_one_place_each():
             assert getattr(miopy, name) is getattr(family.module(), name)
             seen[name] = family.name
     assert not set(seen) & (set(miopy.__all__) - set(seen)), "a family's name shadows the shared machinery's"
+
+
+MAX_LINES = 800   # a module longer than this is split by concern (docs/design.md)
+
+
+def test_no_module_is_too_long():
+    sizes = {str(path.relative_to(ROOT)): len(path.read_text().splitlines()) for path in ROOT.rglob("*.py")}
+    long = {name: n for name, n in sizes.items() if n > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
