@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import miopy  # noqa: E402
 from miopy import compile_pool, ptx_probe  # noqa: E402
 from miopy.conv.solvers import mma  # noqa: E402
-from miopy.conv.solvers.mma import _TILES, CP_ASYNC_PROBE, mma_k  # noqa: E402
+from miopy.conv.solvers.mma import CHOICES, CP_ASYNC_PROBE, defaults, measured, mma_k  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import write_section  # noqa: E402
@@ -186,13 +186,15 @@ VARIANTS = {
 def previous_default(problem, info) -> dict:
     """The default params before split-K's cost model (commit c02cc8e): each split cost a flat 5% and the grid
     stopped at SPLIT=32. Forward / backward-data defaults did not change (SPLIT=1)."""
-    saved = mma._split_cost
-    mma._split_cost = lambda problem, params: 1 + 0.05 * (params["SPLIT"] - 1)
+    saved = defaults._split_cost
+    defaults._split_cost = lambda problem, params: 1 + 0.05 * (params["SPLIT"] - 1)
     try:
-        valid = [c for c in mma._candidates(problem, info) if c["SPLIT"] <= 32 and SOLVER.is_valid(problem, c, info)]
-        return mma._pipelined(problem, max(valid, key=lambda c: mma._score(problem, c, info)), info)
+        valid = [c for c in defaults._candidates(problem, info, SOLVER.is_valid)
+                 if c["SPLIT"] <= 32 and SOLVER.is_valid(problem, c, info)]
+        best = max(valid, key=lambda c: defaults._score(problem, c, info))
+        return defaults._pipelined(problem, best, info, SOLVER.is_valid)
     finally:
-        mma._split_cost = saved
+        defaults._split_cost = saved
 
 
 def _variant(problem, info, base: dict, overrides: dict) -> tuple[dict | None, str | None]:
@@ -200,19 +202,17 @@ def _variant(problem, info, base: dict, overrides: dict) -> tuple[dict | None, s
     then smaller tiles (largest first; "*tile_first": the other way round), VECTOR_A on where it can be (fp16
     cp.async needs it), "*vector_b": the widest valid VECTOR_B, "*tile": (M_BLK, N_BLK, WARPS_M, WARPS_N) instead of
     the default's tile and smaller ones. "*previous": the previous defaults as they are;
-    "*split_scale": the default's SPLIT times that; "*module": {name: value}: the defaults with mma's module constants
-    set so. (params, None) or (None, why the first try was invalid)."""
+    "*split_scale": the default's SPLIT times that; "*module": {NAME: value}: the defaults with mma's measured
+    choices (measured.CHOICES.name) set so. (params, None) or (None, why the first try was invalid)."""
     if overrides.get("*previous"):
         return previous_default(problem, info), None
-    if "*module" in overrides:    # the defaults with mma's module constants set so
-        saved = {name: getattr(mma, name) for name in overrides["*module"]}
-        for name, value in overrides["*module"].items():
-            setattr(mma, name, value)
+    if "*module" in overrides:    # the defaults with mma's measured choices set so (their names in upper case)
+        saved = measured.CHOICES
+        measured.CHOICES = dataclasses.replace(saved, **{k.lower(): v for k, v in overrides["*module"].items()})
         try:
             return SOLVER.default_params(problem, info), None
         finally:
-            for name, value in saved.items():
-                setattr(mma, name, value)
+            measured.CHOICES = saved
     wanted = {k: v for k, v in overrides.items() if not k.startswith("*")}
     if overrides.get("*pad_odd"):
         wanted["PAD_DY"] = mma.pad_dy_fits(problem)
@@ -226,7 +226,7 @@ def _variant(problem, info, base: dict, overrides: dict) -> tuple[dict | None, s
     if overrides.get("*deeper"):
         k_blks = [k for k in SOLVER.grid["K_BLK"] if k > base["K_BLK"]]
     tiles = [(base["M_BLK"], base["N_BLK"], base["WARPS_M"], base["WARPS_N"])]
-    tiles += [t for t in _TILES if t[0] * t[1] <= base["M_BLK"] * base["N_BLK"] and t not in tiles]
+    tiles += [t for t in CHOICES.tiles if t[0] * t[1] <= base["M_BLK"] * base["N_BLK"] and t not in tiles]
     if "*tile" in overrides:    # that tile (M_BLK, N_BLK, WARPS_M, WARPS_N) or none
         tiles = [tuple(overrides["*tile"])]
     pairs = [(tile, k) for tile in tiles for k in k_blks]
