@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 
 KERNELS = Path(__file__).resolve().parents[1] / "miopy" / "kernels"
+sys.path.insert(0, str(KERNELS.parents[1]))
+from miopy.kernel_cache import kernel_source  # noqa: E402  (conv_mma.cl with its headers inlined)
 
 MMA_ASM_F16 = '''    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
         "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
@@ -50,7 +52,7 @@ def probes(source: str) -> dict[str, str]:
 
 
 def main() -> int:
-    source = (KERNELS / "conv_mma.cl").read_text()
+    source = kernel_source("conv_mma.cl")
     for name, text in probes(source).items():
         (KERNELS / f"conv_mma_{name}.cl").write_text(text)
         print(f"wrote {KERNELS / f'conv_mma_{name}.cl'}")

@@ -1,3 +1,4 @@
+# NOTE: conv_mma.cl no longer has the WGMMA_PROBE hooks (issue 35); see docs/notes/tensor_core_defaults.md.
 """Where WGMMA kernels spend their time: each timed beside copies of itself with one part removed (probes).
 
     python3 benchmarks/wgmma_ab.py --out DIR [--layers vgg16-conv8,...] [--tiles t128,t64x128]
