@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import miopy  # noqa: E402
 from miopy import compile_pool, ptx_probe  # noqa: E402
 from miopy.conv.solvers import mma  # noqa: E402
-from miopy.conv.solvers.mma import CHOICES, CP_ASYNC_PROBE, defaults, measured, mma_k  # noqa: E402
+from miopy.conv.solvers.mma import CHOICES, PTX_CP_ASYNC, defaults, measured, mma_k  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import write_section  # noqa: E402
@@ -531,7 +531,7 @@ def main(argv=None) -> int:
     def save() -> None:
         out.write_text(json.dumps(record, indent=1, default=str))
     probe(handle, record)
-    if CP_ASYNC_PROBE not in handle.info.ptx_mma:
+    if PTX_CP_ASYNC not in handle.info.ptx_mma:
         print("cp.async not supported here: every CP_ASYNC variant is invalid (see the probe log above)", flush=True)
     t0 = time.monotonic()
     built, by_workers = build_all(handle, rows, args.jobs)

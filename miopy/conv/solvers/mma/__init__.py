@@ -12,7 +12,7 @@
 
 What other modules use is re-exported here.
 """
-from .geometry import CP_ASYNC_PROBE, gemm_shape, gemm_view, local_bytes, mma_k, phased, staged_store
+from .geometry import PTX_CP_ASYNC, gemm_shape, gemm_view, local_bytes, mma_k, phased, staged_store
 from .launches import emulated
 from .measured import CHOICES
 from .solver import NEEDS_PTX, TENSOR_CORE_TOLERANCE, ConvImplicitGemmMma
@@ -20,7 +20,7 @@ from .validity import WGMMA_N
 from .wgmma_defaults import WGMMA_PARAMS, WGMMA_W_PARAMS
 from .workspace import TRANSFORM_X_CAP, col2im_fits, column_bytes, pad_dy_fits, transform_x_bytes
 
-__all__ = ["CHOICES", "CP_ASYNC_PROBE", "NEEDS_PTX", "TENSOR_CORE_TOLERANCE", "TRANSFORM_X_CAP", "WGMMA_N",
+__all__ = ["CHOICES", "PTX_CP_ASYNC", "NEEDS_PTX", "TENSOR_CORE_TOLERANCE", "TRANSFORM_X_CAP", "WGMMA_N",
            "WGMMA_PARAMS", "WGMMA_W_PARAMS", "ConvImplicitGemmMma", "col2im_fits", "column_bytes", "emulated",
            "gemm_shape", "gemm_view", "local_bytes", "mma_k", "pad_dy_fits", "phased", "staged_store",
            "transform_x_bytes"]

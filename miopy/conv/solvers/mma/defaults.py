@@ -17,7 +17,7 @@ from ...problem import ConvProblem, Direction
 from ..direct_local import inner_channels
 from . import measured
 from .geometry import (
-    CP_ASYNC_PROBE,
+    PTX_CP_ASYNC,
     WARP,
     column_tiles,
     gemm_shape,
@@ -151,7 +151,7 @@ def _pipelined(problem: ConvProblem, params: Params, dev: DeviceInfo, valid: Val
     registers). fp16 backward-weights stays on the register path here (_copied gives it cp.async with the copy of
     x where that pays)."""
     choices = measured.CHOICES
-    if CP_ASYNC_PROBE not in dev.ptx_mma:
+    if PTX_CP_ASYNC not in dev.ptx_mma:
         return params
     if problem.dtype is DataType.FLOAT16 and (problem.direction is Direction.BACKWARD_WEIGHTS
                                               or params["M_BLK"] * params["N_BLK"] < choices.pipeline_fp16_min_tile):

@@ -14,8 +14,8 @@ from . import measured
 WARP = 32
 MMA_ROWS = 16                 # rows of one mma tile
 MAX_SPLIT_FB = 16             # forward / backward-data split-K: at most this many partial outputs
-CP_ASYNC_PROBE = "cp_async"   # the ptx_probe name of cp.async (global -> local copies, sm_80+)
-WGMMA_PROBE = "wgmma"         # ... of Hopper's wgmma (sm_90a, through miopy.ptx_patch)
+PTX_CP_ASYNC = "cp_async"   # the ptx_probe name of cp.async (global -> local copies, sm_80+)
+PTX_WGMMA = "wgmma"         # ... of Hopper's wgmma (sm_90a, through miopy.ptx_patch)
 OUTPUT_NAME = {Direction.FORWARD: "y", Direction.BACKWARD_DATA: "x", Direction.BACKWARD_WEIGHTS: "w"}
 
 

@@ -10,7 +10,7 @@ from ....tensor import DataType
 from ...problem import ConvProblem, Direction
 from ...solver import ConvSolver
 from . import defaults, validity
-from .geometry import CP_ASYNC_PROBE, MMA_ROWS, WGMMA_PROBE, gemm_view, instruction, split_limit
+from .geometry import MMA_ROWS, PTX_CP_ASYNC, PTX_WGMMA, gemm_view, instruction, split_limit
 from .launches import col2im_launches, launches
 from .params import GRID, PARAM_DOC
 from .workspace import (
@@ -119,9 +119,9 @@ class ConvImplicitGemmMma(ConvSolver):
         if not pad_dy_fits(problem):
             values["PAD_DY"] = (False,)
         values["VECTOR_B"] = tuple(v for v in values["VECTOR_B"] if not v or validity.vector_b_fits(problem, v))
-        if CP_ASYNC_PROBE not in dev.ptx_mma:
+        if PTX_CP_ASYNC not in dev.ptx_mma:
             values["CP_ASYNC"], values["STAGES"] = (False,), (1, 2)
-        if WGMMA_PROBE not in dev.ptx_mma:
+        if PTX_WGMMA not in dev.ptx_mma:
             values["WGMMA"] = (False,)
         return values
 

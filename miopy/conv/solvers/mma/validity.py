@@ -10,10 +10,10 @@ from ...problem import ConvProblem, Direction
 from ..direct_local import MIN_SPLIT_CHUNK, inner_channels
 from . import measured
 from .geometry import (
-    CP_ASYNC_PROBE,
     MAX_SPLIT_FB,
+    PTX_CP_ASYNC,
+    PTX_WGMMA,
     WARP,
-    WGMMA_PROBE,
     a_vector,
     async_operands,
     b_kk_fast,
@@ -60,7 +60,7 @@ def pipeline_reason(problem: ConvProblem, params: Params, dev: DeviceInfo) -> st
     stages = params["STAGES"]
     if not params["CP_ASYNC"]:
         return f"STAGES={stages} > 2 needs CP_ASYNC" if stages > 2 else None
-    if CP_ASYNC_PROBE not in dev.ptx_mma:
+    if PTX_CP_ASYNC not in dev.ptx_mma:
         return "CP_ASYNC needs cp.async (the device's compiler refused the probe, or it is not NVIDIA's)"
     if stages < 2:
         return "CP_ASYNC needs STAGES >= 2 (copies land in one buffer while another is multiplied)"
@@ -109,7 +109,7 @@ def wgmma_reason(problem: ConvProblem, params: Params, dev: DeviceInfo) -> str |
     """Why WGMMA cannot run params (see WGMMA in mma_wgmma.h), or None."""
     if not params["WGMMA"]:
         return None
-    if WGMMA_PROBE not in dev.ptx_mma:
+    if PTX_WGMMA not in dev.ptx_mma:
         return "WGMMA needs Hopper's wgmma (the device's probe through miopy.ptx_patch failed, or it is not NVIDIA's)"
     wgrad = problem.direction is Direction.BACKWARD_WEIGHTS
     half = problem.dtype is DataType.FLOAT16

@@ -9,7 +9,7 @@ from ....solver import Params
 from ....tensor import DataType
 from ...problem import ConvProblem, Direction
 from . import measured
-from .geometry import WGMMA_PROBE, column_tiles, gemm_shape, phases, split_limit, wgrad_terms
+from .geometry import PTX_WGMMA, column_tiles, gemm_shape, phases, split_limit, wgrad_terms
 from .params import GRID
 from .workspace import pad_dy_fits
 
@@ -31,7 +31,7 @@ def wgmma_defaults(problem: ConvProblem, params: Params, dev: DeviceInfo, valid:
     64x128 in 4 ("narrow"). Backward-data of 1x1 filters at stride > 1 takes 64x128 in 4 whatever its width; other
     1x1 layers and small GEMMs keep mma.sync. Backward-weights: _wgrad."""
     p, choices = problem, measured.CHOICES
-    if WGMMA_PROBE not in dev.ptx_mma:
+    if PTX_WGMMA not in dev.ptx_mma:
         return params
     if p.direction is Direction.BACKWARD_WEIGHTS:
         return _wgrad(problem, params, dev, valid)
