@@ -67,6 +67,7 @@
 #define B_SRC x
 #define B_KK_FAST 1                /* neighbouring work-items fetch neighbouring (n, p, q): coalesced */
 #endif
+/* the offsets, taps and fetch pattern of implicit_gemm.h, which reads B_KK_FAST */
 #include "implicit_gemm.h"
 
 /* -- the inner dimension ------------------------------------------------------------------------------

@@ -263,8 +263,8 @@ __kernel void reduce_splits(__global const uchar* restrict workspace, REDUCE_OUT
 #define TX_TILE 32
 #define TX_ROWS 8
 #if TRANSFORM_W && DIRECTION == 1
-/* The weights, channel-fastest for the A operand (see TRANSFORM_W): wt[k][tap][c]. One work-item per element of
- * w; a k's block is C/G * R * S elements in both, so the scattered stores stay within it. */
+/* The weights, channel-fastest for the A operand (TRANSFORM_W, mma_addressing.h): wt[k][tap][c]. One work-item
+ * per element of w; a k's block is C/G * R * S elements in both, so the scattered stores stay within it. */
 __kernel void transform_weights(__global const DATA_T* restrict w, __global src_t* restrict wt)
 {
     const int i = get_global_id(0);

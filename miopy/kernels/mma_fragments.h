@@ -128,7 +128,7 @@ inline void ldmatrix_x4_trans(uint* r, __local const raw_t* row)
 #endif
 #endif
 
-#if !WGMMA || MMA_EMULATE
+#if !WGMMA || MMA_EMULATE    /* (WGMMA multiplies in mma_wgmma.h) */
 /* One staged slice: K_BLK / MMA_K sub-steps of TILES_M x TILES_N mmas per warp. */
 inline void multiply_slice(__local const raw_t* a_tile, __local const raw_t* b_tile, float* acc, int wm, int wn,
                            int gid, int tig EMU_PARAM)

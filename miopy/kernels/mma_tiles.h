@@ -37,7 +37,8 @@
 #if DIRECTION == 4 && TRANSFORM_X
 /* backward-weights (fp16): B's vectors run along the columns, so B is MN-major for wgmma's transposed B: blocks
  * of B_MN columns (rows of BN_ROW = 2 x B_MN bytes, 128 at most: a swizzle mode), each K_BLK rows deep; a
- * descriptor's leading byte offset steps from block to block, its stride byte offset by 8 rows (see b_desc) */
+ * descriptor's leading byte offset steps from block to block, its stride byte offset by 8 rows (b_desc in
+ * mma_wgmma.h) */
 #define BN_ROW (N_BLK * 2 < 128 ? N_BLK * 2 : 128)
 #define B_MN (BN_ROW / 2)
 #define B_AT(kk, n) ((n) / B_MN * (K_BLK * B_MN) + SWIZZLED((n) % B_MN, kk, B_MN, BN_ROW))

@@ -28,8 +28,8 @@ inline ulong sw_desc(__local const raw_t* p)
            | ((ulong)SW_MODE(SW_ROW) << 62);
 }
 #if DIRECTION == 4 && TRANSFORM_X
-/* B MN-major (see B_AT): leading byte offset from one block of B_MN columns to the next, stride byte offset from 8
- * rows to the next 8; a slice's k rows kb.. start kb rows into the first block */
+/* B MN-major (B_AT, mma_tiles.h): leading byte offset from one block of B_MN columns to the next, stride byte
+ * offset from 8 rows to the next 8; a slice's k rows kb.. start kb rows into the first block */
 inline ulong b_desc(__local const raw_t* b_tile, int kb)
 {
     return (ulong)((local_address(b_tile + kb * B_MN) & 0x3FFFFu) >> 4) | ((ulong)(K_BLK * BN_ROW >> 4) << 16)

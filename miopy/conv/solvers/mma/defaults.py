@@ -8,8 +8,6 @@ docs/notes/tensor_core_defaults.md.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ....device import DeviceInfo, local_memory_reason
 from ....solver import Params, round_up
 from ....tensor import DataType
@@ -29,12 +27,10 @@ from .geometry import (
     split_limit,
     threads_of,
 )
-from .params import GRID, SMALLEST
+from .params import GRID, SMALLEST, Valid
 from .validity import MAX_ACCUMULATORS
 from .wgmma_defaults import wgmma_defaults
 from .workspace import col2im_fits, col2im_problem
-
-Valid = Callable[[ConvProblem, Params, DeviceInfo], bool]   # the solver's is_valid
 
 
 def default_params(problem: ConvProblem, dev: DeviceInfo, valid: Valid) -> Params:

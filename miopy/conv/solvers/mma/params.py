@@ -1,8 +1,12 @@
 """ConvImplicitGemmMma's tuning grid (the keys and values of its perf DB records: never change them), what each
-parameter does, and the smallest point."""
+parameter does, the smallest point, and the validity check the default rules ask."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from ....device import DeviceInfo
 from ....solver import Params
+from ...problem import ConvProblem
 from .validity import WGMMA_N
 from .workspace import COL2IM_CAP, TRANSFORM_X_CAP
 
@@ -64,3 +68,6 @@ SMALLEST: Params = {"M_BLK": 16, "N_BLK": 16, "K_BLK": 16, "WARPS_M": 1, "WARPS_
                     "CHANNEL_BLOCKS": False, "SPLIT": 1, "TRANSFORM_W": False, "LDMATRIX": False, "VECTOR_A": False,
                     "CP_ASYNC": False, "VECTOR_B": 0, "TRANSFORM_X": False, "COL2IM": False, "PAD_DY": False,
                     "WGMMA": False}
+
+# whether params run a problem on a device: the solver's is_valid, as the default rules (defaults.py) take it
+Valid = Callable[[ConvProblem, Params, DeviceInfo], bool]

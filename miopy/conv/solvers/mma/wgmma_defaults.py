@@ -2,18 +2,14 @@
 which tiles, and backward-weights' split from a time model (the measurements: docs/notes/tensor_core_defaults.md)."""
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ....device import DeviceInfo
 from ....solver import Params
 from ....tensor import DataType
 from ...problem import ConvProblem, Direction
 from . import measured
 from .geometry import PTX_WGMMA, column_tiles, gemm_shape, phases, split_limit, wgrad_terms
-from .params import GRID
+from .params import GRID, Valid
 from .workspace import pad_dy_fits
-
-Valid = Callable[[ConvProblem, Params, DeviceInfo], bool]   # the solver's is_valid
 
 # what WGMMA points set besides the tile: its requirements (validity.wgmma_reason) and one split
 WGMMA_PARAMS = {"WGMMA": True, "WARPS_N": 1, "SPLIT": 1, "CHANNEL_BLOCKS": True, "TRANSFORM_W": True,
