@@ -9,7 +9,7 @@
  * no bounds checks: edges and the inner dimension's remainder are zero-filled when slices are fetched.
  *
  * Defines (all ints):
- *   N C H W K R S P Q G PAD_H PAD_W STRIDE_H STRIDE_W DIL_H DIL_W   problem (see naive.cl)
+ *   N C H W K R S P Q G PAD_H PAD_W STRIDE_H STRIDE_W DIL_H DIL_W   problem (see conv_naive.cl)
  *   XS_N XS_C XS_H XS_W, WS_K WS_C WS_R WS_S, YS_N YS_K YS_P YS_Q   element strides of x, w, y
  *   MIOPY_HALF    1: x, w, y hold half values (kernels/types.h); tiles, sums and split partials are float
  *   DIRECTION     1 forward, 2 backward-data, 4 backward-weights

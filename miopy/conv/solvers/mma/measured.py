@@ -18,6 +18,7 @@ Tile = tuple[int, int, int, int]   # (M_BLK, N_BLK, WARPS_M, WARPS_N)
 
 
 def _frozen(mapping: dict) -> Mapping:
+    """A field holding a read-only view of mapping."""
     return field(default_factory=lambda: MappingProxyType(mapping))
 
 
@@ -33,7 +34,7 @@ class Measured:
     # stores merge in L2 while dx fits there)
     phased_1x1_max_dx: int = 32 << 20
 
-    # -- the score model's candidates (mma.sync)
+    # -- the score model's candidates (defaults._candidates, _score; mma.sync)
     # candidate tiles, largest first: 64x64 warp tiles where the problem is large, down to one warp on 16x16
     tiles: tuple[Tile, ...] = ((128, 128, 2, 2), (128, 128, 2, 4), (256, 128, 4, 2), (128, 256, 2, 4),
                                (128, 64, 2, 2), (64, 128, 2, 2), (64, 64, 2, 2), (128, 32, 4, 1), (32, 128, 1, 4),
@@ -45,18 +46,18 @@ class Measured:
     split_cost_fp32: int = 320    # inner-loop terms the reduction of one split's partials costs, TF32
     split_cost_fp16: int = 640    # ... fp16 (its products run twice as fast)
 
-    # -- cp.async (_pipelined)
-    pipeline_fp16_min_tile: int = 128 * 128   # fp16 forward / backward-data pipelines tiles of at least M_BLK x N_BLK
+    # -- cp.async (defaults._pipelined)
+    pipeline_fp16_min_tile: int = 128 * 128   # fp16 forward / backward-data: cp.async where M_BLK x N_BLK >= this
     halved_tile_split: int = 2    # TF32 backward-weights on 128x128 tiles halved to 128x64: the split times this,
     halved_split_min_plane: int = 169   # ... where the filter is over 1x1 and the output planes at least this (13x13)
 
-    # -- narrow GEMMs (_narrow)
+    # -- narrow GEMMs (defaults._narrow)
     narrow_columns: int = 192     # forward / backward-data GEMMs of at most this many columns (a phase's) ...
     narrow_tile: Mapping[str, int] = _frozen({"M_BLK": 64, "N_BLK": 16, "WARPS_M": 4, "WARPS_N": 1})  # ... take it
     gemv_columns: int = 16        # ... and those of at most this many columns also split-K
     gemv_split: int = 8           # ... this many ways
 
-    # -- the channel-fastest copy of x / dy (_copied; filters over 1x1 only)
+    # -- the channel-fastest copy of x / dy (defaults._copied; filters over 1x1 only)
     wgrad_fp16_copy_stages: int = 3   # fp16 backward-weights over even planes: the copy by cp.async in this many
     #                                   stages (0: no such default)
     wgrad_fp16_pad_odd: bool = True   # ... over odd planes too, reading dy's zero-padded copy (PAD_DY),
@@ -67,10 +68,10 @@ class Measured:
     copy_fb_min_rows_taps: int = 4608   # TF32 forward / backward-data: the copy where rows (K, C) x R*S reach this
     copy_fb_min_terms: int = 1568       # ... and N*P*Q this
 
-    # -- backward-data of few input channels
+    # -- backward-data of few input channels (defaults.col2im_wanted)
     col2im_channels: int = 8      # backward-data with at most this many input channels takes COL2IM
 
-    # -- WGMMA forward / backward-data (_hopper)
+    # -- WGMMA forward / backward-data (wgmma_defaults)
     wgmma_row_bytes: int = 64     # slices of rows this long (K_BLK 32 fp16, 16 TF32)
     wgmma_min_columns: int = 4096   # GEMMs at least this wide (a phase's columns, filters over 1x1) take WGMMA,
     wgmma_wide_tiles: int = 4     # ... on 128-row tiles where 128x128 ones make this many waves of compute units,
@@ -80,7 +81,7 @@ class Measured:
         "shallow": {"M_BLK": 128, "N_BLK": 64, "WARPS_M": 2, "STAGES": 4},
         "narrow": {"M_BLK": 64, "N_BLK": 128, "WARPS_M": 1, "STAGES": 4}})
 
-    # -- WGMMA backward-weights (_hopper_wgrad)
+    # -- WGMMA backward-weights (wgmma_defaults._wgrad)
     wgmma_w: bool = True          # backward-weights on WGMMA by default,
     wgmma_w_pad_min_terms: int = 4096     # ... fp16 over planes that need dy's padded copy where N*P*Q is this large,
     wgmma_w_tf32_min_terms: int = 6272    # ... TF32 where N*P*Q is this large (ResNet-50's 14x14 stage at N=32)
