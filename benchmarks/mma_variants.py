@@ -62,10 +62,10 @@ from benchmarks.tensor_cores import (
 from benchmarks.torch_conv import device_buffers, host_tensors
 from miopy import find_compile_pool, ptx_probe
 from miopy.conv.solvers import mma
-from miopy.conv.solvers.mma import _TILES, CP_ASYNC_PROBE, mma_k
+from miopy.conv.solvers.mma import CHOICES, PTX_CP_ASYNC, defaults, measured, mma_k
 
 LOG_LINES = 40
-WG_PARAMS = mma.WGMMA_PARAMS   # the wg-* variants; experiments.wgmma_ab and wgmma_ptxas
+WG_PARAMS = mma.WGMMA_PARAMS   # the wg-* variants; experiments.wgmma_ptxas
 WG = {**WG_PARAMS, "*directions": "FB"}
 WGW = {**mma.WGMMA_W_PARAMS, "K_BLK": 32, "*pad_odd": True, "*directions": "W"}
 WGT = {**mma.WGMMA_W_PARAMS, "TRANSFORM_X": False, "PAD_DY": False, "K_BLK": 16, "*directions": "W"}
@@ -109,9 +109,9 @@ VARIANTS = {
     "m128-splitk4": {"*tile": (128, 16, 4, 1), "SPLIT": 4, "*directions": "FB"},
     "cp4-splitk8": {"CP_ASYNC": True, "STAGES": 4, "SPLIT": 8, "*directions": "FB"},
     "m64-cp4-splitk4": {"*tile": (64, 16, 4, 1), "CP_ASYNC": True, "STAGES": 4, "SPLIT": 4, "*directions": "FB"},
-    # fp16 backward-weights before the copy by cp.async over even planes (mma.WGRAD_FP16_COPY_STAGES)
+    # fp16 backward-weights before the copy by cp.async over even planes (measured.CHOICES.wgrad_fp16_copy_stages)
     "w16-before": {"*module": {"WGRAD_FP16_COPY_STAGES": 0}, "*directions": "W"},
-    # TF32 backward-weights before the split was doubled on halved tiles (mma.HALVED_TILE_SPLIT)
+    # TF32 backward-weights before the split was doubled on halved tiles (measured.CHOICES.halved_tile_split)
     "w32-before": {"*module": {"HALVED_TILE_SPLIT": 1}, "*directions": "W"},
     # the score model's tiles before _narrow (one warp, no split)
     "t16": {"*tile": (16, 16, 1, 1), "SPLIT": 1, "*directions": "FB"},
@@ -160,7 +160,7 @@ VARIANTS = {
     "wgw-t64x128-s4": {**WGW, "STAGES": 4, "*tile": (64, 128, 1, 1)},
     "wgw-t128x256-s2": {**WGW, "STAGES": 2, "*tile": (128, 256, 2, 1)},
     "wgw-t256x128-s2": {**WGW, "STAGES": 2, "*tile": (256, 128, 4, 1)},
-    # ... the defaults' rule (mma._hopper_wgrad) against mma.sync and other split targets
+    # ... the defaults' rule (mma.wgmma_defaults) against mma.sync and other split targets
     "wgw-before": {"*module": {"WGMMA_W": False}, "*directions": "W"},
     # TF32 backward-weights on wgmma: B K-major, gathered from x in place (TF32 wgmma reads only K-major operands)
     "wgt-t128-s3": {**WGT, "STAGES": 3, "*tile": (128, 128, 2, 1)},
@@ -178,13 +178,15 @@ VARIANTS = {
 def previous_default(problem, info) -> dict:
     """The default params before split-K's cost model (commit c02cc8e): each split cost a flat 5% and the grid
     stopped at SPLIT=32. Forward / backward-data defaults did not change (SPLIT=1)."""
-    saved = mma._split_cost
-    mma._split_cost = lambda problem, params: 1 + 0.05 * (params["SPLIT"] - 1)
+    saved = defaults._split_cost
+    defaults._split_cost = lambda problem, params: 1 + 0.05 * (params["SPLIT"] - 1)
     try:
-        valid = [c for c in mma._candidates(problem, info) if c["SPLIT"] <= 32 and SOLVER.is_valid(problem, c, info)]
-        return mma._pipelined(problem, max(valid, key=lambda c: mma._score(problem, c, info)), info)
+        valid = [c for c in defaults._candidates(problem, info, SOLVER.is_valid)
+                 if c["SPLIT"] <= 32 and SOLVER.is_valid(problem, c, info)]
+        best = max(valid, key=lambda c: defaults._score(problem, c, info))
+        return defaults._pipelined(problem, best, info, SOLVER.is_valid)
     finally:
-        mma._split_cost = saved
+        defaults._split_cost = saved
 
 
 def _variant(problem, info, base: dict, overrides: dict) -> tuple[dict | None, str | None]:
@@ -192,19 +194,17 @@ def _variant(problem, info, base: dict, overrides: dict) -> tuple[dict | None, s
     then smaller tiles (largest first; "*tile_first": the other way round), VECTOR_A on where it can be (fp16
     cp.async needs it), "*vector_b": the widest valid VECTOR_B, "*tile": (M_BLK, N_BLK, WARPS_M, WARPS_N) instead of
     the default's tile and smaller ones. "*previous": the previous defaults as they are;
-    "*split_scale": the default's SPLIT times that; "*module": {name: value}: the defaults with mma's module constants
-    set so. (params, None) or (None, why the first try was invalid)."""
+    "*split_scale": the default's SPLIT times that; "*module": {NAME: value}: the defaults with mma's measured
+    choices (measured.CHOICES.name) set so. (params, None) or (None, why the first try was invalid)."""
     if overrides.get("*previous"):
         return previous_default(problem, info), None
-    if "*module" in overrides:    # the defaults with mma's module constants set so
-        saved = {name: getattr(mma, name) for name in overrides["*module"]}
-        for name, value in overrides["*module"].items():
-            setattr(mma, name, value)
+    if "*module" in overrides:    # the defaults with mma's measured choices set so (their names in upper case)
+        saved = measured.CHOICES
+        measured.CHOICES = dataclasses.replace(saved, **{k.lower(): v for k, v in overrides["*module"].items()})
         try:
             return SOLVER.default_params(problem, info), None
         finally:
-            for name, value in saved.items():
-                setattr(mma, name, value)
+            measured.CHOICES = saved
     wanted = {k: v for k, v in overrides.items() if not k.startswith("*")}
     if overrides.get("*pad_odd"):
         wanted["PAD_DY"] = mma.pad_dy_fits(problem)
@@ -218,7 +218,7 @@ def _variant(problem, info, base: dict, overrides: dict) -> tuple[dict | None, s
     if overrides.get("*deeper"):
         k_blks = [k for k in SOLVER.grid["K_BLK"] if k > base["K_BLK"]]
     tiles = [(base["M_BLK"], base["N_BLK"], base["WARPS_M"], base["WARPS_N"])]
-    tiles += [t for t in _TILES if t[0] * t[1] <= base["M_BLK"] * base["N_BLK"] and t not in tiles]
+    tiles += [t for t in CHOICES.tiles if t[0] * t[1] <= base["M_BLK"] * base["N_BLK"] and t not in tiles]
     if "*tile" in overrides:    # that tile (M_BLK, N_BLK, WARPS_M, WARPS_N) or none
         tiles = [tuple(overrides["*tile"])]
     pairs = [(tile, k) for tile in tiles for k in k_blks]
@@ -519,7 +519,7 @@ def main(argv=None) -> int:
     def save() -> None:
         harness.write_json(out, record)
     probe(handle, record)
-    if CP_ASYNC_PROBE not in handle.info.ptx_mma:
+    if PTX_CP_ASYNC not in handle.info.ptx_mma:
         print("cp.async not supported here: every CP_ASYNC variant is invalid (see the probe log above)", flush=True)
     t0 = time.monotonic()
     built, by_workers = build_all(handle, rows, args.jobs)

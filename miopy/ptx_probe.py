@@ -30,8 +30,8 @@ _PROBES = {
             "{%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\" : \"=f\"(c0), \"=f\"(c1), \"=f\"(c2), "
             "\"=f\"(c3) : \"r\"(a), \"r\"(a), \"r\"(a), \"r\"(a), \"r\"(a), \"r\"(a), \"f\"(c0), \"f\"(c1), "
             "\"f\"(c2), \"f\"(c3));"),
-    # conv_mma.cl's CP_ASYNC: 4-byte .ca and 16-byte .cg copies with a src-size (zero-fill), commit, wait; the
-    # local address taken as conv_mma.cl takes it (the probe kernel declares the local buffer `lds`)
+    # CP_ASYNC's copies (kernels/mma_copy.h): 4-byte .ca and 16-byte .cg copies with a src-size (zero-fill), commit,
+    # wait; the local address taken as mma_copy.h takes it (the probe kernel declares the local buffer `lds`)
     "cp_async": ("uint dst = (uint)(size_t)lds, n = x[5] > 0.0f ? 4u : 0u; "
                  "asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4, %2;\" :: \"r\"(dst), "
                  "\"l\"((ulong)(x + 1)), \"r\"(n) : \"memory\"); "
@@ -41,7 +41,7 @@ _PROBES = {
                  "asm volatile(\"cp.async.wait_group 0;\" ::: \"memory\"); barrier(CLK_LOCAL_MEM_FENCE); "
                  "c0 += lds[0] + lds[4]; c1 += lds[5];"),
     # Hopper's wgmma (sm_90a) through miopy.ptx_patch: the fence, an m64n8k8 TF32 wgmma from a descriptor,
-    # commit and wait, as conv_mma.cl's WGMMA writes them (compiled only: the descriptor's matrices are not there)
+    # commit and wait, as kernels/mma_wgmma.h writes them (compiled only: the descriptor's matrices are not there)
     "wgmma": ("ulong desc = (ulong)(((uint)(size_t)lds & 0x3FFFFu) >> 4) | (8ul << 16) | (16ul << 32); "
               "lds[0] = x[5]; asm volatile(\"//@fence.proxy.async.shared::cta;\" ::: \"memory\"); "
               "barrier(CLK_LOCAL_MEM_FENCE); asm volatile(\"//@wgmma.fence.sync.aligned;\" ::: \"memory\"); "

@@ -159,7 +159,7 @@ def test_early_stop_times_a_hopeless_candidate_once():
 
 @pytest.mark.parametrize("dtype", ["FP32", "FP16"])
 def test_the_device_comparison_is_max_error(handle, dtype):
-    """check_error.cl against reference.max_error on the same data: errors of every size, an unwritten (NaN)
+    """check_error.cl against miopy.accuracy.max_error on the same data: errors of every size, an unwritten (NaN)
     and an overflowed (inf) element, and the reference's NaN gaps skipped."""
     import numpy as np
     import pyopencl as cl

@@ -16,6 +16,7 @@ import argparse
 import sys
 
 from benchmarks import harness
+from miopy.kernel_cache import kernel_source  # conv_mma.cl with its headers inlined
 
 KERNELS = harness.ROOT / "miopy" / "kernels"
 
@@ -53,7 +54,7 @@ def probes(source: str) -> dict[str, str]:
 
 def main(argv=None) -> int:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
-    source = (KERNELS / "conv_mma.cl").read_text()
+    source = kernel_source("conv_mma.cl")
     for name, text in probes(source).items():
         (KERNELS / f"conv_mma_{name}.cl").write_text(text)
         print(f"wrote {KERNELS / f'conv_mma_{name}.cl'}")

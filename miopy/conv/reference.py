@@ -9,7 +9,6 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..accuracy import max_error  # noqa: F401 (TODO: drop once benchmarks import it from miopy.accuracy)
 from .problem import OUTPUT_ROLE, ConvProblem, Direction
 
 

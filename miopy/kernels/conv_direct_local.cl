@@ -1,12 +1,9 @@
 /* Direct convolution as an implicit GEMM through local memory (Tsai et al., "Performance-portable
  * autotuning of OpenCL kernels for convolutional layers"), in all three directions, no im2col buffer.
  *
- * Per group g the output is a GEMM  out[m][col] = sum_kk A[m][kk] * B[kk][col]:
- *   forward           m = k (K/G)   col = (n, p, q) (N*P*Q)   kk = (c, r, s)   A = w   B = x gathered
- *   backward-data     m = c (C/G)   col = (n, h, w) (N*H*W)   kk = (k, r, s)   A = w   B = dy gathered
- *   backward-weights  m = k (K/G)   col = (c, r, s)           kk = (n, p, q)   A = dy  B = x gathered
- * Gathered operands read zero outside the image (padding), and for backward-data where a tap does not
- * land on an output position (stride). A work-group of M_DIM x N_DIM work-items computes an
+ * Per group g the output is the GEMM of implicit_gemm.h, out[m][col] = sum_kk A[m][kk] * B[kk][col] (A = w,
+ * B = x gathered forward; A = w, B = dy gathered backward-data; A = dy, B = x gathered backward-weights), with
+ * its offsets, taps and slice fetch pattern. A work-group of M_DIM x N_DIM work-items computes an
  * M_BLK x N_BLK tile; each work-item keeps M_PER x N_PER sums in registers. Each step stages a K_BLK
  * slice of A and B in local memory (fetched into registers one step ahead); the inner product loop has
  * no bounds checks: edges and the inner dimension's remainder are zero-filled when slices are fetched.
@@ -32,20 +29,12 @@
 #include "types.h"
 #include "epilogue.h"
 
-#define CG (C / G)
-#define KG (K / G)
-#define RS (R * S)
-#define X_AT(n, c, h, w) ((n) * XS_N + (c) * XS_C + (h) * XS_H + (w) * XS_W)
-#define W_AT(k, c, r, s) ((k) * WS_K + (c) * WS_C + (r) * WS_R + (s) * WS_S)
-#define Y_AT(n, k, p, q) ((n) * YS_N + (k) * YS_K + (p) * YS_P + (q) * YS_Q)
-
 #define M_BLK (M_DIM * M_PER)
 #define N_BLK (N_DIM * N_PER)
 #define THREADS (M_DIM * N_DIM)
 #define A_LD (M_BLK + 4)           /* padded rows: transposed stores hit distinct banks */
 #define B_LD (N_BLK + 4)
 #define BUFS (DOUBLE_BUF ? 2 : 1)
-#define OFF_IMAGE (-(1 << 28))     /* a tap coordinate that fails every bounds check */
 
 #if DIRECTION == 1
 #define GEMM_M KG
@@ -78,36 +67,13 @@
 #define B_SRC x
 #define B_KK_FAST 1                /* neighbouring work-items fetch neighbouring (n, p, q): coalesced */
 #endif
-
-/* How a work-item fetches a K_BLK x BLK slice: the fast index varies across neighbouring work-items.
- * Per work-item: NKK rows kk = T_KK + i * KK_STEP and NIDX columns idx = T_IDX + j * IDX_STEP. */
-#define A_KK_STEP (THREADS < K_BLK ? THREADS : K_BLK)          /* A is always fetched kk-fast */
-#define A_IDX_STEP (THREADS / A_KK_STEP)
-#define A_T_KK (t % A_KK_STEP)
-#define A_T_IDX (t / A_KK_STEP)
-#if B_KK_FAST
-#define B_KK_STEP (THREADS < K_BLK ? THREADS : K_BLK)
-#define B_IDX_STEP (THREADS / B_KK_STEP)
-#define B_T_KK (t % B_KK_STEP)
-#define B_T_IDX (t / B_KK_STEP)
-#else
-#define B_IDX_STEP (THREADS < N_BLK ? THREADS : N_BLK)
-#define B_KK_STEP (THREADS / B_IDX_STEP)
-#define B_T_KK (t / B_IDX_STEP)
-#define B_T_IDX (t % B_IDX_STEP)
-#endif
-#define A_NKK (K_BLK / A_KK_STEP)
-#define A_NIDX (M_BLK / A_IDX_STEP)
-#define B_NKK (K_BLK / B_KK_STEP)
-#define B_NIDX (N_BLK / B_IDX_STEP)
+/* the offsets, taps and fetch pattern of implicit_gemm.h, which reads B_KK_FAST */
+#include "implicit_gemm.h"
 
 /* -- the inner dimension ------------------------------------------------------------------------------
  * Row `row` of slice `step`, as (chan, tap): forward chan = c, backward-data chan = k, tap = r*S + s;
  * backward-weights chan = the flat (n, p, q) index, tap unused. valid: inside the inner dimension. */
 typedef struct { int chan, tap, valid; } inner_t;
-
-#define TAP_R(tap) ((int)((uint)(tap) / S))
-#define TAP_S(tap) ((int)((uint)(tap) % S))
 
 inline inner_t make_inner(int chan, int tap, int valid)
 {

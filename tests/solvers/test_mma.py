@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 
 from miopy import ActivationMode, ptx_probe
+from miopy.accuracy import max_error
 from miopy.conv import reference
 from miopy.conv.problem import OUTPUT_ROLE, ConvDesc, ConvProblem, Direction
 from miopy.conv.solvers import mma
 from miopy.conv.solvers.mma import (
-    GEMV_SPLIT,
-    NARROW_TILE,
+    CHOICES,
     NEEDS_PTX,
     ConvImplicitGemmMma,
     column_bytes,
@@ -45,6 +45,7 @@ H100 = DeviceInfo("NVIDIA CUDA", "NVIDIA Corporation", "NVIDIA H100", "580", "AL
                   (1024, 1024, 64), 80 << 30, False, ptx_mma=("tf32", "f16", "cp_async"))
 HOPPER = dataclasses.replace(H100, ptx_mma=H100.ptx_mma + ("wgmma",))   # with the wgmma probe (miopy.ptx_patch)
 DTYPES = ("FP32", "FP16")
+GEMV_SPLIT, NARROW_TILE = CHOICES.gemv_split, CHOICES.narrow_tile   # the narrow-GEMM defaults
 
 
 def problem_of(direction, shape, dtype="FP32", math_mode="tf32") -> ConvProblem:
@@ -731,7 +732,7 @@ def test_col2im_applies_to_one_group_backward_data_with_a_filter_within_the_cap(
         assert "one group" in SOLVER.invalid_reason(other, params, H100)
         assert not any(p["COL2IM"] for p in itertools.islice(SOLVER.search_space(other, H100), 2000))
     assert any(p["COL2IM"] for p in SOLVER.search_space(problem, H100))
-    monkeypatch.setattr(mma, "COL2IM_CAP", column_bytes(problem) - 1)
+    monkeypatch.setattr(mma.workspace, "COL2IM_CAP", column_bytes(problem) - 1)
     assert "MiB" in SOLVER.invalid_reason(problem, params, H100)
 
 
@@ -802,7 +803,8 @@ def test_strided_backward_data_runs_in_phases_over_their_own_taps(monkeypatch):
     problem = problem_of(Direction.BACKWARD_DATA, (4, 3, 227, 227, 96, 11, 11, 0, 4, 1, 1))
     assert phased(problem) and gemm_shape(problem).k == 96 * 9
     assert gemm_shape(problem).n == 16 * 4 * 57 * 57      # 16 phases of ceil(227 / 4)^2 pixels per image
-    monkeypatch.setattr(mma, "COL2IM_CHANNELS", 0)    # the direct GEMM (3 channels take COL2IM by default)
+    # the direct GEMM (3 channels take COL2IM by default)
+    monkeypatch.setattr(mma.measured, "CHOICES", dataclasses.replace(mma.measured.CHOICES, col2im_channels=0))
     params = SOLVER.default_params(problem, H100)
     assert dict(SOLVER.solution(problem, params).launches[-1].spec.defines)["PHASED"] == "1"
     dilated = problem_of(Direction.BACKWARD_DATA, ODD)
@@ -827,7 +829,7 @@ def test_emulated_split_k_applies_the_epilogue_in_the_reduction(handle):
     exact = reference.solve(problem, {r: a.astype(np.float64) for r, a in t.items()})
     exact += bias.astype(np.float64)[None, :, None, None]
     assert not np.isnan(got).any() and (got == 0).any()
-    assert reference.max_error(got, np.maximum(exact, 0)) <= SOLVER.tolerance
+    assert max_error(got, np.maximum(exact, 0)) <= SOLVER.tolerance
 
 
 # (shape, the stored run per dtype and direction): output columns run 64 / 64 / 144 elements (forward P*Q,
@@ -868,7 +870,7 @@ def test_emulated_staged_stores_match_float64(handle, direction, dtype):
         exact = reference.solve(problem, {r: a.astype(np.float64) for r, a in t.items()})
         exact = np.maximum(exact + bias.astype(np.float64)[None, :, None, None], 0)
         assert not np.isnan(got).any() and (got == 0).any()
-        assert reference.max_error(got.astype(np.float64), exact) <= SOLVER.tolerance
+        assert max_error(got.astype(np.float64), exact) <= SOLVER.tolerance
 
 
 def ptx_stubbed_build(handle, spec) -> None:
@@ -957,7 +959,7 @@ def test_transform_x_points_say_why(monkeypatch):
     assert transform_x_bytes(huge) > TRANSFORM_X_CAP
     assert "MiB" in SOLVER.invalid_reason(huge, {**SOLVER.default_params(huge, H100), "TRANSFORM_X": True}, H100)
     with_copy = SOLVER.workspace_bytes(fp32)
-    monkeypatch.setattr(mma, "TRANSFORM_X_CAP", 0)
+    monkeypatch.setattr(mma.workspace, "TRANSFORM_X_CAP", 0)
     assert with_copy - SOLVER.workspace_bytes(fp32) == transform_x_bytes(fp32) > 0
 
 
@@ -966,7 +968,8 @@ def test_ptx_sources_of_phased_backward_data_build_with_the_asm_stubbed(handle, 
     """PHASED backward-data on ResNet-50's 7x7 stride-2 stem: the default point of the direct GEMM and a cp.async one
     with a split."""
     problem = problem_of(Direction.BACKWARD_DATA, LAYERS[3], dtype)
-    monkeypatch.setattr(mma, "COL2IM_CHANNELS", 0)    # 3 channels take COL2IM by default
+    # 3 channels take COL2IM by default
+    monkeypatch.setattr(mma.measured, "CHOICES", dataclasses.replace(mma.measured.CHOICES, col2im_channels=0))
     base = SOLVER.default_params(problem, H100)
     points = [base, {**base, "CP_ASYNC": True, "STAGES": 3, "SPLIT": 2, "VECTOR_A": dtype == "FP16"
                      and base["TRANSFORM_W"], "CHANNEL_BLOCKS": True, "TRANSFORM_W": True}]
@@ -1069,7 +1072,7 @@ def test_tensor_core_epilogue_bias_relu(handle, dtype):
     exact = reference.solve(problem, {r: a.astype(np.float64) for r, a in t.items()})
     exact += bias.astype(np.float64)[None, :, None, None]
     assert OUTPUT_ROLE[problem.direction] == "y" and not np.isnan(got).any()
-    assert reference.max_error(got, np.maximum(exact, 0)) <= SOLVER.tolerance
+    assert max_error(got, np.maximum(exact, 0)) <= SOLVER.tolerance
 
 
 def test_tf32_warm_calls_compile_nothing(handle, monkeypatch):
