@@ -32,6 +32,10 @@ def problems(dtype: DataType) -> list[FusedProblem]:
     """Each epilogue after each convolution, and batch norm (+ add, + activation) alone."""
     out = [fused_conv(TensorDesc(dtype, x_dims), TensorDesc(dtype, w_dims), conv, ops)
            for x_dims, w_dims, conv in CONVOLUTIONS for ops in CONV_EPILOGUES]
+    if dtype is DataType.FLOAT32:   # under math mode "tf32" too: the tensor-core solvers' only fp32 mode
+        x_dims, w_dims, conv = CONVOLUTIONS[0]
+        tf32 = ConvDesc(conv.pads, conv.stride, conv.dilation, conv.groups, math_mode="tf32")
+        out += [fused_conv(TensorDesc(dtype, x_dims), TensorDesc(dtype, w_dims), tf32, ops) for ops in CONV_EPILOGUES]
     out += [fused_alone(TensorDesc(dtype, (2, 3, 5, 7)), ops) for ops in ALONE]
     return out
 
