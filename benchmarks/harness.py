@@ -232,7 +232,12 @@ def device_description(handle) -> dict:
 
 
 def git_commit(root: Path = ROOT) -> dict:
-    """The checkout's commit and whether its tracked files differ from it (None where git or the repo is absent)."""
+    """The checkout's commit and whether its tracked files differ from it (None where git or the repo is absent).
+    MIOPY_BENCH_COMMIT names the commit instead, for copies whose git metadata is not the code's own (the GPU
+    machine receives the working tree over a stale .git)."""
+    named = os.environ.get("MIOPY_BENCH_COMMIT")
+    if named:
+        return {"commit": named, "dirty": False}
     def git(*args: str) -> str | None:
         try:
             done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=20)

@@ -62,6 +62,7 @@ def find_page(sources: list[harness.Source], out: Path) -> list[str]:
 PAGES: dict[str, tuple[str, str]] = {   # page -> (module, function) that renders it
     "conv-fp32": ("benchmarks.suite", "page"),
     "tensor-cores": ("benchmarks.tensor_cores", "page"),
+    "tensor-cores-h200": ("benchmarks.tensor_cores", "device_page"),
     "tensor-core-variants": ("benchmarks.mma_variants", "page"),
     "conv-families": ("benchmarks.weak_families", "page"),
     "fc-layers": ("benchmarks.fc_layers", "page"),
@@ -79,6 +80,7 @@ DESCRIPTIONS = {
     "conv-fp32": "the convolution suite against cuDNN in strict fp32: AlexNet, Boda, ResNet-50, VGG-16 in every "
                  "direction, each solver's efficiency, cold against warm find",
     "tensor-cores": "the tensor-core solver (TF32, fp16) against cuDNN on the four layer sets, every direction",
+    "tensor-cores-h200": "the same on an H200, and how its times moved from the tree before the solver's split",
     "tensor-core-variants": "the tensor-core solver's data-movement and split variants beside its defaults",
     "conv-families": "depthwise, 5x5, backward-weights and small-C 1x1 layers against cuDNN strict fp32",
     "fc-layers": "AlexNet's fully connected layers against PyTorch",

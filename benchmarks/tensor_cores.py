@@ -469,5 +469,51 @@ def page(sources: list[harness.Source], out: Path) -> list[str]:
     return lines + report([(s.name, s.data) for s in sources]).splitlines() + [""]
 
 
+def device_page(sources: list[harness.Source], out: Path) -> list[str]:
+    """docs/results/tensor-cores-<device>.md: the four layer sets on one more device beside cuDNN, and (from a file
+    named "*-before-*") the same rows timed by an earlier tree on that device: how the times moved."""
+    before = [s for s in sources if "-before-" in s.name]
+    after = [s for s in sources if s not in before]
+    device = after[0].meta.get("device", "?") if after else "?"
+    lines = harness.page_head(
+        f"Tensor cores against cuDNN on an {device}", sources,
+        "The run of [tensor-cores.md](tensor-cores.md) on another device: the same layers, directions, data types "
+        "and method, its perf-DB records tuned elsewhere (defaults and the time models rule here).")
+    lines += report([(s.name, s.data) for s in after]).splitlines() + [""]
+    for base in before:
+        for new in after:
+            lines += compare(base, new)
+    return lines
+
+
+def compare(base: harness.Source, new: harness.Source) -> list[str]:
+    """How the rows of new moved from base's (the same layers timed by two trees on one device): the ratio
+    new / base of miopy's default time and of cuDNN's (its run-to-run spread), per data type and direction."""
+    old = {(r["layer"], r["dtype"], r["direction"]): r for r in base.data.get("timing", []) if r.get("default_ms")}
+    pairs = [(r, old[k]) for r in new.data.get("timing", []) if r.get("default_ms")
+             and (k := (r["layer"], r["dtype"], r["direction"])) in old]
+    same = sum(1 for r, b in pairs if r["best_params"] == b["best_params"])
+    lines = [f"## {new.name} against {base.name}", "",
+             f"{len(pairs)} layer-directions in both, {same} with the same params. Ratios are {new.name}'s time over "
+             f"{base.name}'s (geometric mean, [lowest, highest]); cuDNN's column shows how much the same cuDNN "
+             "kernels moved between the two runs.", "",
+             "| data | dir | rows | miopy new / before | cuDNN new / before |", "|---|---|---|---|---|"]
+    groups = [(d, letters) for d in ("FP32", "FP16") for letters in ("F", "B", "W", "FBW")]
+    for dtype, letters in groups + [("any", "FBW")]:
+        chosen = [(r, b) for r, b in pairs if (dtype == "any" or r["dtype"] == dtype) and r["direction"] in letters]
+        if not chosen:
+            continue
+        ours = [r["default_ms"] / b["default_ms"] for r, b in chosen]
+        theirs = [r["cudnn_ms"] / b["cudnn_ms"] for r, b in chosen]
+        name = {"FP32": "TF32", "FP16": "fp16", "any": "both"}[dtype]
+        lines.append(f"| {name} | {letters} | {len(chosen)} | {harness.geomean(ours):.3f} [{min(ours):.2f}, "
+                     f"{max(ours):.2f}] | {harness.geomean(theirs):.3f} [{min(theirs):.2f}, {max(theirs):.2f}] |")
+    big = [r["default_ms"] / b["default_ms"] for r, b in pairs if b["default_ms"] >= 0.1]
+    if big:
+        lines += ["", f"Rows of 0.1 ms or more ({len(big)}): geometric mean {harness.geomean(big):.3f}, highest "
+                  f"{max(big):.3f}."]
+    return lines + [""]
+
+
 if __name__ == "__main__":
     sys.exit(main())
