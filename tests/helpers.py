@@ -53,16 +53,8 @@ def make_problem(direction, n, c, h, w, k, r, s, pad=0, stride=1, dilation=1, gr
 
 def random_problem(rng: np.random.Generator, direction=Direction.FORWARD) -> ConvProblem:
     """A small random convolution (any pad / stride / dilation / groups) with a non-empty output."""
-    while True:
-        groups = int(rng.choice([1, 1, 2, 3]))
-        c, k = groups * int(rng.integers(1, 5)), groups * int(rng.integers(1, 5))
-        r, s = int(rng.integers(1, 4)), int(rng.integers(1, 4))
-        pad = (int(rng.integers(0, 3)), int(rng.integers(0, 3)))
-        stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
-        dil = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
-        h, w = int(rng.integers(3, 11)), int(rng.integers(3, 11))
-        if all((size + 2 * p - d * (f - 1) - 1) >= 0 for size, p, d, f in zip((h, w), pad, dil, (r, s))):
-            return make_problem(direction, int(rng.integers(1, 3)), c, h, w, k, r, s, pad, stride, dil, groups)
+    from miopy.conv.samples import pose, random_shape
+    return pose(direction, random_shape(rng))
 
 
 def with_dtype(problem: ConvProblem, dtype: str) -> ConvProblem:
