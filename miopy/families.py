@@ -16,7 +16,8 @@ A family is a package ``miopy.<name>`` with the same modules in the same places:
 ``reference``       float64 NumPy ground truth and ``reference_outputs(problem, tensors)``
 ``api``             MIOpen's descriptor calls (``*_forward``, ``*_backward``) on memoised plans
 ``functional``      PyTorch's functional names on pyopencl arrays
-``driver``          ``miopy-driver`` sub-commands (MIOpenDriver's names and flags)
+``driver``          ``COMMANDS``, ``add_parsers(subparsers)`` (miopy-driver's sub-commands, MIOpenDriver's
+                    names and flags) and ``problems(args)`` (the problems the flags describe: miopy-tune)
 ``samples``         small problems of every direction and dtype (conformance), and big ones (limits)
 ==================  ==========================================================================================
 
