@@ -89,3 +89,19 @@ def test_bad_arguments_name_the_field(handle, field, call):
 
 def test_public_names():
     assert miopy.activation_forward is activation_forward and miopy.ActivationMode is ActivationMode
+
+
+def test_functional_forms_match_reference_and_name_their_arguments(handle):
+    from miopy.activation import elu, hardtanh, leaky_relu, relu, sigmoid
+    x = _random(7)
+    xa = handle.to_device(x)
+    cases = [(relu(xa), forward_reference("relu", x)), (sigmoid(xa), forward_reference("logistic", x)),
+             (leaky_relu(xa, 0.2), forward_reference("leaky_relu", x, 0.2)),
+             (elu(xa, 0.7), forward_reference("elu", x, 0.7)), (hardtanh(xa, -0.5, 2.0), np.clip(x, -0.5, 2.0))]
+    for got, want in cases:
+        assert max_error(got.get(), want) <= TOLERANCE
+    for call, field in ((lambda: leaky_relu(xa, float("nan")), "negative_slope"),
+                        (lambda: hardtanh(xa, "low", 1.0), "min_val")):
+        with pytest.raises(BadParam) as info:
+            call()
+        assert info.value.field == field

@@ -54,6 +54,7 @@ def backward_plan(handle: Handle, mode: ActivationMode | int | str, y_desc: Tens
     return immediate_plan(handle, problem, ops, may_alias=alias)
 
 
-def activation_scalars(alpha, beta, gamma) -> dict:
-    """The kernels' per-call arguments from alpha, beta, gamma (finite numbers; else BadParam naming them)."""
-    return dict(zip(SCALAR_ROLES, (scalar(alpha, "alpha"), scalar(beta, "beta"), scalar(gamma, "gamma"))))
+def activation_scalars(alpha, beta, gamma, names: tuple[str, str, str] = ("alpha", "beta", "gamma")) -> dict:
+    """The kernels' per-call arguments from alpha, beta, gamma (finite numbers; else BadParam naming them by
+    names: the caller's own argument names)."""
+    return dict(zip(SCALAR_ROLES, (scalar(value, name) for value, name in zip((alpha, beta, gamma), names))))

@@ -26,7 +26,7 @@ def relu6(x: cl_array.Array, handle: Handle | None = None) -> cl_array.Array:
 
 def leaky_relu(x: cl_array.Array, negative_slope: float = 0.01, handle: Handle | None = None) -> cl_array.Array:
     """x where x > 0, else negative_slope * x."""
-    return _forward(x, ActivationMode.LEAKY_RELU, negative_slope, 0.0, 0.0, handle)
+    return _forward(x, ActivationMode.LEAKY_RELU, negative_slope, 0.0, 0.0, handle, ("negative_slope", "", ""))
 
 
 def elu(x: cl_array.Array, alpha: float = 1.0, handle: Handle | None = None) -> cl_array.Array:
@@ -57,17 +57,18 @@ def hardswish(x: cl_array.Array, handle: Handle | None = None) -> cl_array.Array
 def hardtanh(x: cl_array.Array, min_val: float = -1.0, max_val: float = 1.0,
              handle: Handle | None = None) -> cl_array.Array:
     """min(max_val, max(min_val, x))."""
-    return _forward(x, ActivationMode.CLAMP, max_val, min_val, 0.0, handle)
+    return _forward(x, ActivationMode.CLAMP, max_val, min_val, 0.0, handle, ("max_val", "min_val", ""))
 
 
-def _forward(x, mode: ActivationMode, alpha: float, beta: float, gamma: float,
-             handle: Handle | None) -> cl_array.Array:
+def _forward(x, mode: ActivationMode, alpha: float, beta: float, gamma: float, handle: Handle | None,
+             names: tuple[str, str, str] = ("alpha", "beta", "gamma")) -> cl_array.Array:
+    """The mode with alpha, beta, gamma (named in errors by names: the caller's own argument names)."""
     handle = functional_handle(x, "x", handle)
     if x.size == 0:
         return handle.pooled(x.shape, x.dtype)
     plan = memo_plan(handle, ("activation.functional", x.shape, x.dtype, mode), lambda: _cold(handle, x, mode))
     y = handle.pooled(x.shape, x.dtype)
-    plan.run_values((x, y), scalars=activation_scalars(alpha, beta, gamma))
+    plan.run_values((x, y), scalars=activation_scalars(alpha, beta, gamma, names))
     return y
 
 
