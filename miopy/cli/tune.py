@@ -191,14 +191,15 @@ def file_problems(path: Path) -> tuple[list[Any], list[str]]:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise BadParam("--file", f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    lines, bad = driver_lines(text.splitlines())
+    commands = drivers()
+    lines, bad = driver_lines(text.splitlines(), commands)
     if not lines:
         raise BadParam("--file", f"{path} holds no driver line (lines starting with `./bin/MIOpenDriver`, "
                                  "`MIOpenDriver` or `miopy-driver` and a command): nothing to tune")
     found = []
     for number, argv in lines:
         try:
-            found += drivers()[argv.command].problems(argv)
+            found += commands[argv.command].problems(argv)
         except MiopyError as exc:
             bad.append((number, f"{type(exc).__name__}: {exc}"))
     return found, [f"{path}:{number}: {why}" for number, why in sorted(bad)]
@@ -211,14 +212,16 @@ class _LineParser(argparse.ArgumentParser):
         raise BadParam("line", message)
 
 
-def driver_lines(lines: Iterable[str]) -> tuple[list[tuple[int, argparse.Namespace]], list[tuple[int, str]]]:
+def driver_lines(lines: Iterable[str], commands: dict[str, ModuleType] | None = None
+                 ) -> tuple[list[tuple[int, argparse.Namespace]], list[tuple[int, str]]]:
     """(line number, parsed flags, with .command) of each line that is a miopy-driver or MIOpenDriver command of a
     family, and (line number, what is wrong) of each such line whose flags do not parse. Other lines (comments,
     other programs or commands) are not problems and are passed over; flags that do not describe the problem
-    (-t, -V, -i, -S, ...) are ignored."""
+    (-t, -V, -i, -S, ...) are ignored. commands: drivers(), when the caller has it."""
+    commands = commands or drivers()
     line_parser = _LineParser(add_help=False, allow_abbrev=False)
     sub = line_parser.add_subparsers(dest="command")
-    for driver in dict.fromkeys(drivers().values()):
+    for driver in dict.fromkeys(commands.values()):
         driver.add_parsers(sub)
     parsed, bad = [], []
     for number, line in enumerate(lines, 1):
@@ -226,10 +229,10 @@ def driver_lines(lines: Iterable[str]) -> tuple[list[tuple[int, argparse.Namespa
             words = shlex.split(line, comments=True)
         except ValueError as exc:   # an unclosed quote: a problem only if the line is a driver command
             words = line.split()
-            if _is_driver_line(words):
+            if _is_driver_line(words, commands):
                 bad.append((number, f"cannot split the line: {exc}"))
             continue
-        if not _is_driver_line(words):
+        if not _is_driver_line(words, commands):
             continue
         try:
             parsed.append((number, line_parser.parse_known_args(words[1:])[0]))
@@ -238,8 +241,8 @@ def driver_lines(lines: Iterable[str]) -> tuple[list[tuple[int, argparse.Namespa
     return parsed, bad
 
 
-def _is_driver_line(words: list[str]) -> bool:
-    return len(words) >= 2 and words[0] in PROGRAMS and words[1] in drivers()
+def _is_driver_line(words: list[str], commands: dict[str, ModuleType]) -> bool:
+    return len(words) >= 2 and words[0] in PROGRAMS and words[1] in commands
 
 
 def onnx_problems(model: Path, batch: int | None, forw: int) -> list[Any]:
