@@ -18,7 +18,7 @@ from ..find import immediate_plan
 from ..handle import Handle
 from ..plan import Operand, Plan, buffer_of, memo_plan, saved_by_forward
 from ..tensor import TensorDesc, as_flag
-from .descriptor import PoolingDesc
+from .descriptor import INDEX_BYTES, PoolingDesc
 from .problem import Direction, PoolingProblem
 from .registry import REGISTRY
 
@@ -65,7 +65,7 @@ class PoolingCall:
 
     def __init__(self, handle: Handle, plan: Plan, problem: PoolingProblem):
         self.plan = plan
-        self.index_bytes = problem.y.element_count * 4 if problem.uses_indices else 0
+        self.index_bytes = problem.y.element_count * INDEX_BYTES if problem.uses_indices else 0
         self.writes_indices = problem.save_indices
         self.signature = (problem.desc, problem.x.dims, problem.y.dims)
         self.saved: dict[int, Any] = saved_by_forward(handle, "pooling")
