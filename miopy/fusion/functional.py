@@ -25,7 +25,7 @@ def conv2d_bias_activation(x: cl_array.Array, w: cl_array.Array, bias: cl_array.
     mode = ActivationMode.of(activation, "activation")
     key = ("fusion.functional", x.shape, x.dtype, getattr(w, "shape", None), mode, (stride, padding, dilation, groups))
     plan, shape = memo_plan(handle, key, lambda: _cold(handle, x, w, mode, stride, padding, dilation, groups),
-                            (groups,))
+                            (stride, padding, dilation, groups))
     y = handle.pooled(shape, x.dtype)
     plan.run_values((x, y, w, bias), scalars=activation_scalars(alpha, beta, gamma))
     return y
